@@ -1,0 +1,56 @@
+//! The dsh tool-call pipeline: mechanism only.
+//!
+//! A model asks for tool calls; this crate decides nothing about *which* calls are acceptable.
+//! It fixes the order in which decisions are asked for and what each decision may express, so
+//! that safety and truth hold by construction rather than by every policy being bug-free
+//! (SPEC P1–P12):
+//!
+//! | step | gate | decision type | what it may do |
+//! |------|------|---------------|----------------|
+//! | 0 | journal | — | the call is on record, flushed, before any gate (P1) |
+//! | 1 | [`PrePolicy`] | [`Vote`] | allow / ask / deny with a tier; never change arguments (P2) |
+//! | 2 | [`Approver`] | [`ApprovalOutcome`] | only `AllowedOnce` proceeds; asked at most once (P3) |
+//! | 3 | [`Guard`] | `Option<Denial>` | deny or abstain; there is no "allow" (P4) |
+//! | 4 | [`Wrapper`] | — | timeout, retry (idempotent tools only), around the tool (P5) |
+//! | 5 | [`Disposition`] | [`Action`] | accept / replace / block / attach; never flip `ok` (P6) |
+//! | 6 | normalization | — | every `Err` and panic becomes one [`FailureKind`] (P7) |
+//! | 7 | freeze | — | one [`FrozenResult`] behind an `Arc`, shared by every observer (P8) |
+//!
+//! The [`Pipeline`] runs a batch with the scheduler of P10: calls start (journal, gates 1–3,
+//! execution) in submission order, execution overlaps only for calls their tool declares
+//! parallel-safe, and results commit (gates 5–7, journal, observers) in submission order.
+//!
+//! This crate imports no concrete policy, tool or provider; the compiler enforces that the
+//! mechanism knows none of them. Policies live in `dsh-policy`, tools in `dsh-tools`.
+
+mod call;
+pub mod journal;
+mod panic;
+mod pipeline;
+mod policy;
+mod registry;
+mod result;
+mod scheduler;
+mod tool;
+mod wrappers;
+
+pub use call::{CallSource, ToolCall};
+pub use pipeline::{
+    BatchError, BatchOutcome, CheckReport, CheckVote, Decision, Observer, Pipeline,
+    PipelineBuilder, PipelineConfig,
+};
+pub use policy::{
+    Action, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Denial, Disposition, Guard,
+    PolicyContext, PrePolicy, Tier, Verdict, Vote, combine_votes,
+};
+pub use registry::{RegisterError, Registry};
+pub use result::{
+    AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate, SandboxState,
+};
+pub use tool::{Access, ExecContext, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec};
+pub use wrappers::{Next, Retry, Timeout, Wrapper};
+
+/// Re-exported so that implementors of the async gate traits need not name the crate.
+pub use async_trait::async_trait;
+/// The cancellation token threaded through execution (user interrupt, timeouts).
+pub use tokio_util::sync::CancellationToken;

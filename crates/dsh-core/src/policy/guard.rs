@@ -1,0 +1,39 @@
+//! Gate 3, deny-only guards (SPEC P4).
+
+use crate::call::ToolCall;
+use crate::policy::PolicyContext;
+
+/// A guard's refusal. A guard returns `Option<Denial>`: there is no value that means "allow",
+/// so no registration order and no permissive listener can turn a denial back into permission.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denial {
+    pub reason: String,
+}
+
+impl Denial {
+    pub fn new(reason: impl Into<String>) -> Self {
+        Denial {
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A deployment red line ("never touch this directory").
+///
+/// **Lifetime:** one per session or process.
+///
+/// **Must be pure:** a function of the call, the declaration and the world it inspects, with
+/// no state of its own. The pipeline may consult a guard twice for one call — before a person
+/// is asked (so a call a guard will refuse is never sent to a person, and `dsh check` agrees
+/// with `dsh batch`) and again after the approval (authoritative: approval decides before the
+/// guards speak, and the world may have changed while the person thought). Order-sensitive
+/// policies belong in gate 1.
+///
+/// **On panic:** the call is refused (`crashed` at gate `guard`): a guard that cannot decide
+/// fails closed.
+pub trait Guard: Send + Sync {
+    /// Short stable name, shown in results.
+    fn name(&self) -> &str;
+
+    fn check(&self, call: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial>;
+}

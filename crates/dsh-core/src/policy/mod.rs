@@ -1,0 +1,12 @@
+//! The decision traits a policy implements, one per gate that takes decisions. The pipeline
+//! (`crate::pipeline`) owns their order; each trait documents what its decision may express.
+
+mod approval;
+mod disposition;
+mod guard;
+mod vote;
+
+pub use approval::{ApprovalError, ApprovalOutcome, ApprovalRequest, Approver};
+pub use disposition::{Action, Disposition};
+pub use guard::{Denial, Guard};
+pub use vote::{PolicyContext, PrePolicy, Tier, Verdict, Vote, combine_votes};

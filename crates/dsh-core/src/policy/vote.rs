@@ -1,0 +1,196 @@
+//! Gate 1, pre-policy: listeners vote (SPEC P2, DESIGN §3).
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::call::ToolCall;
+use crate::tool::{Access, ToolSpec};
+
+/// How a vote counts. `Rule` votes come from what someone configured or checked structurally
+/// (permission rules, hooks, confinement, protected paths); `Default` votes from built-in
+/// classifications (a tool's default, the shell's default lists). A rule allow lifts a default
+/// ask; nothing lifts a deny.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    Rule,
+    Default,
+}
+
+/// What a vote says. There is deliberately no variant that carries new arguments (SPEC P2):
+/// a policy that wants different input denies with a reason and the model calls again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Allow,
+    Ask,
+    Deny,
+    Abstain,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allow => "allow",
+            Verdict::Ask => "ask",
+            Verdict::Deny => "deny",
+            Verdict::Abstain => "abstain",
+        }
+    }
+}
+
+/// One listener's vote on one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vote {
+    pub verdict: Verdict,
+    pub tier: Tier,
+    /// Why, in words a person and the model can act on.
+    pub reason: String,
+    /// Set by the pipeline when the listener panicked: the vote is a deny and the call's
+    /// result is `crashed`.
+    pub(crate) crashed: bool,
+}
+
+impl Vote {
+    pub fn allow(tier: Tier, reason: impl Into<String>) -> Self {
+        Vote::new(Verdict::Allow, tier, reason)
+    }
+    pub fn ask(tier: Tier, reason: impl Into<String>) -> Self {
+        Vote::new(Verdict::Ask, tier, reason)
+    }
+    pub fn deny(tier: Tier, reason: impl Into<String>) -> Self {
+        Vote::new(Verdict::Deny, tier, reason)
+    }
+    pub fn abstain() -> Self {
+        Vote::new(Verdict::Abstain, Tier::Default, "")
+    }
+
+    fn new(verdict: Verdict, tier: Tier, reason: impl Into<String>) -> Self {
+        Vote {
+            verdict,
+            tier,
+            reason: reason.into(),
+            crashed: false,
+        }
+    }
+
+    pub(crate) fn crashed(reason: String) -> Self {
+        Vote {
+            crashed: true,
+            ..Vote::new(Verdict::Deny, Tier::Rule, reason)
+        }
+    }
+}
+
+/// What every gate-1 listener and guard may look at besides the call: the tool's declaration
+/// and what this call declares it touches.
+#[derive(Clone, Copy, Debug)]
+pub struct PolicyContext<'a> {
+    pub spec: &'a ToolSpec,
+    pub accesses: &'a [Access],
+}
+
+/// A gate-1 listener.
+///
+/// **Lifetime:** one value per session, shared by every call; calls are voted on one at a
+/// time, in submission order (SPEC P10), so a listener may keep order-sensitive state (a
+/// breaker that trips after three dangerous calls in a row) behind its own lock.
+///
+/// **May not:** change the arguments (there is no way to), or rely on other listeners: votes
+/// are combined by [`combine_votes`], never by registration order.
+///
+/// **On panic:** the vote counts as a `Rule` deny and the call fails as `crashed` at gate
+/// `pre_policy`, naming this listener. The batch goes on.
+#[async_trait]
+pub trait PrePolicy: Send + Sync {
+    /// Short stable name, shown in results (`decided_by.policy`) and in `dsh check`.
+    fn name(&self) -> &str;
+
+    async fn vote(&self, call: &ToolCall, cx: &PolicyContext<'_>) -> Vote;
+}
+
+/// DESIGN §3's combination, first match wins:
+///
+/// 1. any `Deny` → deny;
+/// 2. any `Rule` `Ask` → ask;
+/// 3. any `Rule` `Allow` → allow (it lifts `Default` asks);
+/// 4. any `Default` `Ask` → ask;
+/// 5. any `Default` `Allow` → allow;
+/// 6. no votes → the tool's default (read-only → allow, otherwise ask).
+///
+/// Within a row the earliest vote in registration order is named as the decider.
+pub fn combine_votes(votes: &[Vote], read_only: bool) -> (Verdict, Option<usize>) {
+    let find = |verdict: Verdict, tier: Option<Tier>| {
+        votes
+            .iter()
+            .position(|v| v.verdict == verdict && tier.is_none_or(|t| v.tier == t))
+    };
+    let rows = [
+        (Verdict::Deny, None),
+        (Verdict::Ask, Some(Tier::Rule)),
+        (Verdict::Allow, Some(Tier::Rule)),
+        (Verdict::Ask, Some(Tier::Default)),
+        (Verdict::Allow, Some(Tier::Default)),
+    ];
+    for (verdict, tier) in rows {
+        if let Some(i) = find(verdict, tier) {
+            return (verdict, Some(i));
+        }
+    }
+    if read_only {
+        (Verdict::Allow, None)
+    } else {
+        (Verdict::Ask, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn combine(votes: &[Vote]) -> (Verdict, Option<usize>) {
+        combine_votes(votes, false)
+    }
+
+    #[test]
+    fn any_deny_wins_over_rule_allow() {
+        let v = [Vote::allow(Tier::Rule, "r"), Vote::deny(Tier::Default, "d")];
+        assert_eq!(combine(&v), (Verdict::Deny, Some(1)));
+    }
+
+    #[test]
+    fn rule_ask_beats_rule_allow() {
+        let v = [Vote::allow(Tier::Rule, "a"), Vote::ask(Tier::Rule, "q")];
+        assert_eq!(combine(&v), (Verdict::Ask, Some(1)));
+    }
+
+    #[test]
+    fn rule_allow_lifts_default_ask() {
+        let v = [Vote::ask(Tier::Default, "q"), Vote::allow(Tier::Rule, "a")];
+        assert_eq!(combine(&v), (Verdict::Allow, Some(1)));
+    }
+
+    #[test]
+    fn default_ask_beats_default_allow() {
+        let v = [
+            Vote::allow(Tier::Default, "a"),
+            Vote::ask(Tier::Default, "q"),
+        ];
+        assert_eq!(combine(&v), (Verdict::Ask, Some(1)));
+    }
+
+    #[test]
+    fn default_allow_applies_when_alone() {
+        let v = [Vote::abstain(), Vote::allow(Tier::Default, "a")];
+        assert_eq!(combine(&v), (Verdict::Allow, Some(1)));
+    }
+
+    #[test]
+    fn no_votes_fall_back_to_the_tools_default() {
+        assert_eq!(
+            combine_votes(&[Vote::abstain()], true),
+            (Verdict::Allow, None)
+        );
+        assert_eq!(combine_votes(&[], false), (Verdict::Ask, None));
+    }
+}
