@@ -32,6 +32,7 @@ mod registry;
 mod result;
 mod scheduler;
 mod tool;
+mod workspace;
 mod wrappers;
 
 pub use call::{CallSource, ToolCall};
@@ -48,6 +49,7 @@ pub use result::{
     AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate, SandboxState,
 };
 pub use tool::{Access, ExecContext, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec};
+pub use workspace::{PathError, ResolvedPath, Workspace};
 pub use wrappers::{Next, Retry, Timeout, Wrapper};
 
 /// Re-exported so that implementors of the async gate traits need not name the crate.

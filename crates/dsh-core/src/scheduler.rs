@@ -63,7 +63,7 @@ pub(crate) async fn run_batch(
     let mut force_at: Option<tokio::time::Instant> = None;
     let mut forced = false;
 
-    loop {
+    'batch: loop {
         // Commit, in submission order, every call that is done.
         while failure.is_none() && next_commit < n {
             let Slot::Done(_) = &slots[next_commit] else {
@@ -103,7 +103,13 @@ pub(crate) async fn run_batch(
             }
             match start_one(p, call, &batch).await {
                 Err(e) => failure = Some(e),
-                Ok(Started::Refused(c)) => slots[next_start] = Slot::Done(c),
+                Ok(Started::Refused(c)) => {
+                    // Commit a refusal before anything later starts: its record must not
+                    // wait behind a later call's execution (a crash would lose it).
+                    slots[next_start] = Slot::Done(c);
+                    next_start += 1;
+                    continue 'batch;
+                }
                 Ok(Started::Admitted(Admitted { entry, allowed_by })) => {
                     let cx = ExecContext {
                         call: call.clone(),

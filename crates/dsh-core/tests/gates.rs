@@ -575,7 +575,7 @@ async fn a_cancelled_batch_records_cancelled_before_for_calls_not_started() {
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     assert_eq!(
         kinds(&journal.lines()),
-        ["tool_call", "tool_call", "tool_result", "tool_result"]
+        ["tool_call", "tool_result", "tool_call", "tool_result"]
     );
 }
 

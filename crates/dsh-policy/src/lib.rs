@@ -1,0 +1,23 @@
+//! dsh's policies, each a listener on a pipeline gate. Policies learn what a call touches from
+//! the tool's [`dsh_core::Access`] declarations, never by knowing the tool (DESIGN §2), and do
+//! not know each other: the pipeline combines their votes (DESIGN §3).
+//!
+//! | policy | gate | tier | what it decides |
+//! |--------|------|------|-----------------|
+//! | [`Confinement`] | 1 and 3 | rule | every declared path resolves inside the workspace |
+//! | [`ProtectedPaths`] | 1 and 3 | rule | no write to a protected path (default `.git/**`, `.dsh/**`) |
+//! | [`PermissionRules`] | 1 | rule | `allow` / `ask` / `deny` rules such as `read_file(src/**)` |
+//!
+//! Confinement and protected paths vote at gate 1 *and* guard at gate 3, so a call they refuse
+//! is never sent to a person and `dsh check` reports it, while the guard keeps the red line
+//! even if a later listener allows everything (SPEC P4).
+
+mod confine;
+mod glob;
+mod protect;
+mod rules;
+
+pub use confine::Confinement;
+pub use glob::{PathPattern, PatternError};
+pub use protect::ProtectedPaths;
+pub use rules::{PermissionRules, Rule, RuleError, RuleKind};
