@@ -31,6 +31,7 @@ mod policy;
 mod registry;
 mod result;
 mod scheduler;
+mod spill;
 mod tool;
 mod workspace;
 mod wrappers;
@@ -48,6 +49,7 @@ pub use registry::{RegisterError, Registry};
 pub use result::{
     AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate, SandboxState,
 };
+pub use spill::{SpillError, SpillPage, SpillStore};
 pub use tool::{Access, ExecContext, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec};
 pub use workspace::{PathError, ResolvedPath, Workspace};
 pub use wrappers::{Next, Retry, Timeout, Wrapper};

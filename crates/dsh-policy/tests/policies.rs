@@ -1,0 +1,247 @@
+//! The policies through a real pipeline: what each decides, at which gate, and why.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use dsh_core::journal::MemoryJournal;
+use dsh_core::{
+    Access, ApprovalOutcome, CancellationToken, Decision, FailureKind, FrozenResult, Gate,
+    Pipeline, Registry, SpillStore, ToolCall, ToolOutput, Workspace,
+};
+use dsh_policy::{Confinement, PermissionRules, ProtectedPaths, Rule, RuleKind, Spill};
+use dsh_testkit::{FnTool, ScriptedApprover};
+use serde_json::json;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    ws: Arc<Workspace>,
+    runs: Arc<AtomicUsize>,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+    std::fs::write(dir.path().join(".env"), "KEY=1").unwrap();
+    let ws = Arc::new(Workspace::new(dir.path()).unwrap());
+    Fixture {
+        _dir: dir,
+        ws,
+        runs: Arc::new(AtomicUsize::new(0)),
+    }
+}
+
+/// `read{path}` declares a read, `write{path}` a write; both count their runs.
+fn tools(runs: &Arc<AtomicUsize>, big: usize) -> Registry {
+    let mut r = Registry::new();
+    for (name, write) in [("read", false), ("write", true)] {
+        let runs = runs.clone();
+        let tool = FnTool::new(name, move |_, _| {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok(ToolOutput::new("x".repeat(big), json!({"n": 1})))
+            }
+        })
+        .accesses(move |a| {
+            let path = PathBuf::from(a["path"].as_str().unwrap_or_default());
+            if write {
+                vec![Access::Write { path }]
+            } else {
+                vec![Access::Read { path }]
+            }
+        })
+        .spec(move |s| s.read_only(!write));
+        r.register(tool).unwrap();
+    }
+    r
+}
+
+fn rules(ws: &Arc<Workspace>, list: &[(RuleKind, &str, &str)]) -> PermissionRules {
+    let rules = list
+        .iter()
+        .map(|(k, t, o)| Rule::parse(*k, t, *o).unwrap())
+        .collect();
+    PermissionRules::new(ws.clone(), rules)
+}
+
+fn pipeline(f: &Fixture, rules_list: &[(RuleKind, &str, &str)], yolo: bool) -> Pipeline {
+    let confine = Confinement::new(f.ws.clone());
+    let protect = ProtectedPaths::new(f.ws.clone(), &ProtectedPaths::DEFAULT).unwrap();
+    let mut b = Pipeline::builder(tools(&f.runs, 1), Arc::new(MemoryJournal::new("t")))
+        .pre_policy(confine.clone())
+        .pre_policy(protect.clone())
+        .pre_policy(rules(&f.ws, rules_list))
+        .guard(confine)
+        .guard(protect);
+    if yolo {
+        b = b.approver(ScriptedApprover::answering(ApprovalOutcome::AllowedOnce));
+    }
+    b.build()
+}
+
+async fn run(p: &Pipeline, name: &str, path: &str) -> Arc<FrozenResult> {
+    let call = ToolCall::new("1", name, json!({"path": path}));
+    p.run_batch(vec![call], &CancellationToken::new())
+        .await
+        .unwrap()
+        .results
+        .remove(0)
+}
+
+#[tokio::test]
+async fn paths_outside_the_workspace_are_denied_at_gate_one_even_with_yolo() {
+    let f = fixture();
+    let p = pipeline(&f, &[(RuleKind::Allow, "read", "user")], true);
+    for path in ["../x", "/etc/passwd", "src/../../x"] {
+        let r = run(&p, "read", path).await;
+        assert_eq!(r.failure_kind(), Some(FailureKind::Denied), "{path}");
+        assert_eq!(r.decided_by().gate, Gate::PrePolicy);
+        assert_eq!(r.decided_by().policy.as_deref(), Some("confinement"));
+        assert!(r.content().contains(path), "{}", r.content());
+        let check = p
+            .check(&ToolCall::new("1", "read", json!({"path": path})))
+            .await;
+        assert_eq!(check.decision, Decision::Deny);
+    }
+    assert_eq!(f.runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn writes_to_protected_paths_are_denied_however_they_are_spelled() {
+    let f = fixture();
+    std::os::unix::fs::symlink(f.ws.root().join(".git"), f.ws.root().join("g")).unwrap();
+    let p = pipeline(&f, &[(RuleKind::Allow, "write", "user")], true);
+    for path in [
+        ".git/hooks/pre-commit",
+        "src/../.git/config",
+        "g/config",
+        ".dsh/config.toml",
+    ] {
+        let r = run(&p, "write", path).await;
+        assert_eq!(r.failure_kind(), Some(FailureKind::Denied), "{path}");
+        assert_eq!(
+            r.decided_by().policy.as_deref(),
+            Some("protected_paths"),
+            "{path}"
+        );
+    }
+    // Reading them is fine.
+    assert!(run(&p, "read", ".git/config").await.ok());
+    assert!(run(&p, "write", "src/new.rs").await.ok());
+}
+
+#[tokio::test]
+async fn the_guards_hold_even_if_gate_one_is_skipped() {
+    // Only the guards mounted, with a listener that allows everything: still denied at gate 3.
+    let f = fixture();
+    let confine = Confinement::new(f.ws.clone());
+    let protect = ProtectedPaths::new(f.ws.clone(), &ProtectedPaths::DEFAULT).unwrap();
+    let p = Pipeline::builder(tools(&f.runs, 1), Arc::new(MemoryJournal::new("t")))
+        .pre_policy(rules(
+            &f.ws,
+            &[
+                (RuleKind::Allow, "write", "user"),
+                (RuleKind::Allow, "read", "user"),
+            ],
+        ))
+        .guard(confine)
+        .guard(protect)
+        .build();
+    let r = run(&p, "write", ".git/hooks/post-checkout").await;
+    assert_eq!(
+        (r.failure_kind(), r.decided_by().gate),
+        (Some(FailureKind::Denied), Gate::Guard)
+    );
+    let r = run(&p, "read", "../../etc/shadow").await;
+    assert_eq!(
+        (r.failure_kind(), r.decided_by().gate),
+        (Some(FailureKind::Denied), Gate::Guard)
+    );
+    assert_eq!(f.runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn deny_beats_allow_whatever_the_layer_and_matches_resolved_paths() {
+    let f = fixture();
+    let p = pipeline(
+        &f,
+        &[
+            (RuleKind::Allow, "read", "project .dsh/config.toml"),
+            (RuleKind::Deny, "read(.env)", "user config"),
+        ],
+        true,
+    );
+    for path in [".env", "src/../.env", "./.env"] {
+        let r = run(&p, "read", path).await;
+        assert_eq!(r.failure_kind(), Some(FailureKind::Denied), "{path}");
+        assert_eq!(r.decided_by().policy.as_deref(), Some("permissions"));
+        assert!(
+            r.decided_by()
+                .reason
+                .contains("deny rule `read(.env)` from user config")
+        );
+    }
+    assert!(run(&p, "read", "src").await.ok());
+}
+
+#[tokio::test]
+async fn a_rule_ask_beats_a_rule_allow_and_an_allow_lifts_the_default_ask() {
+    let f = fixture();
+    let p = pipeline(
+        &f,
+        &[
+            (RuleKind::Allow, "write(src/**)", "user"),
+            (RuleKind::Ask, "write(src/gen/**)", "user"),
+        ],
+        false,
+    );
+    assert!(run(&p, "write", "src/lib.rs").await.ok());
+    let r = run(&p, "write", "src/gen/out.rs").await;
+    assert_eq!(r.failure_kind(), Some(FailureKind::Unavailable));
+    let r = run(&p, "write", "README.md").await;
+    assert_eq!(r.failure_kind(), Some(FailureKind::Unavailable));
+}
+
+#[tokio::test]
+async fn oversized_output_is_spilled_and_pages_back_in_full() {
+    let f = fixture();
+    let spill_dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SpillStore::new(spill_dir.path().join("s")));
+    let big = 50_000;
+    let p = Pipeline::builder(tools(&f.runs, big), Arc::new(MemoryJournal::new("t")))
+        .disposition(Spill::new(store.clone(), 2_000))
+        .build();
+    let r = run(&p, "read", "src").await;
+    assert!(r.ok());
+    assert!(
+        r.content().chars().count() <= 2_000,
+        "{}",
+        r.content().len()
+    );
+    let id = r
+        .content()
+        .split('`')
+        .nth(1)
+        .expect("the locator names the id");
+    assert!(r.content().contains("read_output"), "{}", r.content());
+    let mut all = String::new();
+    let mut offset = 0;
+    loop {
+        let page = store.read(id, offset, 2_000).unwrap();
+        offset += page.text.chars().count();
+        all.push_str(&page.text);
+        if !page.has_more() {
+            break;
+        }
+    }
+    assert_eq!(all, "x".repeat(big));
+    // Small outputs pass untouched.
+    let f2 = fixture();
+    let p = Pipeline::builder(tools(&f2.runs, 10), Arc::new(MemoryJournal::new("t")))
+        .disposition(Spill::new(store, 2_000))
+        .build();
+    assert_eq!(run(&p, "read", "src").await.content(), "x".repeat(10));
+}
