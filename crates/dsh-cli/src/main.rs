@@ -1,27 +1,123 @@
-//! The `dsh` binary: argument parsing, rendering and exit codes. Thin by design.
+//! The `dsh` binary: argument parsing, rendering and exit codes. Thin by design: sessions are
+//! assembled by `dsh-agent`, decisions taken by the pipeline.
 
+mod batch;
+mod settings;
+
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Args, Parser, Subcommand};
 
 /// dsh — a terminal coding agent whose every tool call passes one fixed, journaled pipeline
 /// of gates: journal, pre-policy votes, one-shot approval, deny-only guards, execution
 /// wrappers, disposition, normalization, freeze.
 #[derive(Debug, Parser)]
 #[command(name = "dsh", version, about, long_about = None)]
-struct Cli {}
+struct Cli {
+    #[command(flatten)]
+    common: Common,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args)]
+pub(crate) struct Common {
+    /// The workspace: the only directory tools may touch.
+    #[arg(long, global = true, default_value = ".", value_name = "DIR")]
+    workspace: PathBuf,
+    /// The user configuration file (default: the platform config dir's dsh/config.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Approve every call that would ask. Confinement, protected paths, deny rules and guards
+    /// still apply.
+    #[arg(long, global = true)]
+    yolo: bool,
+    /// Machine-readable output. `check` and `batch` always print JSON lines.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Dry-run gates 1 and 3 for one call: nothing runs, nobody is asked. Prints one JSON line.
+    Check {
+        /// The tool's name, e.g. read_file.
+        tool: String,
+        /// The arguments as a JSON object, e.g. '{"path":"src/main.rs"}'.
+        args_json: String,
+    },
+    /// Run tool calls without a model: JSONL calls in, one frozen result per line out.
+    Batch {
+        /// A file of lines `{"name":…,"args":{…}}` (optional "id"), or `-` for stdin.
+        file: String,
+    },
+    /// Trust this workspace, so its .dsh/config.toml may widen permissions.
+    Trust,
+}
 
 /// Exit codes (DESIGN §4), defined once.
-mod exit {
-    /// A harness error.
+pub(crate) mod exit {
+    pub const OK: u8 = 0;
+    /// A harness fault (journal unwritable, state dir unusable).
     pub const HARNESS: u8 = 1;
+    /// Bad usage or configuration; the message names the file, line and key.
+    pub const USAGE: u8 = 2;
+    /// Interrupted by the user.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+/// A failure with the exit code it maps to.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub code: u8,
+    pub error: anyhow::Error,
+}
+
+impl Failure {
+    pub fn usage(error: impl Into<anyhow::Error>) -> Self {
+        Failure {
+            code: exit::USAGE,
+            error: error.into(),
+        }
+    }
+    pub fn harness(error: impl Into<anyhow::Error>) -> Self {
+        Failure {
+            code: exit::HARNESS,
+            error: error.into(),
+        }
+    }
 }
 
 fn main() -> ExitCode {
-    let _cli = Cli::parse();
-    eprintln!(
-        "dsh: the interactive REPL is not implemented yet; this build has the tool pipeline \
-         (dsh-core) only. Run `dsh --help` for what exists."
-    );
-    ExitCode::from(exit::HARNESS)
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        None => Err(Failure::harness(anyhow::anyhow!(
+            "the interactive REPL is not implemented yet; use `dsh check` or `dsh batch` (see `dsh --help`)"
+        ))),
+        Some(Command::Check { tool, args_json }) => {
+            runtime().and_then(|rt| rt.block_on(batch::check(&cli.common, &tool, &args_json)))
+        }
+        Some(Command::Batch { file }) => {
+            runtime().and_then(|rt| rt.block_on(batch::batch(&cli.common, &file)))
+        }
+        Some(Command::Trust) => settings::trust(&cli.common),
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "dsh: {:#}", f.error);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Failure::harness)
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use serde::Serialize;
-use tokio::task::{AbortHandle, JoinError};
+use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
@@ -31,6 +31,31 @@ enum Slot {
 }
 
 type Executed = (Result<ToolOutput, ToolError>, Duration);
+
+/// Why an execution produced no outcome of its own.
+enum Stop {
+    /// Dropped after the cancellation grace.
+    Aborted,
+    /// Panicked outside the frames `Next::run` guards (should not happen).
+    Panicked,
+}
+
+type Running = futures::future::BoxFuture<'static, (usize, Result<Executed, Stop>)>;
+
+/// How to drop a running execution once its grace is over.
+enum Abort {
+    Task(AbortHandle),
+    Inline(futures::future::AbortHandle),
+}
+
+impl Abort {
+    fn abort(&self) {
+        match self {
+            Abort::Task(h) => h.abort(),
+            Abort::Inline(h) => h.abort(),
+        }
+    }
+}
 
 #[derive(Serialize)]
 struct CallRecord<'a> {
@@ -51,9 +76,9 @@ pub(crate) async fn run_batch(
     // Our own child: a journal failure stops running calls without cancelling the caller.
     let batch = cancel.child_token();
     let mut slots: Vec<Slot> = (0..n).map(|_| Slot::NotStarted).collect();
-    let mut aborts: Vec<Option<AbortHandle>> = vec![None; n];
+    let mut aborts: Vec<Option<Abort>> = (0..n).map(|_| None).collect();
     let mut class: Vec<Option<bool>> = vec![None; n];
-    let mut running = FuturesUnordered::new();
+    let mut running: FuturesUnordered<Running> = FuturesUnordered::new();
     let mut exclusive_running = false;
     let mut next_start = 0;
     let mut next_commit = 0;
@@ -119,14 +144,35 @@ pub(crate) async fn run_batch(
                     };
                     let tool = entry.tool.clone();
                     let wrappers = p.wrappers.clone();
-                    let handle = tokio::spawn(async move {
+                    let work = async move {
                         let begun = Instant::now();
                         let outcome = Next::new(&wrappers, tool.as_ref()).run(cx).await;
                         (outcome, begun.elapsed())
-                    });
-                    aborts[next_start] = Some(handle.abort_handle());
+                    };
                     let idx = next_start;
-                    running.push(async move { (idx, handle.await) });
+                    if parallel {
+                        // Its own task, so CPU-bound tools really run side by side.
+                        let handle = tokio::spawn(work);
+                        aborts[idx] = Some(Abort::Task(handle.abort_handle()));
+                        running.push(Box::pin(async move {
+                            let joined = handle.await.map_err(|e| {
+                                if e.is_panic() {
+                                    Stop::Panicked
+                                } else {
+                                    Stop::Aborted
+                                }
+                            });
+                            (idx, joined)
+                        }) as Running);
+                    } else {
+                        // Nothing overlaps an exclusive call: poll it here and save the
+                        // cross-thread wake-ups of a spawned task.
+                        let (work, handle) = futures::future::abortable(work);
+                        aborts[idx] = Some(Abort::Inline(handle));
+                        running.push(Box::pin(async move {
+                            (idx, work.await.map_err(|_| Stop::Aborted))
+                        }) as Running);
+                    }
                     exclusive_running |= !parallel;
                     slots[next_start] = Slot::Running { allowed_by };
                 }
@@ -236,11 +282,8 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 }
 
 /// After a harness fault: wait for running calls to stop, dropping them after `grace`.
-async fn drain<F>(
-    running: &mut FuturesUnordered<F>,
-    aborts: &[Option<AbortHandle>],
-    grace: Duration,
-) where
+async fn drain<F>(running: &mut FuturesUnordered<F>, aborts: &[Option<Abort>], grace: Duration)
+where
     F: std::future::Future,
 {
     let deadline = tokio::time::sleep(grace);
@@ -261,7 +304,7 @@ async fn drain<F>(
 /// declared schema.
 fn normalize(
     call: &ToolCall,
-    joined: Result<Executed, JoinError>,
+    joined: Result<Executed, Stop>,
     allowed_by: DecidedBy,
     cancelled: bool,
     check_output: impl Fn(&serde_json::Value) -> Result<(), String>,
@@ -277,8 +320,8 @@ fn normalize(
         c
     };
     match joined {
-        Err(e) => {
-            let (kind, reason) = if e.is_panic() {
+        Err(stop) => {
+            let (kind, reason) = if matches!(stop, Stop::Panicked) {
                 (
                     FailureKind::Crashed,
                     format!("`{}` crashed outside its own frame", call.name()),

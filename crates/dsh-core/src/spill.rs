@@ -8,15 +8,12 @@
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use sha2::{Digest, Sha256};
 
 /// Why a spill could not be written or read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SpillError {
-    #[error("`{0}` is not an output id (ids look like `out-1a2b3c4d5e6f7a8b`)")]
+    #[error("`{0}` is not an output id (ids look like `out-call-3`)")]
     BadId(String),
     #[error("there is no saved output `{0}` in this session")]
     Unknown(String),
@@ -49,35 +46,45 @@ impl SpillPage {
 #[derive(Debug)]
 pub struct SpillStore {
     dir: PathBuf,
-    salt: String,
-    counter: AtomicU64,
 }
 
 impl SpillStore {
     /// A store in `dir` (created on first save).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
-        SpillStore {
-            salt: format!("{}:{:?}", dir.display(), std::time::SystemTime::now()),
-            dir,
-            counter: AtomicU64::new(0),
-        }
+        SpillStore { dir }
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// Saves `content` and returns its id.
+    /// Saves `content` and returns its id: `out-` and the call id (characters outside
+    /// `A-Za-z0-9_-` replaced, at most 48 kept), with `-2`, `-3`, … if the call spills twice.
+    /// Ids are predictable on purpose, so a scripted batch can page an output back; the store
+    /// is per session, so an id names nothing of another session.
     pub fn save(&self, call_id: &str, content: &str) -> Result<String, SpillError> {
         let io = |source| SpillError::Io {
             path: self.dir.display().to_string(),
             source,
         };
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let digest = Sha256::digest(format!("{}:{n}:{call_id}", self.salt).as_bytes());
-        let id = format!("out-{}", crate::journal::hex(&digest[..8]));
         std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let stem: String = call_id
+            .chars()
+            .take(48)
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let stem = if stem.is_empty() {
+            "call".to_owned()
+        } else {
+            stem
+        };
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]
@@ -85,20 +92,33 @@ impl SpillStore {
             use std::os::unix::fs::OpenOptionsExt;
             options.mode(0o600);
         }
-        let mut file = options
-            .open(self.dir.join(format!("{id}.txt")))
-            .map_err(io)?;
-        file.write_all(content.as_bytes()).map_err(io)?;
-        Ok(id)
+        for n in 1..=1000 {
+            let id = if n == 1 {
+                format!("out-{stem}")
+            } else {
+                format!("out-{stem}-{n}")
+            };
+            match options.open(self.dir.join(format!("{id}.txt"))) {
+                Ok(mut file) => {
+                    file.write_all(content.as_bytes()).map_err(io)?;
+                    return Ok(id);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        Err(io(std::io::Error::other("too many spills for one call")))
     }
 
     /// Reads `limit` characters from character `offset` of the output `id`.
     pub fn read(&self, id: &str, offset: usize, limit: usize) -> Result<SpillPage, SpillError> {
-        let valid = id.len() == 20
-            && id.starts_with("out-")
-            && id[4..]
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+        let valid = id.strip_prefix("out-").is_some_and(|rest| {
+            !rest.is_empty()
+                && rest.len() <= 56
+                && rest
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
         if !valid {
             return Err(SpillError::BadId(id.to_owned()));
         }
@@ -150,9 +170,10 @@ mod tests {
         for bad in [
             "../../etc/passwd",
             "out-../../x",
-            "out-ABCDEF0123456789",
+            "out-a/b",
             "",
-            "out-1",
+            "out-",
+            "x-1",
         ] {
             assert!(
                 matches!(store.read(bad, 0, 10), Err(SpillError::BadId(_))),
@@ -160,17 +181,18 @@ mod tests {
             );
         }
         assert!(matches!(
-            store.read("out-0123456789abcdef", 0, 10),
+            store.read("out-never-saved", 0, 10),
             Err(SpillError::Unknown(_))
         ));
     }
 
     #[test]
-    fn ids_are_distinct() {
+    fn ids_follow_the_call_and_stay_distinct() {
         let dir = tempfile::tempdir().unwrap();
         let store = SpillStore::new(dir.path());
-        let a = store.save("c", "x").unwrap();
-        let b = store.save("c", "x").unwrap();
-        assert_ne!(a, b);
+        assert_eq!(store.save("call-3", "x").unwrap(), "out-call-3");
+        assert_eq!(store.save("call-3", "y").unwrap(), "out-call-3-2");
+        assert_eq!(store.save("../etc", "z").unwrap(), "out-___etc");
+        assert_eq!(store.read("out-call-3-2", 0, 5).unwrap().text, "y");
     }
 }

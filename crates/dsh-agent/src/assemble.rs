@@ -1,0 +1,304 @@
+//! Assembling a session. The order of listeners on each gate is declared here, once:
+//!
+//! - gate 1: confinement, protected paths, permission rules (a `deny` from any of them wins;
+//!   DESIGN §3 combines the votes, so the order only decides which policy a result names
+//!   when several would deny);
+//! - gate 2: no approver (headless: every `ask` is `unavailable`), or `--yolo`'s;
+//! - gate 3: confinement, protected paths — the same checks as gate 1, as guards, so a
+//!   permissive listener can never carry a call past them (SPEC P4);
+//! - gate 4: timeout (outermost), retry for idempotent tools;
+//! - gate 5: spill.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_core::journal::{self, Journal, JsonlJournal, MemoryJournal, SyncPolicy};
+use dsh_core::{
+    ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Pipeline, PipelineConfig, Registry,
+    Retry, SpillStore, Timeout, Workspace, async_trait,
+};
+use dsh_policy::{Confinement, PermissionRules, ProtectedPaths, Rule, RuleKind, Spill};
+
+/// What an `unavailable` result tells the user to do.
+pub const UNAVAILABLE_HINT: &str = "to let it run, add an allow rule (e.g. `allow = [\"write_file(src/**)\"]` \
+under [permissions] in .dsh/config.toml or your user config) or run with --yolo";
+
+/// One permission rule as configured, with where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleSpec {
+    pub kind: RuleKind,
+    pub text: String,
+    /// E.g. "project /repo/.dsh/config.toml".
+    pub origin: String,
+}
+
+/// Who answers `ask`.
+#[derive(Clone)]
+pub enum Approval {
+    /// Nobody: every `ask` ends as `unavailable` (headless default, SPEC P3).
+    None,
+    /// `--yolo`: every `ask` is approved once. Guards still apply.
+    Yolo,
+    /// A person, through some channel (the REPL's prompt).
+    Custom(Arc<dyn Approver>),
+}
+
+impl std::fmt::Debug for Approval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Approval::None => "None",
+            Approval::Yolo => "Yolo",
+            Approval::Custom(_) => "Custom",
+        })
+    }
+}
+
+/// Everything a session is assembled from: plain data, filled from configuration and flags.
+#[derive(Clone, Debug)]
+pub struct SessionSettings {
+    pub workspace: PathBuf,
+    /// All state: `sessions/`, `spill/`.
+    pub dsh_home: PathBuf,
+    pub rules: Vec<RuleSpec>,
+    /// Paths no call may write (gitignore-style).
+    pub protected: Vec<String>,
+    pub limits: dsh_tools::Limits,
+    pub max_parallel: usize,
+    /// Outputs longer than this many characters are spilled.
+    pub spill_chars: usize,
+    pub fsync_every_record: bool,
+    pub tool_timeout: Duration,
+    pub approval: Approval,
+    /// The digest of the effective configuration, for `session_start`.
+    pub config_digest: String,
+}
+
+impl SessionSettings {
+    /// Defaults for a workspace and a state directory.
+    pub fn new(workspace: impl Into<PathBuf>, dsh_home: impl Into<PathBuf>) -> Self {
+        SessionSettings {
+            workspace: workspace.into(),
+            dsh_home: dsh_home.into(),
+            rules: Vec::new(),
+            protected: ProtectedPaths::DEFAULT
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            limits: dsh_tools::Limits::default(),
+            max_parallel: 8,
+            spill_chars: 20_000,
+            fsync_every_record: false,
+            tool_timeout: Duration::from_secs(120),
+            approval: Approval::None,
+            config_digest: String::new(),
+        }
+    }
+}
+
+/// Why a session could not be assembled: a harness or configuration fault, never a tool
+/// outcome.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AssemblyError {
+    #[error("the workspace {path}: {source}")]
+    Workspace {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("permission rule from {origin}: {source}")]
+    Rule {
+        origin: String,
+        #[source]
+        source: dsh_policy::RuleError,
+    },
+    #[error("protected path: {0}")]
+    Protected(#[from] dsh_policy::PatternError),
+    #[error("a built-in tool failed to register: {0}")]
+    Register(#[from] dsh_core::RegisterError),
+    #[error("cannot create the session journal under {path}: {source}")]
+    Journal {
+        path: String,
+        #[source]
+        source: journal::JournalError,
+    },
+    #[error("cannot create {path}: {source}")]
+    Dir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Approves every `ask` once (`--yolo`). Guards, confinement, protected paths and the sandbox
+/// still apply: it can only say yes to what a person could have said yes to.
+#[derive(Debug, Default)]
+pub struct YoloApprover;
+
+#[async_trait]
+impl Approver for YoloApprover {
+    fn name(&self) -> &str {
+        "yolo"
+    }
+    async fn approve(&self, _: &ApprovalRequest<'_>) -> Result<ApprovalOutcome, ApprovalError> {
+        Ok(ApprovalOutcome::AllowedOnce)
+    }
+}
+
+/// An assembled session.
+pub struct Session {
+    pub id: String,
+    pub pipeline: Pipeline,
+    pub workspace: Arc<Workspace>,
+    pub spill: Arc<SpillStore>,
+    /// The journal file, when the session records to disk.
+    pub journal_path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("journal_path", &self.journal_path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A session that records to `DSH_HOME/sessions/<id>.jsonl`, opened with `session_start`.
+    pub fn assemble(settings: &SessionSettings) -> Result<Session, AssemblyError> {
+        let id = crate::new_session_id();
+        let dir = settings.dsh_home.join("sessions");
+        create_private_dir(&dir)?;
+        let path = dir.join(format!("{id}.jsonl"));
+        let policy = if settings.fsync_every_record {
+            SyncPolicy::EveryRecord
+        } else {
+            SyncPolicy::BatchEnd
+        };
+        let journal = JsonlJournal::create(&path, id.clone(), policy).map_err(|source| {
+            AssemblyError::Journal {
+                path: path.display().to_string(),
+                source,
+            }
+        })?;
+        let journal: Arc<dyn Journal> = Arc::new(journal);
+        let mut session = Session::build(settings, id, journal.clone())?;
+        session.journal_path = Some(path.clone());
+        let start = serde_json::json!({
+            "workspace": session.workspace.root(),
+            "provider": null,
+            "model": null,
+            "dsh_version": env!("CARGO_PKG_VERSION"),
+            "config_digest": settings.config_digest,
+        });
+        journal::append(journal.as_ref(), "session_start", &start).map_err(|source| {
+            AssemblyError::Journal {
+                path: path.display().to_string(),
+                source,
+            }
+        })?;
+        Ok(session)
+    }
+
+    /// A session that records in memory only: for `dsh check`, which runs nothing.
+    pub fn assemble_dry(settings: &SessionSettings) -> Result<Session, AssemblyError> {
+        let id = crate::new_session_id();
+        Session::build(settings, id.clone(), Arc::new(MemoryJournal::new(id)))
+    }
+
+    fn build(
+        settings: &SessionSettings,
+        id: String,
+        journal: Arc<dyn Journal>,
+    ) -> Result<Session, AssemblyError> {
+        let workspace =
+            Workspace::new(&settings.workspace).map_err(|source| AssemblyError::Workspace {
+                path: settings.workspace.display().to_string(),
+                source,
+            })?;
+        let workspace = Arc::new(workspace);
+        let spill = Arc::new(SpillStore::new(settings.dsh_home.join("spill").join(&id)));
+
+        let mut registry = Registry::new();
+        let seam = Arc::new(dsh_tools::FileSeam::new());
+        let tools = dsh_tools::session_tools(
+            workspace.clone(),
+            &settings.limits,
+            seam,
+            spill.clone(),
+            settings.spill_chars,
+        );
+        for tool in tools {
+            registry.register_arc(tool)?;
+        }
+
+        let rules = settings
+            .rules
+            .iter()
+            .map(|r| {
+                Rule::parse(r.kind, &r.text, r.origin.clone()).map_err(|source| {
+                    AssemblyError::Rule {
+                        origin: r.origin.clone(),
+                        source,
+                    }
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let confinement = Confinement::new(workspace.clone());
+        let protected = ProtectedPaths::new(workspace.clone(), &settings.protected)?;
+
+        let mut builder = Pipeline::builder(registry, journal)
+            .pre_policy(confinement.clone())
+            .pre_policy(protected.clone())
+            .pre_policy(PermissionRules::new(workspace.clone(), rules))
+            .guard(confinement)
+            .guard(protected)
+            .wrapper(Timeout::new(settings.tool_timeout))
+            .wrapper(Retry::new(3, Duration::from_millis(100)))
+            .disposition(Spill::new(spill.clone(), settings.spill_chars))
+            .config(PipelineConfig {
+                max_parallel: settings.max_parallel,
+                unavailable_hint: UNAVAILABLE_HINT.to_owned(),
+                ..PipelineConfig::default()
+            });
+        match &settings.approval {
+            Approval::None => {}
+            Approval::Yolo => builder = builder.approver(Arc::new(YoloApprover)),
+            Approval::Custom(a) => builder = builder.approver(a.clone()),
+        }
+        Ok(Session {
+            id,
+            pipeline: builder.build(),
+            workspace,
+            spill,
+            journal_path: None,
+        })
+    }
+
+    /// Writes `session_end` and makes the journal durable.
+    pub fn finish(&self, reason: &str) -> Result<(), journal::JournalError> {
+        let journal = self.pipeline.journal();
+        journal::append(
+            journal.as_ref(),
+            "session_end",
+            &serde_json::json!({"reason": reason}),
+        )?;
+        journal.sync()
+    }
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), AssemblyError> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(|source| AssemblyError::Dir {
+        path: dir.display().to_string(),
+        source,
+    })
+}

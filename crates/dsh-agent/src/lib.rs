@@ -1,0 +1,12 @@
+//! The composition root: turns settings into a running session — the registry of tools, the
+//! policies on each gate in their fixed order, the journal and the approver. `dsh check`,
+//! `dsh batch` and (later) the agent loop all use this one assembly, so what `check` predicts is
+//! what `batch` and the loop do.
+
+mod assemble;
+mod session_id;
+
+pub use assemble::{
+    Approval, AssemblyError, RuleSpec, Session, SessionSettings, UNAVAILABLE_HINT, YoloApprover,
+};
+pub use session_id::new_session_id;

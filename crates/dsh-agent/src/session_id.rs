@@ -1,0 +1,40 @@
+//! Session ids: sortable by start time, unique across processes.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+
+/// `20261130T031502Z-1a2b3c4d`: the UTC start time, then 8 hex digits from the clock, the
+/// process id and a per-process counter.
+pub fn new_session_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let now = SystemTime::now();
+    let stamp = dsh_core::journal::rfc3339_millis(now);
+    // 2026-11-30T03:15:02.123Z → 20261130T031502Z
+    let compact: String = stamp
+        .chars()
+        .take(19)
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .collect();
+    let nanos = now
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let digest = Sha256::digest(format!("{nanos}:{}:{n}", std::process::id()).as_bytes());
+    let tail: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{compact}Z-{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ids_are_unique_and_shaped() {
+        let a = super::new_session_id();
+        let b = super::new_session_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), "20261130T031502Z-1a2b3c4d".len(), "{a}");
+        assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+    }
+}

@@ -1,0 +1,136 @@
+//! `dsh check` and `dsh batch` (DESIGN §4). Both assemble the same session; `check` stops
+//! after gates 1 and 3, `batch` runs everything.
+
+use std::io::{BufRead, Write};
+
+use anyhow::{Context, anyhow};
+use dsh_agent::Session;
+use dsh_core::{CancellationToken, ToolCall};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::{Common, Failure, exit, settings};
+
+/// One input line of `dsh batch`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    name: String,
+    #[serde(default = "empty_object")]
+    args: Value,
+    id: Option<String>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+pub(crate) async fn check(common: &Common, tool: &str, args_json: &str) -> Result<u8, Failure> {
+    let args: Value = serde_json::from_str(args_json)
+        .map_err(|e| Failure::usage(anyhow!("ARGS_JSON is not valid JSON: {e}")))?;
+    if !args.is_object() {
+        return Err(Failure::usage(anyhow!(
+            "ARGS_JSON must be a JSON object, e.g. '{{\"path\":\"src/main.rs\"}}'"
+        )));
+    }
+    let settings = settings::load(common)?;
+    let session = Session::assemble_dry(&settings).map_err(Failure::usage)?;
+    let report = session
+        .pipeline
+        .check(&ToolCall::new("check", tool, args))
+        .await;
+    let line = serde_json::to_string(&report).map_err(Failure::harness)?;
+    print_lines([line])?;
+    Ok(exit::OK)
+}
+
+pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
+    let calls = read_calls(file)?;
+    let settings = settings::load(common)?;
+    let session = Session::assemble(&settings).map_err(Failure::harness)?;
+    let cancel = CancellationToken::new();
+    let interrupted = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            interrupted.cancel();
+        }
+    });
+    let outcome = session.pipeline.run_batch(calls, &cancel).await;
+    watcher.abort();
+    let (results, error) = match outcome {
+        Ok(out) => (out.results, None),
+        Err(e) => (e.committed.clone(), Some(e)),
+    };
+    print_lines(results.iter().map(|r| r.to_json()))?;
+    if let Some(e) = error {
+        return Err(Failure::harness(anyhow::Error::new(e)));
+    }
+    let reason = if cancel.is_cancelled() {
+        "interrupted"
+    } else {
+        "batch complete"
+    };
+    session
+        .finish(reason)
+        .context("closing the session journal")
+        .map_err(Failure::harness)?;
+    if cancel.is_cancelled() {
+        return Ok(exit::INTERRUPTED);
+    }
+    Ok(exit::OK)
+}
+
+/// Reads and validates every line before anything runs: a malformed input runs nothing.
+fn read_calls(file: &str) -> Result<Vec<ToolCall>, Failure> {
+    let reader: Box<dyn BufRead> = if file == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let f = std::fs::File::open(file)
+            .map_err(|e| Failure::usage(anyhow!("cannot read {file}: {e}")))?;
+        Box::new(std::io::BufReader::new(f))
+    };
+    let mut calls = Vec::new();
+    let mut ids = std::collections::HashSet::new();
+    for (i, line) in reader.lines().enumerate() {
+        let n = i + 1;
+        let line = line.map_err(|e| Failure::usage(anyhow!("{file}:{n}: cannot read: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: Line = serde_json::from_str(&line).map_err(|e| {
+            Failure::usage(anyhow!(
+                "{file}:{n}: not a tool call ({e}); each line is {{\"name\":\"read_file\",\"args\":{{…}}}} with an optional \"id\""
+            ))
+        })?;
+        if !parsed.args.is_object() {
+            return Err(Failure::usage(anyhow!(
+                "{file}:{n}: \"args\" must be a JSON object"
+            )));
+        }
+        let id = parsed.id.unwrap_or_else(|| format!("call-{n}"));
+        if !ids.insert(id.clone()) {
+            return Err(Failure::usage(anyhow!(
+                "{file}:{n}: the id \"{id}\" is used twice"
+            )));
+        }
+        calls.push(ToolCall::new(id, parsed.name, parsed.args).with_step(1));
+    }
+    Ok(calls)
+}
+
+/// Prints lines to stdout; a closed pipe is not an error.
+fn print_lines(lines: impl IntoIterator<Item = String>) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        if let Err(e) = writeln!(out, "{line}") {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(());
+            }
+            return Err(Failure::harness(e));
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::harness(e)),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,424 @@
+//! End-to-end: the `dsh` binary, as a user or a script runs it. Every test isolates itself
+//! from the real user config and state (DSH_CONFIG_HOME and DSH_HOME in temp dirs).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+struct Env {
+    _root: tempfile::TempDir,
+    ws: PathBuf,
+    home: PathBuf,
+    cfg: PathBuf,
+    outside: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let root = tempfile::tempdir().unwrap();
+        let ws = root.path().join("ws");
+        let outside = root.path().join("outside");
+        for d in [&ws, &outside, &ws.join("src"), &ws.join(".git")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(
+            ws.join("src/main.rs"),
+            "fn main() {\n    println!(\"hello\");\n}\n",
+        )
+        .unwrap();
+        std::fs::write(ws.join(".env"), "API_KEY=hunter2\n").unwrap();
+        std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(outside.join("secret.txt"), "TOP SECRET\n").unwrap();
+        Env {
+            ws: ws.canonicalize().unwrap(),
+            home: root.path().join("home"),
+            cfg: root.path().join("cfg"),
+            outside: outside.canonicalize().unwrap(),
+            _root: root,
+        }
+    }
+
+    fn dsh(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
+        c.arg("--workspace")
+            .arg(&self.ws)
+            .args(args)
+            .env("DSH_HOME", &self.home)
+            .env("DSH_CONFIG_HOME", &self.cfg)
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn user_config(&self, text: &str) {
+        std::fs::create_dir_all(&self.cfg).unwrap();
+        std::fs::write(self.cfg.join("config.toml"), text).unwrap();
+    }
+
+    fn project_config(&self, text: &str) {
+        std::fs::create_dir_all(self.ws.join(".dsh")).unwrap();
+        std::fs::write(self.ws.join(".dsh/config.toml"), text).unwrap();
+    }
+
+    fn check(&self, tool: &str, args: Value) -> Value {
+        let out = self
+            .dsh(&["check", tool, &args.to_string()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.lines().count(), 1, "check prints one line: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Runs `dsh batch -` on the calls; returns the result objects and the output.
+    fn batch(&self, calls: &[Value], extra: &[&str]) -> (Vec<Value>, Output) {
+        let mut args = extra.to_vec();
+        args.extend(["batch", "-"]);
+        let mut child = self
+            .dsh(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            let mut stdin = child.stdin.take().unwrap();
+            for c in calls {
+                writeln!(stdin, "{c}").unwrap();
+            }
+        }
+        let out = child.wait_with_output().unwrap();
+        let results = String::from_utf8(out.stdout.clone())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (results, out)
+    }
+
+    fn one(&self, name: &str, args: Value, extra: &[&str]) -> Value {
+        let (mut r, out) = self.batch(&[json!({"name": name, "args": args})], extra);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(r.len(), 1);
+        r.remove(0)
+    }
+
+    fn journals(&self) -> Vec<PathBuf> {
+        let dir = self.home.join("sessions");
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn kind(r: &Value) -> &str {
+    r["failure_kind"].as_str().unwrap_or("ok")
+}
+
+#[test]
+fn version_and_help_work() {
+    let out = Command::new(env!("CARGO_BIN_EXE_dsh"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("dsh "));
+    let out = Command::new(env!("CARGO_BIN_EXE_dsh"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("batch"));
+}
+
+#[test]
+fn the_repl_says_it_is_not_implemented_yet() {
+    let e = Env::new();
+    let out = e.dsh(&[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not implemented yet"));
+}
+
+#[cfg(unix)]
+#[test]
+fn every_confinement_escape_is_denied_with_the_path_shown_and_nothing_read() {
+    use std::os::unix::fs::symlink;
+    let e = Env::new();
+    symlink(e.outside.join("secret.txt"), e.ws.join("link-out")).unwrap();
+    symlink(&e.outside, e.ws.join("dir-out")).unwrap();
+    symlink("/proc/self/environ", e.ws.join("environ")).unwrap();
+    symlink(e.outside.join("nope"), e.ws.join("dangling")).unwrap();
+    std::fs::hard_link(e.outside.join("secret.txt"), e.ws.join("hard")).unwrap();
+    let secret = e.outside.join("secret.txt");
+    let cases = [
+        "../outside/secret.txt",
+        "src/../../outside/secret.txt",
+        secret.to_str().unwrap(),
+        "/etc/passwd",
+        "/proc/self/environ",
+        "link-out",
+        "dir-out/secret.txt",
+        "environ",
+        "dangling",
+        "hard",
+    ];
+    for path in cases {
+        for yolo in [false, true] {
+            let extra: &[&str] = if yolo { &["--yolo"] } else { &[] };
+            let r = e.one("read_file", json!({"path": path}), extra);
+            assert_eq!(kind(&r), "denied", "{path} yolo={yolo}: {r}");
+            assert!(r["content"].as_str().unwrap().contains(path), "{r}");
+            assert!(!r["content"].as_str().unwrap().contains("TOP SECRET"));
+        }
+    }
+    // Listing or searching through a symlinked directory is refused too.
+    assert_eq!(
+        kind(&e.one("list_dir", json!({"path": "dir-out"}), &[])),
+        "denied"
+    );
+    assert_eq!(
+        kind(&e.one("grep", json!({"pattern": "SECRET", "path": "dir-out"}), &[])),
+        "denied"
+    );
+    // And a whole-workspace search never follows the links out.
+    let r = e.one("grep", json!({"pattern": "TOP SECRET"}), &[]);
+    assert!(r["ok"].as_bool().unwrap(), "{r}");
+    assert_eq!(r["value"]["matches"], json!([]), "{r}");
+}
+
+#[cfg(unix)]
+#[test]
+fn fifos_and_devices_are_refused_without_being_opened() {
+    let e = Env::new();
+    let status = Command::new("mkfifo")
+        .arg(e.ws.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let r = e.one("read_file", json!({"path": "pipe"}), &[]);
+    assert_eq!(kind(&r), "invalid_args", "{r}");
+    let r = e.one("read_file", json!({"path": "/dev/zero"}), &[]);
+    assert_eq!(kind(&r), "denied", "{r}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn non_utf8_names_are_listed_and_found() {
+    use std::os::unix::ffi::OsStrExt;
+    let e = Env::new();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    std::fs::write(e.ws.join("src").join(name), "needle\n").unwrap();
+    let r = e.one("list_dir", json!({"path": "src"}), &[]);
+    assert!(r["ok"].as_bool().unwrap(), "{r}");
+    assert!(r["content"].as_str().unwrap().contains("caf"), "{r}");
+    let r = e.one("grep", json!({"pattern": "needle"}), &[]);
+    assert!(r["ok"].as_bool().unwrap(), "{r}");
+    assert!(r["content"].as_str().unwrap().contains("caf"), "{r}");
+}
+
+#[test]
+fn check_and_batch_agree_on_a_table_of_calls() {
+    let e = Env::new();
+    e.user_config(
+        r#"
+[permissions]
+deny = ["read_file(.env)"]
+ask = ["list_dir(src)"]
+"#,
+    );
+    let table = [
+        ("read_file", json!({"path": "src/main.rs"})),
+        ("read_file", json!({"path": ".env"})),
+        ("read_file", json!({"path": "src/../.env"})),
+        ("read_file", json!({"path": "../outside/secret.txt"})),
+        ("list_dir", json!({"path": "src"})),
+        ("list_dir", json!({"path": "."})),
+        ("grep", json!({"pattern": "hello"})),
+        ("find_files", json!({"pattern": "*.rs"})),
+        ("no_such_tool", json!({})),
+        ("read_file", json!({"path": 7})),
+    ];
+    for (tool, args) in &table {
+        let check = e.check(tool, args.clone());
+        let plain = e.one(tool, args.clone(), &[]);
+        let yolo = e.one(tool, args.clone(), &["--yolo"]);
+        let decision = check["decision"].as_str().unwrap();
+        match decision {
+            "allow" => {
+                assert_ne!(kind(&plain), "unavailable", "{tool} {args}: {plain}");
+                assert_ne!(kind(&plain), "denied");
+            }
+            "ask" => {
+                assert_eq!(kind(&plain), "unavailable", "{tool} {args}");
+                assert!(plain["content"].as_str().unwrap().contains("--yolo"));
+                assert_eq!(kind(&yolo), "ok", "{tool} {args}: {yolo}");
+            }
+            "deny" => {
+                for r in [&plain, &yolo] {
+                    let k = kind(r);
+                    assert!(
+                        ["denied", "unknown_tool", "invalid_args"].contains(&k),
+                        "{tool} {args}: {r}"
+                    );
+                    assert_eq!(r["decided_by"]["gate"], check["gate"], "{tool} {args}");
+                }
+            }
+            other => panic!("unexpected decision {other}"),
+        }
+    }
+    // The table covers all three decisions.
+    let decisions: Vec<String> = table
+        .iter()
+        .map(|(t, a)| {
+            e.check(t, a.clone())["decision"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    for d in ["allow", "ask", "deny"] {
+        assert!(
+            decisions.iter().any(|x| x == d),
+            "{d} missing from {decisions:?}"
+        );
+    }
+}
+
+#[test]
+fn a_deny_rule_beats_an_allow_rule_from_any_layer() {
+    let e = Env::new();
+    e.user_config(&format!(
+        "[permissions]\ndeny = [\"read_file(.env)\"]\n[trust]\nworkspaces = [{:?}]\n",
+        e.ws.display().to_string()
+    ));
+    e.project_config("[permissions]\nallow = [\"read_file(.env)\", \"read_file\"]\n");
+    let r = e.one("read_file", json!({"path": ".env"}), &["--yolo"]);
+    assert_eq!(kind(&r), "denied", "{r}");
+    assert!(
+        r["decided_by"]["reason"].as_str().unwrap().contains("user"),
+        "{r}"
+    );
+}
+
+#[test]
+fn an_untrusted_project_cannot_add_an_allow_rule_until_trusted() {
+    let e = Env::new();
+    e.project_config("[permissions]\nallow = [\"list_dir(src)\"]\nask = [\"list_dir\"]\n");
+    // Untrusted: the allow is ignored (with a notice), the ask applies.
+    let out = e
+        .dsh(&["check", "list_dir", r#"{"path":"src"}"#])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["decision"], "ask", "{report}");
+    assert!(stderr(&out).contains("dsh trust"), "{}", stderr(&out));
+    // `dsh trust` records it; now the project's allow applies.
+    let out = e.dsh(&["trust"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(e.cfg.join("config.toml")).unwrap();
+    assert!(text.contains(&e.ws.display().to_string()), "{text}");
+    // Rule ask beats rule allow (both from the project): still ask, but for a reason that
+    // names the project file.
+    let report = e.check("list_dir", json!({"path": "src"}));
+    assert_eq!(report["decision"], "ask");
+    e.project_config("[permissions]\nallow = [\"list_dir(src)\"]\n");
+    let report = e.check("list_dir", json!({"path": "src"}));
+    assert_eq!(report["decision"], "allow", "{report}");
+}
+
+#[test]
+fn config_errors_name_file_line_and_key_and_exit_2() {
+    let e = Env::new();
+    e.user_config(
+        "[permissions]\nallow = [\"read_file(src/**)\"]\n\n[shell]\nsafe_list = [\"ls\"]\n",
+    );
+    let out = e
+        .dsh(&["check", "read_file", r#"{"path":"x"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let msg = stderr(&out);
+    assert!(msg.contains("config.toml:5"), "{msg}");
+    assert!(msg.contains("safe_list"), "{msg}");
+
+    e.user_config("[permissions]\ndeny = [\"read_file(src/**\"]\n");
+    let out = e.dsh(&["batch", "-"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("config.toml:2"), "{}", stderr(&out));
+    assert!(e.journals().is_empty(), "nothing ran, nothing recorded");
+}
+
+#[test]
+fn malformed_batch_input_runs_nothing() {
+    let e = Env::new();
+    let mut child = e
+        .dsh(&["batch", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"name\":\"read_file\",\"args\":{\"path\":\"src/main.rs\"}}\n{not json\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("-:2"), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_batch_leaves_a_verified_journal_under_dsh_home() {
+    let e = Env::new();
+    let (results, out) = e.batch(
+        &[
+            json!({"name": "read_file", "args": {"path": "src/main.rs"}, "id": "r1"}),
+            json!({"name": "read_file", "args": {"path": "../x"}, "id": "r2"}),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(results.len(), 2);
+    let journals = e.journals();
+    assert_eq!(journals.len(), 1);
+    let t = dsh_core::journal::read_journal(&journals[0]).unwrap();
+    // Both reads are parallel-safe: the second is voted on (and refused) while the first
+    // runs; results still commit in submission order.
+    assert_eq!(
+        t.kinds(),
+        [
+            "session_start",
+            "tool_call",
+            "tool_started",
+            "tool_call",
+            "tool_result",
+            "tool_result",
+            "session_end"
+        ]
+    );
+    let ids: Vec<&str> = t
+        .of_kind("tool_result")
+        .map(|r| r["call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["r1", "r2"]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&journals[0])
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}

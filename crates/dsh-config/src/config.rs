@@ -1,0 +1,683 @@
+//! The effective configuration: plain data with built-in defaults.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize, Serializer};
+use sha2::{Digest, Sha256};
+
+/// Where a setting came from, lowest to highest precedence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// Built into dsh.
+    Default,
+    /// The managed file (`/etc/dsh/managed.toml`): its denials, protected paths,
+    /// `sandbox.mode = "required"`, `sandbox.allow_network = false` and limits (as
+    /// ceilings) cannot be loosened by any other layer.
+    Managed,
+    /// The user's own config file.
+    User,
+    /// `<workspace>/.dsh/config.toml` of a workspace the user trusts.
+    Project,
+    /// `<workspace>/.dsh/config.toml` of a workspace the user has not trusted. Only
+    /// tightening settings survive from it (deny/ask rules, protected paths, lower
+    /// limits). **A policy must never let an entry from this layer loosen a verdict**:
+    /// e.g. an `ask` rule from here matching a shell command the default lists refuse
+    /// must not turn that refusal into an ask — combine it as the stricter of the two.
+    UntrustedProject,
+    /// Environment variables (`DSH_MODEL`, `DSH_PROVIDER`, `OPENAI_BASE_URL`, …).
+    Env,
+    /// Command-line flags ([`Overrides`](crate::Overrides)).
+    Flag,
+}
+
+impl Layer {
+    /// A short human name: `built-in default`, `managed`, `user`, `project`,
+    /// `untrusted project`, `environment`, `flag`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Default => "built-in default",
+            Layer::Managed => "managed",
+            Layer::User => "user",
+            Layer::Project => "project",
+            Layer::UntrustedProject => "untrusted project",
+            Layer::Env => "environment",
+            Layer::Flag => "flag",
+        }
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The origin of one list entry: which layer, which file and line. Its `Display` reads
+/// `project /w/.dsh/config.toml:12` or `built-in default`, so a policy can explain
+/// "deny read_file(.env) from project /w/.dsh/config.toml:12".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Origin {
+    /// The layer.
+    pub layer: Layer,
+    /// The file, for file layers.
+    #[serde(serialize_with = "lossy_path")]
+    pub path: Option<PathBuf>,
+    /// The 1-based line in `path`, when known.
+    pub line: Option<usize>,
+}
+
+impl Origin {
+    /// The origin of built-in defaults.
+    pub fn builtin() -> Self {
+        Origin {
+            layer: Layer::Default,
+            path: None,
+            line: None,
+        }
+    }
+
+    /// True when the entry may only tighten a verdict (it comes from an untrusted project).
+    pub fn tighten_only(&self) -> bool {
+        self.layer == Layer::UntrustedProject
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.layer.as_str())?;
+        if let Some(path) = &self.path {
+            write!(f, " {}", path.display())?;
+            if let Some(line) = self.line {
+                write!(f, ":{line}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn lossy_path<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    match path {
+        Some(p) => s.serialize_some(&p.to_string_lossy()),
+        None => s.serialize_none(),
+    }
+}
+
+/// A value together with its [`Origin`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Sourced<T> {
+    /// The value.
+    pub value: T,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+impl<T> Sourced<T> {
+    pub(crate) fn builtin(value: T) -> Self {
+        Sourced {
+            value,
+            origin: Origin::builtin(),
+        }
+    }
+}
+
+macro_rules! string_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum $name { $($(#[$vm])* $variant),+ }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The spelling used in files, environment and flags.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                $name::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| {
+                    let all: Vec<&str> = $name::ALL.iter().map(|v| v.as_str()).collect();
+                    format!("{s:?} is not one of: {}", all.join(", "))
+                })
+            }
+        }
+    };
+}
+
+string_enum! {
+    /// A model provider.
+    Provider {
+        /// OpenAI chat completions.
+        Openai = "openai",
+        /// Anthropic messages.
+        Anthropic = "anthropic",
+        /// DeepSeek (OpenAI-compatible wire format).
+        Deepseek = "deepseek",
+        /// A local Ollama server (OpenAI-compatible wire format, no key).
+        Ollama = "ollama",
+    }
+}
+
+impl Provider {
+    /// The endpoint used when no layer sets `model.base_url`.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Provider::Openai => "https://api.openai.com/v1",
+            Provider::Anthropic => "https://api.anthropic.com",
+            Provider::Deepseek => "https://api.deepseek.com",
+            Provider::Ollama => "http://localhost:11434/v1",
+        }
+    }
+
+    /// The environment variable holding the API key when no layer sets
+    /// `model.api_key_env` (`None`: the provider needs no key).
+    pub fn default_api_key_env(self) -> Option<&'static str> {
+        match self {
+            Provider::Openai => Some("OPENAI_API_KEY"),
+            Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
+            Provider::Deepseek => Some("DEEPSEEK_API_KEY"),
+            Provider::Ollama => None,
+        }
+    }
+
+    /// The provider-specific environment variable that overrides `model.base_url`.
+    pub fn base_url_env(self) -> &'static str {
+        match self {
+            Provider::Openai => "OPENAI_BASE_URL",
+            Provider::Anthropic => "ANTHROPIC_BASE_URL",
+            Provider::Deepseek => "DEEPSEEK_BASE_URL",
+            Provider::Ollama => "OLLAMA_BASE_URL",
+        }
+    }
+}
+
+string_enum! {
+    /// What a hook's crash or timeout means.
+    OnError {
+        /// The call is denied (the default: fail closed).
+        Deny = "deny",
+        /// The hook abstains.
+        Abstain = "abstain",
+    }
+}
+
+string_enum! {
+    /// When the journal fsyncs.
+    Fsync {
+        /// Once per batch of records (the default).
+        Batch = "batch",
+        /// After every record.
+        Record = "record",
+    }
+}
+
+string_enum! {
+    /// Whether commands run in the OS sandbox. Ordered by strictness: `Off < Auto < Required`.
+    SandboxMode {
+        /// Never sandbox.
+        Off = "off",
+        /// Sandbox when the OS supports it (the default).
+        Auto = "auto",
+        /// Refuse to run commands unsandboxed.
+        Required = "required",
+    }
+}
+
+impl SandboxMode {
+    /// Strictness rank: off 0, auto 1, required 2.
+    pub fn strictness(self) -> u8 {
+        match self {
+            SandboxMode::Off => 0,
+            SandboxMode::Auto => 1,
+            SandboxMode::Required => 2,
+        }
+    }
+}
+
+/// `[model]`, resolved: provider defaults are filled in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelConfig {
+    /// The provider (default `openai`).
+    pub provider: Provider,
+    /// The endpoint (default [`Provider::default_base_url`]).
+    pub base_url: String,
+    /// The model name; `None` leaves the choice to the provider crate.
+    pub model: Option<String>,
+    /// The environment variable holding the API key (default
+    /// [`Provider::default_api_key_env`]); `None` sends no key.
+    pub api_key_env: Option<String>,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        let provider = Provider::Openai;
+        ModelConfig {
+            provider,
+            base_url: provider.default_base_url().to_string(),
+            model: None,
+            api_key_env: provider.default_api_key_env().map(str::to_string),
+        }
+    }
+}
+
+/// A permission rule: `ToolName` (every call of the tool) or `ToolName(specifier)`.
+/// What the specifier means is the policy's business (a glob for paths, a command
+/// pattern for `run_shell`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rule {
+    /// `[A-Za-z0-9_-]+`.
+    pub tool: String,
+    /// The text between the outer parentheses, if any (never empty).
+    pub specifier: Option<String>,
+    /// Where the rule came from.
+    pub origin: Origin,
+}
+
+impl Rule {
+    /// Parses `ToolName` or `ToolName(specifier)`. The error completes the sentence
+    /// `"…" is not a rule: …`.
+    pub fn parse(text: &str, origin: Origin) -> Result<Rule, String> {
+        let (tool, specifier) = parse_rule(text)?;
+        Ok(Rule {
+            tool: tool.to_string(),
+            specifier: specifier.map(str::to_string),
+            origin,
+        })
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.specifier {
+            Some(s) => write!(f, "{}({s})", self.tool),
+            None => f.write_str(&self.tool),
+        }
+    }
+}
+
+fn parse_rule(text: &str) -> Result<(&str, Option<&str>), String> {
+    let (name, rest) = match text.find('(') {
+        Some(i) => (&text[..i], Some(&text[i + 1..])),
+        None => (text, None),
+    };
+    if name.is_empty() {
+        return Err("missing tool name before \"(\"".to_string());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err(if bad == ')' {
+            "unexpected \")\" without \"(\"".to_string()
+        } else {
+            format!("tool name {name:?} may only contain letters, digits, '_' and '-'")
+        });
+    }
+    let Some(rest) = rest else {
+        return Ok((name, None));
+    };
+    let mut depth = 1usize;
+    let mut close = None;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(close) = close else {
+        return Err("missing \")\"".to_string());
+    };
+    let after = &rest[close + 1..];
+    if !after.is_empty() {
+        return Err(format!("unexpected text {after:?} after the closing \")\""));
+    }
+    let spec = &rest[..close];
+    if spec.trim().is_empty() {
+        return Err(format!(
+            "empty specifier (write {name:?} alone to match every call)"
+        ));
+    }
+    Ok((name, Some(spec)))
+}
+
+/// `[permissions]`: rules from every layer, accumulated.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Permissions {
+    /// Allow rules (never from an untrusted project).
+    pub allow: Vec<Rule>,
+    /// Ask rules.
+    pub ask: Vec<Rule>,
+    /// Deny rules.
+    pub deny: Vec<Rule>,
+}
+
+/// `[shell]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShellConfig {
+    /// Commands that run without asking. A command is in at most one of `safe` and
+    /// `confirm`: the highest layer naming it decides (within one layer, `confirm` wins).
+    pub safe: Vec<String>,
+    /// Commands that need confirmation; anything in neither list is refused.
+    pub confirm: Vec<String>,
+    /// Default command timeout, seconds.
+    pub timeout_s: u64,
+    /// Output shown to the model is truncated to this many characters.
+    pub max_output_chars: u64,
+    /// Environment variables passed through to commands (all others are dropped).
+    pub pass_env: Vec<String>,
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        let words = |s: &str| s.split_whitespace().map(str::to_string).collect();
+        ShellConfig {
+            safe: words("ls cat head tail wc find grep tree pwd whoami date echo diff stat file"),
+            confirm: words("python python3 pip pip3 pytest git make npm node"),
+            timeout_s: 30,
+            max_output_chars: 3000,
+            pass_env: Vec::new(),
+        }
+    }
+}
+
+/// `[guards]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Guards {
+    /// Workspace-relative globs no tool may write; accumulated from every layer
+    /// (defaults `.git/**` and `.dsh/**` cannot be removed).
+    pub protected: Vec<Sourced<String>>,
+}
+
+impl Default for Guards {
+    fn default() -> Self {
+        Guards {
+            protected: vec![
+                Sourced::builtin(".git/**".to_string()),
+                Sourced::builtin(".dsh/**".to_string()),
+            ],
+        }
+    }
+}
+
+/// One `[[hooks.pre_tool_use]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hook {
+    /// Which tools it sees (interpreted by the hooks policy); `None` = every tool.
+    pub matcher: Option<String>,
+    /// The command line to run (relative paths are relative to the workspace).
+    pub command: String,
+    /// Timeout, milliseconds (default 5000).
+    pub timeout_ms: u64,
+    /// What a crash or timeout means (default deny).
+    pub on_error: OnError,
+}
+
+/// `[hooks]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Hooks {
+    /// Hooks run at gate 1, accumulated from every trusted layer in layer order.
+    pub pre_tool_use: Vec<Sourced<Hook>>,
+}
+
+/// One `[mcp.servers.NAME]` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpServer {
+    /// A child process speaking MCP over stdio.
+    Stdio {
+        /// Program.
+        command: String,
+        /// Arguments.
+        args: Vec<String>,
+        /// Extra environment.
+        env: BTreeMap<String, String>,
+    },
+    /// A streamable-HTTP server.
+    Http {
+        /// `http://` or `https://` URL.
+        url: String,
+    },
+}
+
+/// `[mcp]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Mcp {
+    /// Servers by name; a higher trusted layer replaces a lower one's server of the same name.
+    pub servers: BTreeMap<String, Sourced<McpServer>>,
+}
+
+/// `[limits]`; every value is positive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// Model steps per task.
+    pub max_steps: u64,
+    /// Token budget per session.
+    pub max_tokens: u64,
+    /// Calls executing at once.
+    pub max_parallel: u64,
+    /// Bytes `read_file` returns at most.
+    pub max_read_bytes: u64,
+    /// Results `grep`/`find_files` return at most.
+    pub max_results: u64,
+    /// Results longer than this are spilled to a file and replaced by a locator.
+    pub spill_chars: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_steps: 50,
+            max_tokens: 400_000,
+            max_parallel: 8,
+            max_read_bytes: 262_144,
+            max_results: 50,
+            spill_chars: 20_000,
+        }
+    }
+}
+
+impl Limits {
+    pub(crate) const NAMES: [&'static str; 6] = [
+        "max_steps",
+        "max_tokens",
+        "max_parallel",
+        "max_read_bytes",
+        "max_results",
+        "spill_chars",
+    ];
+
+    pub(crate) fn slots(&mut self) -> [&mut u64; 6] {
+        [
+            &mut self.max_steps,
+            &mut self.max_tokens,
+            &mut self.max_parallel,
+            &mut self.max_read_bytes,
+            &mut self.max_results,
+            &mut self.spill_chars,
+        ]
+    }
+}
+
+/// `[journal]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JournalConfig {
+    /// When to fsync (default batch).
+    pub fsync: Fsync,
+}
+
+impl Default for JournalConfig {
+    fn default() -> Self {
+        JournalConfig {
+            fsync: Fsync::Batch,
+        }
+    }
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxConfig {
+    /// Default auto.
+    pub mode: SandboxMode,
+    /// Whether sandboxed commands may use the network (default false).
+    pub allow_network: bool,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            mode: SandboxMode::Auto,
+            allow_network: false,
+        }
+    }
+}
+
+/// The effective configuration. `Config::default()` is the built-in defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Config {
+    /// `[model]`.
+    pub model: ModelConfig,
+    /// `[permissions]`.
+    pub permissions: Permissions,
+    /// `[shell]`.
+    pub shell: ShellConfig,
+    /// `[guards]`.
+    pub guards: Guards,
+    /// `[hooks]`.
+    pub hooks: Hooks,
+    /// `[mcp]`.
+    pub mcp: Mcp,
+    /// `[limits]`.
+    pub limits: Limits,
+    /// `[journal]`.
+    pub journal: JournalConfig,
+    /// `[sandbox]`.
+    pub sandbox: SandboxConfig,
+}
+
+impl Config {
+    /// Lowercase hex SHA-256 of the configuration's JSON form with every `origin`
+    /// removed: two sessions with the same effective settings have the same digest even
+    /// if the settings moved between files or lines. Recorded in `session_start`.
+    pub fn digest(&self) -> String {
+        let mut value = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
+        strip_origins(&mut value);
+        let bytes = serde_json::to_vec(&value).unwrap_or_default();
+        Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+fn strip_origins(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.remove("origin");
+            map.values_mut().for_each(strip_origins);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_origins),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(text: &str) -> Result<String, String> {
+        Rule::parse(text, Origin::builtin()).map(|r| format!("{}|{:?}", r.tool, r.specifier))
+    }
+
+    #[test]
+    fn rule_parses_bare_tool_and_specifier() {
+        assert_eq!(rule("read_file").unwrap(), "read_file|None");
+        assert_eq!(
+            rule("run_shell(git status)").unwrap(),
+            "run_shell|Some(\"git status\")"
+        );
+        assert_eq!(
+            rule("run_shell(echo $(date))").unwrap(),
+            "run_shell|Some(\"echo $(date)\")"
+        );
+        assert_eq!(rule("mcp__git__log").unwrap(), "mcp__git__log|None");
+    }
+
+    #[test]
+    fn rule_rejects_malformed_text_with_reason() {
+        assert_eq!(rule("read_file(src/**").unwrap_err(), "missing \")\"");
+        assert_eq!(rule("(x)").unwrap_err(), "missing tool name before \"(\"");
+        assert!(rule("read file").unwrap_err().contains("may only contain"));
+        assert!(rule("").is_err());
+        assert!(
+            rule("read_file(a)b")
+                .unwrap_err()
+                .contains("after the closing")
+        );
+        assert!(rule("read_file()").unwrap_err().contains("empty specifier"));
+        assert!(rule("read_file)").unwrap_err().contains("without"));
+    }
+
+    #[test]
+    fn rule_display_round_trips() {
+        let r = Rule::parse("run_shell(git push *)", Origin::builtin()).unwrap();
+        assert_eq!(r.to_string(), "run_shell(git push *)");
+    }
+
+    #[test]
+    fn defaults_match_the_design() {
+        let c = Config::default();
+        assert_eq!(c.shell.safe.len(), 15);
+        assert!(c.shell.safe.iter().any(|s| s == "file"));
+        assert_eq!(c.shell.confirm[0], "python");
+        assert_eq!(c.shell.timeout_s, 30);
+        assert_eq!(c.limits.max_parallel, 8);
+        assert_eq!(c.sandbox.mode, SandboxMode::Auto);
+        assert_eq!(c.model.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+    }
+
+    #[test]
+    fn digest_ignores_origins_but_not_values() {
+        let a = Config::default();
+        let mut b = Config::default();
+        b.guards.protected[0].origin.line = Some(9);
+        assert_eq!(a.digest(), b.digest());
+        b.limits.max_steps = 7;
+        assert_ne!(a.digest(), b.digest());
+        assert_eq!(a.digest().len(), 64);
+    }
+
+    #[test]
+    fn sandbox_modes_order_by_strictness() {
+        assert!(SandboxMode::Off.strictness() < SandboxMode::Auto.strictness());
+        assert!(SandboxMode::Auto.strictness() < SandboxMode::Required.strictness());
+        assert_eq!("required".parse::<SandboxMode>(), Ok(SandboxMode::Required));
+        assert!(
+            "nope"
+                .parse::<Provider>()
+                .unwrap_err()
+                .contains("openai, anthropic")
+        );
+    }
+}

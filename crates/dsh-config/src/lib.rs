@@ -1,0 +1,297 @@
+//! dsh configuration as plain data: layered TOML loading, workspace trust, and errors
+//! that name the file, line and key.
+//!
+//! # Layers (lowest to highest)
+//!
+//! 1. built-in defaults ([`Config::default`]);
+//! 2. the managed file (`/etc/dsh/managed.toml`, [`LoadOptions::managed`]);
+//! 3. the user file ([`LoadOptions::user_config`] = `--config FILE`, else
+//!    `$DSH_CONFIG_HOME/config.toml`, else `<platform config dir>/dsh/config.toml`);
+//! 4. the project file `<workspace>/.dsh/config.toml`;
+//! 5. the environment ([`LoadOptions::env`]; only `[model]`: `DSH_PROVIDER`, `DSH_MODEL`
+//!    and the provider's `*_BASE_URL`, see [`Provider::base_url_env`]);
+//! 6. flags ([`Overrides`]).
+//!
+//! A missing file is fine (except an explicit `--config FILE`); an unreadable or broken
+//! one is an error. Scalars override; lists (permission rules, protected paths, hooks,
+//! shell lists) accumulate, each entry tagged with its [`Origin`]; MCP servers are keyed
+//! by name. Unknown keys are errors.
+//!
+//! # The managed file
+//!
+//! Its deny/ask rules and protected paths accumulate like everyone's, and no layer can
+//! remove an entry, so they survive everything. `sandbox.mode = "required"` and
+//! `sandbox.allow_network = false` there are locks: a higher layer asking for less is
+//! ignored with a notice. Every `[limits]` value it sets is a ceiling: a higher layer's
+//! larger value is clamped, with a notice. Its other settings are ordinary lowest-layer
+//! defaults.
+//!
+//! # Trust (a cloned repository is not trusted)
+//!
+//! A workspace is trusted iff its canonical path (symlinks resolved) is listed in the
+//! **user** file's `[trust] workspaces` (exact directories, not their subdirectories).
+//! `[trust]` anywhere else — the project file, the managed file — is an error, so a
+//! repository can never trust itself; [`record_trust`] writes the entry (`dsh trust`).
+//!
+//! An untrusted project file may only tighten. Applied: `permissions.ask`/`deny`,
+//! `guards.protected`, lower `[limits]` / `shell.timeout_s` / `shell.max_output_chars`,
+//! a stricter `sandbox.mode`, `sandbox.allow_network = false`, and `shell.confirm`
+//! entries that move a command out of `shell.safe`. Ignored, with one notice per kind
+//! naming the file and `dsh trust`: `permissions.allow`, `shell.safe` additions,
+//! `shell.confirm` additions of refused commands, `shell.pass_env`, `hooks`,
+//! `mcp.servers`, all of `[model]` (a repository must not redirect the endpoint, choose
+//! the model, or choose which key variable is sent), `[journal]`, limit increases,
+//! looser `sandbox.mode`, `sandbox.allow_network = true`. Entries kept from it carry
+//! [`Layer::UntrustedProject`]: a policy must only let them tighten a verdict (an `ask`
+//! rule must not turn a refused shell command into an ask). A trusted project file
+//! applies fully (still below environment and flags, still unable to loosen the
+//! managed file).
+//!
+//! The only I/O is reading the config files (regular files up to 1 MiB) and, in
+//! [`record_trust`], writing the user file.
+
+mod config;
+mod error;
+mod file;
+mod locate;
+mod merge;
+mod trust;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use config::{
+    Config, Fsync, Guards, Hook, Hooks, JournalConfig, Layer, Limits, Mcp, McpServer, ModelConfig,
+    OnError, Origin, Permissions, Provider, Rule, SandboxConfig, SandboxMode, ShellConfig, Sourced,
+};
+pub use error::{ConfigError, ErrorKind};
+pub use trust::record_trust;
+
+use file::{check_url, parse_part, positive, read_optional};
+use merge::{Builder, Part};
+
+/// Settings from command-line flags (the highest layer). The CLI fills it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `--provider`.
+    pub provider: Option<Provider>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--max-steps`.
+    pub max_steps: Option<u64>,
+    /// `--sandbox`.
+    pub sandbox: Option<SandboxMode>,
+}
+
+/// What [`load`] reads.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// The workspace root (`--workspace`, default `.`); must exist.
+    pub workspace: PathBuf,
+    /// `--config FILE`: the user file to use instead of the default one. Must exist.
+    pub user_config: Option<PathBuf>,
+    /// The managed file; `None` = [`default_managed_path`].
+    pub managed: Option<PathBuf>,
+    /// The environment, injected (never read from the process by [`load`] itself; see
+    /// [`process_env`]). Tests set `DSH_CONFIG_HOME` here or pass `user_config`.
+    pub env: BTreeMap<String, String>,
+    /// Flags.
+    pub overrides: Overrides,
+}
+
+impl LoadOptions {
+    /// Options for `workspace` with no flags and an empty environment.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        LoadOptions {
+            workspace: workspace.into(),
+            ..LoadOptions::default()
+        }
+    }
+}
+
+/// The result of [`load`].
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The effective configuration.
+    pub config: Config,
+    /// Whether the workspace is trusted (its project file applied fully).
+    pub trusted: bool,
+    /// The canonical workspace path (what trust is keyed by).
+    pub workspace: PathBuf,
+    /// The user file in effect (whether or not it exists): where `dsh trust` records.
+    pub user_config: Option<PathBuf>,
+    /// One-line notices for the user: settings ignored from an untrusted project,
+    /// settings the managed file overruled.
+    pub notices: Vec<String>,
+    /// The files actually read, in layer order.
+    pub files: Vec<PathBuf>,
+    /// [`Config::digest`] of `config`, for `session_start`.
+    pub digest: String,
+}
+
+/// Loads the layered configuration for `opts.workspace`.
+pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
+    let workspace = trust::canonical_workspace(&opts.workspace)?;
+    let mut files = Vec::new();
+    let mut builder = Builder::new();
+
+    let managed = opts.managed.clone().unwrap_or_else(default_managed_path);
+    if let Some(part) = read_part(&managed, Layer::Managed, &mut files)? {
+        builder.apply(part);
+    }
+
+    let user_config = match &opts.user_config {
+        Some(path) => {
+            if !path.exists() {
+                return Err(
+                    ConfigError::new(ErrorKind::Io, "no such file (given with --config)")
+                        .in_file(path),
+                );
+            }
+            Some(path.clone())
+        }
+        None => default_user_config(&opts.env),
+    };
+    let mut trusted_list = Vec::new();
+    if let Some(path) = &user_config
+        && let Some(mut part) = read_part(path, Layer::User, &mut files)?
+    {
+        trusted_list = std::mem::take(&mut part.trust);
+        builder.apply(part);
+    }
+    let trusted = trust::is_trusted(&workspace, &trusted_list);
+
+    let project = workspace.join(".dsh").join("config.toml");
+    let layer = if trusted {
+        Layer::Project
+    } else {
+        Layer::UntrustedProject
+    };
+    if let Some(part) = read_part(&project, layer, &mut files)? {
+        builder.apply(part);
+    }
+
+    let env = env_part(&opts.env, builder.provider())?;
+    builder.apply(env);
+    builder.apply(flags_part(&opts.overrides)?);
+
+    let (config, notices) = builder.finish();
+    let digest = config.digest();
+    Ok(Loaded {
+        config,
+        trusted,
+        workspace,
+        user_config,
+        notices,
+        files,
+        digest,
+    })
+}
+
+fn read_part(
+    path: &Path,
+    layer: Layer,
+    files: &mut Vec<PathBuf>,
+) -> Result<Option<Part>, ConfigError> {
+    let Some(text) = read_optional(path)? else {
+        return Ok(None);
+    };
+    files.push(path.to_path_buf());
+    parse_part(path, &text, layer).map(Some)
+}
+
+fn env_part(env: &BTreeMap<String, String>, current: Provider) -> Result<Part, ConfigError> {
+    let mut part = Part::new(Layer::Env, "environment".to_string());
+    let get = |name: &str| env.get(name).filter(|v| !v.trim().is_empty());
+    let bad = |name: &str, message: String| {
+        ConfigError::new(ErrorKind::InvalidValue, message)
+            .with_key(format!("environment variable {name}"))
+    };
+    if let Some(v) = get("DSH_PROVIDER") {
+        let provider = v
+            .trim()
+            .parse::<Provider>()
+            .map_err(|e| bad("DSH_PROVIDER", e))?;
+        part.model.provider = Some(provider);
+    }
+    let provider = part.model.provider.unwrap_or(current);
+    let url_var = provider.base_url_env();
+    if let Some(v) = get(url_var) {
+        check_url(v).map_err(|e| bad(url_var, e))?;
+        part.model.base_url = Some(v.clone());
+    }
+    if let Some(v) = get("DSH_MODEL") {
+        part.model.model = Some(v.clone());
+    }
+    Ok(part)
+}
+
+fn flags_part(o: &Overrides) -> Result<Part, ConfigError> {
+    let mut part = Part::new(Layer::Flag, "command line".to_string());
+    let bad = |flag: &str, message: String| {
+        ConfigError::new(ErrorKind::InvalidValue, message).with_key(flag.to_string())
+    };
+    part.model.provider = o.provider;
+    if let Some(url) = &o.base_url {
+        check_url(url).map_err(|e| bad("--base-url", e))?;
+    }
+    part.model.base_url.clone_from(&o.base_url);
+    if let Some(m) = &o.model
+        && m.trim().is_empty()
+    {
+        return Err(bad("--model", "must not be empty".to_string()));
+    }
+    part.model.model.clone_from(&o.model);
+    if let Some(n) = o.max_steps {
+        positive(n).map_err(|e| bad("--max-steps", e))?;
+        part.limits[0] = Some(n);
+    }
+    part.name("limits.max_steps", "--max-steps".to_string());
+    part.sandbox_mode = o.sandbox;
+    part.name("sandbox.mode", "--sandbox".to_string());
+    Ok(part)
+}
+
+/// The managed file's default location: `/etc/dsh/managed.toml`
+/// (`C:\ProgramData\dsh\managed.toml` on Windows).
+pub fn default_managed_path() -> PathBuf {
+    if cfg!(windows) {
+        PathBuf::from(r"C:\ProgramData\dsh\managed.toml")
+    } else {
+        PathBuf::from("/etc/dsh/managed.toml")
+    }
+}
+
+/// The default user file: `$DSH_CONFIG_HOME/config.toml` when `env` sets
+/// `DSH_CONFIG_HOME`, else `<platform config dir>/dsh/config.toml` (XDG on Linux and
+/// macOS, `%APPDATA%` on Windows — this fallback consults the process's home
+/// directory). `None` when no home directory can be found.
+pub fn default_user_config(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    if let Some(dir) = env.get("DSH_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("config.toml"));
+    }
+    use etcetera::BaseStrategy as _;
+    let base = etcetera::choose_base_strategy().ok()?;
+    Some(base.config_dir().join("dsh").join("config.toml"))
+}
+
+/// Where dsh keeps its state (sessions, spill files, history): `DSH_HOME` when `env`
+/// sets it, else `<platform data dir>/dsh`. `None` when no home directory can be found.
+pub fn dsh_home(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    if let Some(dir) = env.get("DSH_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    use etcetera::BaseStrategy as _;
+    let base = etcetera::choose_base_strategy().ok()?;
+    Some(base.data_dir().join("dsh"))
+}
+
+/// The process environment as a map for [`LoadOptions::env`] (variables whose name or
+/// value is not UTF-8 are left out).
+pub fn process_env() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}

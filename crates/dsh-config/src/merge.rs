@@ -1,0 +1,418 @@
+//! Layering: applying each layer's [`Part`] on top of the built-in defaults, with the
+//! managed file's locks and an untrusted project's tighten-only treatment.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::config::{
+    Config, Fsync, Hook, Layer, Limits, McpServer, ModelConfig, Provider, Rule, SandboxMode,
+    Sourced,
+};
+
+/// `[model]` settings of one layer (each optional).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ModelPart {
+    pub provider: Option<Provider>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub api_key_env: Option<String>,
+}
+
+impl ModelPart {
+    fn keys(&self) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        for (set, key) in [
+            (self.provider.is_some(), "model.provider"),
+            (self.base_url.is_some(), "model.base_url"),
+            (self.model.is_some(), "model.model"),
+            (self.api_key_env.is_some(), "model.api_key_env"),
+        ] {
+            if set {
+                keys.push(key);
+            }
+        }
+        keys
+    }
+}
+
+/// Where a layer's settings come from, for notices.
+#[derive(Debug, Default)]
+pub(crate) struct Site {
+    /// How notices name this source when no better name is known.
+    pub label: String,
+    pub path: Option<PathBuf>,
+    /// Dotted key → line, for notices about scalar settings.
+    pub lines: BTreeMap<String, usize>,
+    /// Dotted key → how to name it instead (`--max-steps`).
+    pub names: BTreeMap<String, String>,
+}
+
+impl Site {
+    /// `"/x/config.toml:7: limits.max_steps"`, `"--max-steps"`.
+    fn at(&self, key: &str) -> String {
+        if let Some(name) = self.names.get(key) {
+            return name.clone();
+        }
+        match (&self.path, self.lines.get(key)) {
+            (Some(p), Some(line)) => format!("{}:{line}: {key}", p.display()),
+            (Some(p), None) => format!("{}: {key}", p.display()),
+            (None, _) => format!("{}: {key}", self.label),
+        }
+    }
+}
+
+/// One layer's validated settings.
+#[derive(Debug)]
+pub(crate) struct Part {
+    pub layer: Layer,
+    pub site: Site,
+    pub model: ModelPart,
+    pub allow: Vec<Rule>,
+    pub ask: Vec<Rule>,
+    pub deny: Vec<Rule>,
+    pub safe: Vec<String>,
+    pub confirm: Vec<String>,
+    pub pass_env: Vec<String>,
+    pub timeout_s: Option<u64>,
+    pub max_output_chars: Option<u64>,
+    pub protected: Vec<Sourced<String>>,
+    pub hooks: Vec<Sourced<Hook>>,
+    pub mcp: Vec<(String, Sourced<McpServer>)>,
+    pub limits: [Option<u64>; 6],
+    pub fsync: Option<Fsync>,
+    pub sandbox_mode: Option<SandboxMode>,
+    pub allow_network: Option<bool>,
+    pub trust: Vec<PathBuf>,
+}
+
+impl Part {
+    pub(crate) fn new(layer: Layer, label: String) -> Self {
+        Part {
+            layer,
+            site: Site {
+                label,
+                ..Site::default()
+            },
+            model: ModelPart::default(),
+            allow: Vec::new(),
+            ask: Vec::new(),
+            deny: Vec::new(),
+            safe: Vec::new(),
+            confirm: Vec::new(),
+            pass_env: Vec::new(),
+            timeout_s: None,
+            max_output_chars: None,
+            protected: Vec::new(),
+            hooks: Vec::new(),
+            mcp: Vec::new(),
+            limits: [None; 6],
+            fsync: None,
+            sandbox_mode: None,
+            allow_network: None,
+            trust: Vec::new(),
+        }
+    }
+
+    pub(crate) fn note_line(&mut self, key: &str, line: Option<usize>) {
+        if let Some(line) = line {
+            self.site.lines.insert(key.to_string(), line);
+        }
+    }
+
+    pub(crate) fn name(&mut self, key: &str, name: String) {
+        self.site.names.insert(key.to_string(), name);
+    }
+}
+
+/// Accumulates layers in order.
+#[derive(Debug)]
+pub(crate) struct Builder {
+    config: Config,
+    provider: Provider,
+    base_url: Option<String>,
+    model_name: Option<String>,
+    api_key_env: Option<String>,
+    /// Managed ceilings per limit: (value, where the managed file set it).
+    ceilings: [Option<(u64, String)>; 6],
+    /// Set when the managed file requires the sandbox.
+    sandbox_lock: Option<String>,
+    /// Set when the managed file forbids the network.
+    network_lock: Option<String>,
+    notices: Vec<String>,
+}
+
+impl Builder {
+    pub(crate) fn new() -> Self {
+        Builder {
+            config: Config::default(),
+            provider: Provider::Openai,
+            base_url: None,
+            model_name: None,
+            api_key_env: None,
+            ceilings: Default::default(),
+            sandbox_lock: None,
+            network_lock: None,
+            notices: Vec::new(),
+        }
+    }
+
+    /// The provider as the layers applied so far leave it.
+    pub(crate) fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    pub(crate) fn apply(&mut self, mut part: Part) {
+        let site = std::mem::take(&mut part.site);
+        let untrusted = part.layer == Layer::UntrustedProject;
+        let managed = part.layer == Layer::Managed;
+        // Kinds of settings ignored from an untrusted project: one notice each.
+        let mut ignored: Vec<String> = Vec::new();
+        let mut raised: Vec<String> = Vec::new();
+
+        // [model]
+        let model_keys = part.model.keys();
+        if untrusted {
+            if !model_keys.is_empty() {
+                ignored.push(format!(
+                    "{} (a repository cannot choose the model endpoint, model or API key)",
+                    model_keys.join(", ")
+                ));
+            }
+        } else {
+            let m = &part.model;
+            if let Some(p) = m.provider {
+                if p != self.provider {
+                    // A different provider starts from its own defaults.
+                    self.base_url = None;
+                    self.model_name = None;
+                    self.api_key_env = None;
+                }
+                self.provider = p;
+            }
+            if m.base_url.is_some() {
+                self.base_url.clone_from(&m.base_url);
+            }
+            if m.model.is_some() {
+                self.model_name.clone_from(&m.model);
+            }
+            if m.api_key_env.is_some() {
+                self.api_key_env.clone_from(&m.api_key_env);
+            }
+        }
+
+        // [permissions]: lists accumulate; allow never from an untrusted project.
+        let perms = &mut self.config.permissions;
+        if untrusted {
+            if !part.allow.is_empty() {
+                ignored.push(format!(
+                    "permissions.allow ({})",
+                    count(part.allow.len(), "rule")
+                ));
+            }
+        } else {
+            perms.allow.extend(part.allow);
+        }
+        perms.ask.extend(part.ask);
+        perms.deny.extend(part.deny);
+
+        // [shell] lists.
+        let shell = &mut self.config.shell;
+        if untrusted {
+            let widening: Vec<String> = part
+                .safe
+                .into_iter()
+                .filter(|c| !shell.safe.contains(c))
+                .collect();
+            if !widening.is_empty() {
+                ignored.push(format!("shell.safe additions ({})", widening.join(", ")));
+            }
+            // Moving a command from safe to confirm tightens; adding one that was
+            // refused (in neither list) widens.
+            let mut widening = Vec::new();
+            for c in part.confirm {
+                if shell.safe.contains(&c) {
+                    shell.safe.retain(|s| s != &c);
+                    shell.confirm.push(c);
+                } else if !shell.confirm.contains(&c) {
+                    widening.push(c);
+                }
+            }
+            if !widening.is_empty() {
+                ignored.push(format!("shell.confirm additions ({})", widening.join(", ")));
+            }
+            if !part.pass_env.is_empty() {
+                ignored.push(format!("shell.pass_env ({})", part.pass_env.join(", ")));
+            }
+        } else {
+            for c in part.safe {
+                shell.confirm.retain(|s| s != &c);
+                if !shell.safe.contains(&c) {
+                    shell.safe.push(c);
+                }
+            }
+            for c in part.confirm {
+                shell.safe.retain(|s| s != &c);
+                if !shell.confirm.contains(&c) {
+                    shell.confirm.push(c);
+                }
+            }
+            for v in part.pass_env {
+                if !shell.pass_env.contains(&v) {
+                    shell.pass_env.push(v);
+                }
+            }
+        }
+        for (key, value, slot) in [
+            ("shell.timeout_s", part.timeout_s, &mut shell.timeout_s),
+            (
+                "shell.max_output_chars",
+                part.max_output_chars,
+                &mut shell.max_output_chars,
+            ),
+        ] {
+            let Some(v) = value else { continue };
+            if untrusted && v > *slot {
+                raised.push(format!("{key} = {v}"));
+            } else {
+                *slot = v;
+            }
+        }
+
+        // [guards]: accumulate, from every layer.
+        for p in part.protected {
+            let known = self
+                .config
+                .guards
+                .protected
+                .iter()
+                .any(|q| q.value == p.value);
+            if !known {
+                self.config.guards.protected.push(p);
+            }
+        }
+
+        // [hooks], [mcp]: they run programs, so never from an untrusted project.
+        if untrusted {
+            if !part.hooks.is_empty() {
+                ignored.push(format!(
+                    "hooks.pre_tool_use ({})",
+                    count(part.hooks.len(), "hook")
+                ));
+            }
+            if !part.mcp.is_empty() {
+                let names: Vec<&str> = part.mcp.iter().map(|(n, _)| n.as_str()).collect();
+                ignored.push(format!("mcp.servers ({})", names.join(", ")));
+            }
+        } else {
+            self.config.hooks.pre_tool_use.extend(part.hooks);
+            self.config.mcp.servers.extend(part.mcp);
+        }
+
+        // [limits]: untrusted may only lower; managed values are ceilings.
+        let slots = self.config.limits.slots();
+        for (i, slot) in slots.into_iter().enumerate() {
+            let Some(v) = part.limits[i] else { continue };
+            let key = format!("limits.{}", Limits::NAMES[i]);
+            if untrusted {
+                if v > *slot {
+                    raised.push(format!("{key} = {v}"));
+                } else {
+                    *slot = v;
+                }
+                continue;
+            }
+            match &self.ceilings[i] {
+                Some((ceiling, from)) if v > *ceiling => {
+                    self.notices.push(format!(
+                        "{} = {v} exceeds the managed ceiling {ceiling} ({from}); using {ceiling}",
+                        site.at(&key)
+                    ));
+                    *slot = *ceiling;
+                }
+                _ => *slot = v,
+            }
+            if managed {
+                self.ceilings[i] = Some((v, site.at(&key)));
+            }
+        }
+        if !raised.is_empty() {
+            ignored.push(format!("limit increases ({})", raised.join(", ")));
+        }
+
+        // [journal]
+        if let Some(f) = part.fsync {
+            if untrusted {
+                ignored.push(format!("journal.fsync = \"{f}\""));
+            } else {
+                self.config.journal.fsync = f;
+            }
+        }
+
+        // [sandbox]
+        let sandbox = &mut self.config.sandbox;
+        if let Some(mode) = part.sandbox_mode {
+            if mode.strictness() >= sandbox.mode.strictness() {
+                sandbox.mode = mode;
+            } else if untrusted {
+                ignored.push(format!("sandbox.mode = \"{mode}\""));
+            } else if let Some(lock) = &self.sandbox_lock {
+                self.notices.push(format!(
+                    "{} = \"{mode}\" ignored: the managed config requires the sandbox ({lock})",
+                    site.at("sandbox.mode")
+                ));
+            } else {
+                sandbox.mode = mode;
+            }
+            if managed && mode == SandboxMode::Required {
+                self.sandbox_lock = Some(site.at("sandbox.mode"));
+            }
+        }
+        if let Some(net) = part.allow_network {
+            if !net || sandbox.allow_network {
+                sandbox.allow_network = net;
+            } else if untrusted {
+                ignored.push("sandbox.allow_network = true".to_string());
+            } else if let Some(lock) = &self.network_lock {
+                self.notices.push(format!(
+                    "{} = true ignored: the managed config forbids the network ({lock})",
+                    site.at("sandbox.allow_network")
+                ));
+            } else {
+                sandbox.allow_network = net;
+            }
+            if managed && !net {
+                self.network_lock = Some(site.at("sandbox.allow_network"));
+            }
+        }
+
+        for what in ignored {
+            self.notices.push(format!(
+                "{}: ignored {what}: this workspace is not trusted (run `dsh trust` to trust it)",
+                site.label
+            ));
+        }
+    }
+
+    pub(crate) fn finish(self) -> (Config, Vec<String>) {
+        let mut config = self.config;
+        config.model = ModelConfig {
+            provider: self.provider,
+            base_url: self
+                .base_url
+                .unwrap_or_else(|| self.provider.default_base_url().to_string()),
+            model: self.model_name,
+            api_key_env: self
+                .api_key_env
+                .or_else(|| self.provider.default_api_key_env().map(str::to_string)),
+        };
+        (config, self.notices)
+    }
+}
+
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

@@ -1,0 +1,215 @@
+//! `edit_file{path, old_string, new_string, replace_all?}`: replace exact text in a file the
+//! session has read, keeping its line endings and permissions, and show the diff.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use dsh_core::{
+    Access, ExecContext, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec, Workspace,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::confine::{Want, path_error};
+use crate::fs::seam::{FileSeam, Intent};
+use crate::{blocking, parse_args, path_arg};
+
+/// Files larger than this are not edited (the whole file is held in memory).
+pub const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
+/// Characters of diff shown to the model.
+const MAX_DIFF_CHARS: usize = 4000;
+
+/// The `edit_file` tool.
+#[derive(Debug)]
+pub struct EditFile {
+    ws: Arc<Workspace>,
+    seam: Arc<FileSeam>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+impl EditFile {
+    pub fn new(ws: Arc<Workspace>, seam: Arc<FileSeam>) -> Self {
+        EditFile { ws, seam }
+    }
+}
+
+/// The edit itself: `old` → `new` in `text`, in the file's own line endings.
+fn apply(text: &str, args: &Args) -> Result<(String, usize), ToolError> {
+    if args.old_string.is_empty() {
+        return Err(ToolError::new(
+            ToolErrorKind::InvalidArgs,
+            "old_string is empty; give the exact text to replace (use write_file to create a file)",
+        ));
+    }
+    if args.old_string == args.new_string {
+        return Err(ToolError::new(
+            ToolErrorKind::InvalidArgs,
+            "old_string and new_string are the same; nothing would change",
+        ));
+    }
+    // A CRLF file edited with LF text: match and write in CRLF.
+    let crlf = text.contains("\r\n") && !args.old_string.contains('\r');
+    let convert = |s: &str| {
+        if crlf {
+            s.replace('\n', "\r\n")
+        } else {
+            s.to_owned()
+        }
+    };
+    let (old, new) = (convert(&args.old_string), convert(&args.new_string));
+    let count = text.matches(old.as_str()).count();
+    match count {
+        0 => Err(ToolError::failed(format!(
+            "old_string was not found in `{}`; read the file again and copy the text exactly, including whitespace",
+            args.path
+        ))),
+        n if n > 1 && !args.replace_all => Err(ToolError::failed(format!(
+            "old_string occurs {n} times in `{}`; add surrounding lines to make it unique, or set replace_all",
+            args.path
+        ))),
+        n if args.replace_all => Ok((text.replace(old.as_str(), &new), n)),
+        _ => Ok((text.replacen(old.as_str(), &new, 1), 1)),
+    }
+}
+
+fn diff(path: &str, before: &str, after: &str) -> String {
+    let d = similar::TextDiff::from_lines(before, after);
+    let mut text = d
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string();
+    if text.chars().count() > MAX_DIFF_CHARS {
+        let cut: String = text.chars().take(MAX_DIFF_CHARS).collect();
+        text = format!(
+            "{cut}\n… [diff cut at {MAX_DIFF_CHARS} characters; read the file to see the rest]"
+        );
+    }
+    text
+}
+
+#[async_trait]
+impl Tool for EditFile {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "edit_file",
+            "Replace exact text in a file you have read with read_file in this session. old_string \
+             must match exactly once (include surrounding lines to make it unique) unless \
+             replace_all is true. Returns a diff.",
+        )
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Relative to the workspace root."},
+                "old_string": {"type": "string", "description": "Exact text to replace."},
+                "new_string": {"type": "string", "description": "The replacement."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        }))
+        .output_schema(json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "replacements": {"type": "integer", "minimum": 1},
+                "diff": {"type": "string"}
+            },
+            "required": ["path", "replacements", "diff"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn accesses(&self, args: &Value) -> Vec<Access> {
+        path_arg(args, None)
+            .map(|p| {
+                vec![Access::Write {
+                    path: PathBuf::from(p),
+                }]
+            })
+            .unwrap_or_default()
+    }
+
+    async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = parse_args("edit_file", args)?;
+        let ws = self.ws.clone();
+        let seam = self.seam.clone();
+        blocking(&cx.cancel, move |_| {
+            let resolved = ws
+                .resolve(&args.path)
+                .map_err(|e| path_error(e, Want::File))?;
+            let rel = resolved.rel.display().to_string();
+            let ((n, shown), _) =
+                seam.change(&ws, &resolved, Intent::Edit, MAX_EDIT_BYTES, |current| {
+                    let before = current.text.as_deref().unwrap_or_default();
+                    let (after, n) = apply(before, &args)?;
+                    let shown = diff(&rel, before, &after);
+                    Ok((after, (n, shown)))
+                })?;
+            let plural = if n == 1 { "" } else { "s" };
+            Ok(ToolOutput::new(
+                format!("edited {rel}: {n} replacement{plural}\n{shown}"),
+                json!({"path": rel, "replacements": n, "diff": shown}),
+            ))
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(old: &str, new: &str, all: bool) -> Args {
+        Args {
+            path: "f".to_owned(),
+            old_string: old.to_owned(),
+            new_string: new.to_owned(),
+            replace_all: all,
+        }
+    }
+
+    #[test]
+    fn replaces_a_unique_match() {
+        assert_eq!(
+            apply("a b c", &args("b", "B", false)).unwrap(),
+            ("a B c".to_owned(), 1)
+        );
+    }
+
+    #[test]
+    fn refuses_ambiguous_and_missing_text() {
+        assert!(
+            apply("x x", &args("x", "y", false))
+                .unwrap_err()
+                .message
+                .contains("2 times")
+        );
+        assert!(
+            apply("x", &args("z", "y", false))
+                .unwrap_err()
+                .message
+                .contains("not found")
+        );
+        assert_eq!(
+            apply("x x", &args("x", "y", true)).unwrap(),
+            ("y y".to_owned(), 2)
+        );
+    }
+
+    #[test]
+    fn keeps_crlf_line_endings() {
+        let (out, _) = apply("one\r\ntwo\r\n", &args("one\ntwo", "uno\ndos", false)).unwrap();
+        assert_eq!(out, "uno\r\ndos\r\n");
+    }
+}

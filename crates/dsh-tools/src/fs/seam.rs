@@ -1,0 +1,410 @@
+//! The file seam (SPEC P5): per-session observed versions, and the one critical section in
+//! which a change is checked against them and made.
+//!
+//! A *version* is the stat identity of a file (device, inode, size, modification and change
+//! times to the nanosecond); it is opaque to everyone but this file. `read_file` records the
+//! version it read. A replacing `write_file` or an `edit_file` passes only when the file's
+//! current version is the one the session last observed: never observed → `not_observed`,
+//! changed since → `stale_version` (checked before any text matching). Creating a file that
+//! does not exist needs no observation. Every successful change records the new version.
+//!
+//! Changes are made atomically and confined on Unix: the parent directory is opened without
+//! following a final symlink and checked to be inside the workspace on its handle; the new
+//! content goes to a temporary file created *in that directory handle*, is flushed, and is
+//! renamed over the target through the same handle. A directory swapped for a symlink after
+//! the check therefore cannot redirect the write.
+
+use std::collections::HashMap;
+use std::fs::{File, Metadata};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use dsh_core::{ResolvedPath, ToolError, ToolErrorKind, Workspace};
+
+/// A file's identity at one moment. Opaque.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Version {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Version {
+    /// The version an open file or a `stat` describes.
+    pub fn of(meta: &Metadata) -> Self {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Version {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                len: meta.len(),
+                mtime: (meta.mtime(), meta.mtime_nsec()),
+                ctime: (meta.ctime(), meta.ctime_nsec()),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let nanos = |t: std::io::Result<std::time::SystemTime>| {
+                t.ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or((0, 0), |d| {
+                        (d.as_secs() as i64, i64::from(d.subsec_nanos()))
+                    })
+            };
+            Version {
+                dev: 0,
+                ino: 0,
+                len: meta.len(),
+                mtime: nanos(meta.modified()),
+                ctime: nanos(meta.created()),
+            }
+        }
+    }
+}
+
+/// The observed versions of one session (shared by its tools), and the lock that makes
+/// check-then-change one critical section.
+#[derive(Debug, Default)]
+pub struct FileSeam {
+    observed: Mutex<HashMap<PathBuf, Version>>,
+    change: Mutex<()>,
+}
+
+/// What the seam requires of a change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Intent {
+    /// `write_file`: create if absent; replace only the observed version.
+    Write,
+    /// `edit_file`: the file must exist and be the observed version.
+    Edit,
+}
+
+/// A file as it was found inside the critical section.
+pub(crate) struct Current {
+    /// Its content, for edits; `None` when it does not exist.
+    pub(crate) text: Option<String>,
+    /// Its permission bits, kept for the replacement.
+    pub(crate) mode: Option<u32>,
+}
+
+impl FileSeam {
+    pub fn new() -> Self {
+        FileSeam::default()
+    }
+
+    /// Records that the session has seen `abs` at `version` (by reading it).
+    pub fn observe(&self, abs: &Path, version: Version) {
+        if let Ok(mut map) = self.observed.lock() {
+            map.insert(abs.to_path_buf(), version);
+        }
+    }
+
+    fn observed(&self, abs: &Path) -> Option<Version> {
+        self.observed.lock().ok()?.get(abs).copied()
+    }
+
+    /// Checks `intent` against the session's observations, lets `change` compute the new
+    /// content from what is there, and writes it atomically — all under one lock. Returns
+    /// what `change` returned besides the content, and whether the file was created.
+    pub(crate) fn change<T>(
+        &self,
+        ws: &Workspace,
+        resolved: &ResolvedPath,
+        intent: Intent,
+        max_bytes: u64,
+        change: impl FnOnce(&Current) -> Result<(String, T), ToolError>,
+    ) -> Result<(T, bool), ToolError> {
+        let _guard = self
+            .change
+            .lock()
+            .map_err(|_| ToolError::failed("the file seam is unusable after a crash"))?;
+        let dir = ParentDir::open(ws, resolved)?;
+        let given = &resolved.given;
+        let found = dir.stat_target()?;
+        let current = match (&found, intent) {
+            (None, Intent::Edit) => {
+                return Err(ToolError::new(
+                    ToolErrorKind::NotFound,
+                    format!("`{given}` does not exist; create it with write_file"),
+                ));
+            }
+            (None, Intent::Write) => Current {
+                text: None,
+                mode: None,
+            },
+            (Some((version, _)), _) => {
+                match self.observed(&resolved.abs) {
+                    None => {
+                        return Err(ToolError::new(
+                            ToolErrorKind::NotObserved,
+                            format!(
+                                "`{given}` exists and this session has not read it; read it with read_file first, then change it"
+                            ),
+                        ));
+                    }
+                    Some(seen) if seen != *version => {
+                        return Err(ToolError::new(
+                            ToolErrorKind::StaleVersion,
+                            format!(
+                                "`{given}` changed since this session last read it; read it again before changing it"
+                            ),
+                        ));
+                    }
+                    Some(_) => {}
+                }
+                let (file, mode) = dir.open_target(max_bytes)?;
+                let text = match intent {
+                    Intent::Edit => Some(read_text(file, given, max_bytes)?),
+                    Intent::Write => None,
+                };
+                Current {
+                    text,
+                    mode: Some(mode),
+                }
+            }
+        };
+        let (content, extra) = change(&current)?;
+        let version = dir.replace(content.as_bytes(), current.mode)?;
+        self.observe(&resolved.abs, version);
+        Ok((extra, found.is_none()))
+    }
+}
+
+fn read_text(mut file: File, given: &str, max_bytes: u64) -> Result<String, ToolError> {
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::failed(format!("cannot read `{given}`: {e}")))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(ToolError::new(
+            ToolErrorKind::InvalidArgs,
+            format!(
+                "`{given}` is larger than {max_bytes} bytes; edit_file does not change files that large"
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        ToolError::new(
+            ToolErrorKind::InvalidArgs,
+            format!("`{given}` is not UTF-8 text; edit_file only changes text files"),
+        )
+    })
+}
+
+fn denied(given: &str, why: &str) -> ToolError {
+    ToolError::new(ToolErrorKind::Denied, format!("`{given}`: {why}"))
+}
+
+fn io_failed(given: &str, what: &str, e: std::io::Error) -> ToolError {
+    ToolError::failed(format!("cannot {what} `{given}`: {e}"))
+}
+
+/// The target's parent directory, opened and checked on its handle.
+struct ParentDir<'a> {
+    resolved: &'a ResolvedPath,
+    name: std::ffi::OsString,
+    #[cfg(unix)]
+    fd: std::os::fd::OwnedFd,
+    #[cfg(not(unix))]
+    path: PathBuf,
+}
+
+impl<'a> ParentDir<'a> {
+    fn open(ws: &Workspace, resolved: &'a ResolvedPath) -> Result<Self, ToolError> {
+        let given = &resolved.given;
+        let (Some(parent), Some(name)) = (resolved.abs.parent(), resolved.abs.file_name()) else {
+            return Err(ToolError::new(
+                ToolErrorKind::InvalidArgs,
+                format!("`{given}` names the workspace root, not a file"),
+            ));
+        };
+        if !ws.contains(parent) {
+            return Err(denied(given, "its directory is outside the workspace"));
+        }
+        std::fs::create_dir_all(parent)
+            .map_err(|e| io_failed(given, "create the directory of", e))?;
+        #[cfg(unix)]
+        {
+            use rustix::fs::{Mode, OFlags};
+            let fd = rustix::fs::open(
+                parent,
+                OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| io_failed(given, "open the directory of", e.into()))?;
+            #[cfg(target_os = "linux")]
+            {
+                use std::os::fd::AsRawFd;
+                let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+                    .map_err(|e| io_failed(given, "check the directory of", e))?;
+                if !ws.contains(&real) {
+                    return Err(denied(
+                        given,
+                        &format!(
+                            "its directory now resolves to {} outside the workspace",
+                            real.display()
+                        ),
+                    ));
+                }
+            }
+            Ok(ParentDir {
+                resolved,
+                name: name.to_owned(),
+                fd,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(ParentDir {
+                resolved,
+                name: name.to_owned(),
+                path: parent.to_path_buf(),
+            })
+        }
+    }
+
+    /// The target's version and whether it is a regular file; `None` if absent. A symlink or
+    /// anything else but a regular file with one link is refused.
+    fn stat_target(&self) -> Result<Option<(Version, u32)>, ToolError> {
+        let given = &self.resolved.given;
+        #[cfg(unix)]
+        let meta = {
+            use rustix::fs::{Mode, OFlags};
+            // O_PATH: a handle to stat, opening nothing (a FIFO or device is not opened).
+            match rustix::fs::openat(
+                &self.fd,
+                self.name.as_os_str(),
+                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(fd) => File::from(fd).metadata(),
+                Err(rustix::io::Errno::NOENT) => return Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        };
+        #[cfg(not(unix))]
+        let meta = match std::fs::symlink_metadata(self.path.join(&self.name)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            other => other,
+        };
+        let meta = meta.map_err(|e| io_failed(given, "inspect", e))?;
+        let t = meta.file_type();
+        if t.is_symlink() {
+            return Err(denied(given, "it was replaced by a symlink; it is refused"));
+        }
+        if !t.is_file() {
+            return Err(ToolError::new(
+                ToolErrorKind::InvalidArgs,
+                format!("`{given}` is not a regular file; only regular files can be written"),
+            ));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            if meta.nlink() > 1 {
+                return Err(denied(
+                    given,
+                    "it has more than one hard link, which can reach outside the workspace; it is refused",
+                ));
+            }
+            Ok(Some((Version::of(&meta), meta.mode() & 0o7777)))
+        }
+        #[cfg(not(unix))]
+        Ok(Some((Version::of(&meta), 0o644)))
+    }
+
+    /// Opens the existing target for reading (never following a symlink, never blocking).
+    fn open_target(&self, _max_bytes: u64) -> Result<(File, u32), ToolError> {
+        let given = &self.resolved.given;
+        #[cfg(unix)]
+        {
+            use rustix::fs::{Mode, OFlags};
+            let fd = rustix::fs::openat(
+                &self.fd,
+                self.name.as_os_str(),
+                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| io_failed(given, "open", e.into()))?;
+            let file = File::from(fd);
+            let mode = {
+                use std::os::unix::fs::MetadataExt;
+                file.metadata().map(|m| m.mode() & 0o7777).unwrap_or(0o644)
+            };
+            Ok((file, mode))
+        }
+        #[cfg(not(unix))]
+        {
+            let file =
+                File::open(self.path.join(&self.name)).map_err(|e| io_failed(given, "open", e))?;
+            Ok((file, 0o644))
+        }
+    }
+
+    /// Writes `content` to a temporary file in the directory and renames it over the target.
+    /// Returns the new version.
+    fn replace(&self, content: &[u8], mode: Option<u32>) -> Result<Version, ToolError> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let given = &self.resolved.given;
+        let tmp = format!(
+            ".{}.dsh-{}-{}.tmp",
+            self.name.to_string_lossy(),
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        #[cfg(unix)]
+        {
+            use rustix::fs::{AtFlags, Mode, OFlags};
+            let mode = mode.unwrap_or(0o644);
+            let fd = rustix::fs::openat(
+                &self.fd,
+                tmp.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(mode),
+            )
+            .map_err(|e| io_failed(given, "create a temporary file for", e.into()))?;
+            let mut file = File::from(fd);
+            let written = (|| {
+                file.write_all(content)?;
+                // The umask may have narrowed the mode: set it exactly.
+                rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
+                file.sync_all()
+            })();
+            if let Err(e) = written {
+                let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
+                return Err(io_failed(given, "write", e));
+            }
+            if let Err(e) =
+                rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, self.name.as_os_str())
+            {
+                let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
+                return Err(io_failed(given, "replace", e.into()));
+            }
+            let meta = file
+                .metadata()
+                .map_err(|e| io_failed(given, "inspect", e))?;
+            Ok(Version::of(&meta))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = mode;
+            let tmp_path = self.path.join(&tmp);
+            let target = self.path.join(&self.name);
+            let mut file = File::create_new(&tmp_path)
+                .map_err(|e| io_failed(given, "create a temporary file for", e))?;
+            let written = file.write_all(content).and_then(|()| file.sync_all());
+            if let Err(e) = written.and_then(|()| std::fs::rename(&tmp_path, &target)) {
+                let _ = std::fs::remove_file(&tmp_path);
+                return Err(io_failed(given, "write", e));
+            }
+            let meta = std::fs::metadata(&target).map_err(|e| io_failed(given, "inspect", e))?;
+            Ok(Version::of(&meta))
+        }
+    }
+}

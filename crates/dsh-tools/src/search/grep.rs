@@ -1,0 +1,451 @@
+//! `grep{pattern, path?, include?}`: regex search of file contents, on ripgrep's crates.
+//!
+//! The walk is `ignore`'s parallel walker with our skipping rules (see the module docs of
+//! `search`); each file is opened by [`WalkOpener`] (no symlink anywhere on the way, no FIFO,
+//! one link, inside the workspace) and searched by `grep-searcher` with the binary detection of ripgrep's
+//! default (`quit` on a NUL byte: a binary file contributes nothing). Results are sorted by
+//! (path, line) and cut at [`Limits::max_results`]; a file contributes at most that many
+//! matches, so the total said when truncated is a lower bound ("at least N"), the same on
+//! every run.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use dsh_core::{
+    Access, CancellationToken, ExecContext, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec,
+    Workspace,
+};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
+use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkState};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{PathGlob, TopK, lock, walker};
+use crate::confine::{Skipped, WalkOpener, describe, display, open_file};
+use crate::confine::{Want, path_error};
+use crate::{Limits, blocking, cancelled, parse_args, path_arg};
+
+/// Characters of a matching line shown; longer lines are cut with a marker.
+pub const TEXT_MAX_CHARS: usize = 300;
+
+/// Said when some path had to be shown lossily.
+const LOSSY_PATHS: &str = "some paths are not valid UTF-8 and are shown with \u{FFFD}; tools cannot open them by that name";
+
+/// The `grep` tool.
+#[derive(Clone, Debug)]
+pub struct Grep {
+    ws: Arc<Workspace>,
+    max_results: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    pattern: String,
+    path: Option<String>,
+    include: Option<String>,
+}
+
+impl Grep {
+    pub fn new(ws: Arc<Workspace>, limits: &Limits) -> Self {
+        Grep {
+            ws,
+            max_results: limits.max_results.max(1),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for Grep {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "grep",
+            format!(
+                "Search file contents with a regex (Rust syntax; `(?i)` ignores case) under \
+                 `path` (a directory or file; default: the workspace root). Skips \
+                 .gitignore'd and hidden files, node_modules, target, __pycache__ and binary \
+                 files. `include` keeps files matching a glob (`*.rs`, `src/**/*.ts`). Prints \
+                 `path:line:text`, sorted, at most {} matches.",
+                self.max_results
+            ),
+        )
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "minLength": 1},
+                "path": {"type": "string", "minLength": 1},
+                "include": {"type": "string", "minLength": 1}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        }))
+        .output_schema(json!({
+            "type": "object",
+            "properties": {
+                "matches": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string"},
+                            "line": {"type": "integer", "minimum": 1},
+                            "text": {"type": "string"}
+                        },
+                        "required": ["path", "line", "text"],
+                        "additionalProperties": false
+                    }
+                },
+                "truncated": {"type": "boolean"},
+                "files_searched": {"type": "integer", "minimum": 0}
+            },
+            "required": ["matches", "truncated", "files_searched"],
+            "additionalProperties": false
+        }))
+        .read_only(true)
+        .idempotent(true)
+    }
+
+    fn parallel_safe(&self, _args: &Value) -> Result<bool, String> {
+        Ok(true)
+    }
+
+    fn accesses(&self, args: &Value) -> Vec<Access> {
+        path_arg(args, Some("."))
+            .map(|p| Access::Read {
+                path: PathBuf::from(p),
+            })
+            .into_iter()
+            .collect()
+    }
+
+    async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = parse_args("grep", args)?;
+        let this = self.clone();
+        blocking(&cx.cancel, move |cancel| this.grep(&args, &cancel)).await
+    }
+}
+
+/// One match, ordered by (path, line).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Hit {
+    path: PathBuf,
+    line: u64,
+    text: String,
+}
+
+/// What a search found, per thread and then merged.
+#[derive(Debug)]
+struct Found {
+    top: TopK<Hit>,
+    /// Matches counted (at most `max_results` per file).
+    total: u64,
+    /// Some file had more matches than were counted.
+    at_least: bool,
+    files: u64,
+    binary: u64,
+    hard_linked: u64,
+}
+
+impl Found {
+    fn new(k: usize) -> Self {
+        Found {
+            top: TopK::new(k),
+            total: 0,
+            at_least: false,
+            files: 0,
+            binary: 0,
+            hard_linked: 0,
+        }
+    }
+
+    fn merge(&mut self, other: Found) {
+        self.top.merge(other.top);
+        self.total += other.total;
+        self.at_least |= other.at_least;
+        self.files += other.files;
+        self.binary += other.binary;
+        self.hard_linked += other.hard_linked;
+    }
+
+    /// Searches one opened file; `rel` is its workspace-relative path.
+    fn search(
+        &mut self,
+        searcher: &mut Searcher,
+        matcher: &RegexMatcher,
+        file: &std::fs::File,
+        rel: &Path,
+        cap: usize,
+    ) {
+        let mut sink = FileSink {
+            matches: Vec::new(),
+            cap,
+            binary: false,
+            more: false,
+        };
+        self.files += 1;
+        // An I/O error mid-file (a file truncated under us) keeps what was found before it.
+        let _ = searcher.search_file(matcher, file, &mut sink);
+        if sink.binary {
+            self.binary += 1;
+            return;
+        }
+        self.total += sink.matches.len() as u64;
+        self.at_least |= sink.more;
+        for (line, text) in sink.matches {
+            self.top.push(Hit {
+                path: rel.to_path_buf(),
+                line,
+                text,
+            });
+        }
+    }
+}
+
+/// Collects one file's matches, up to `cap`; a binary file is flagged and abandoned.
+struct FileSink {
+    matches: Vec<(u64, String)>,
+    cap: usize,
+    binary: bool,
+    more: bool,
+}
+
+impl Sink for FileSink {
+    type Error = io::Error;
+
+    fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        if self.matches.len() >= self.cap {
+            self.more = true;
+            return Ok(false);
+        }
+        self.matches
+            .push((mat.line_number().unwrap_or(0), preview(mat.bytes())));
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _: u64) -> Result<bool, io::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// A matching line as shown: without its line terminator, lossy UTF-8, cut to
+/// [`TEXT_MAX_CHARS`].
+fn preview(bytes: &[u8]) -> String {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    let text = String::from_utf8_lossy(bytes);
+    match text.char_indices().nth(TEXT_MAX_CHARS) {
+        Some((i, _)) => format!("{}[… cut]", &text[..i]),
+        None => text.into_owned(),
+    }
+}
+
+fn searcher() -> Searcher {
+    SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(0))
+        .build()
+}
+
+impl Grep {
+    fn grep(&self, args: &Args, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
+        let matcher = RegexMatcherBuilder::new()
+            .line_terminator(Some(b'\n'))
+            .build(&args.pattern)
+            .map_err(|e| {
+                ToolError::new(
+                    ToolErrorKind::InvalidArgs,
+                    format!(
+                        "`pattern` is not a valid regex: {e}\n(Rust regex syntax: escape `( ) [ ] {{ }} . * + ? | \\ ^ $` with `\\` to match them literally; one line at a time)"
+                    ),
+                )
+            })?;
+        let include = args
+            .include
+            .as_deref()
+            .map(|g| PathGlob::new(g, "include"))
+            .transpose()?;
+        let given = args.path.as_deref().unwrap_or(".");
+        let resolved = self
+            .ws
+            .resolve(given)
+            .map_err(|e| path_error(e, Want::Dir))?;
+        let meta = std::fs::symlink_metadata(&resolved.abs).map_err(|_| {
+            path_error(
+                dsh_core::PathError::NotFound {
+                    given: given.to_owned(),
+                },
+                Want::Dir,
+            )
+        })?;
+
+        let cap = self.max_results;
+        let mut found = Found::new(cap);
+        if meta.is_file() {
+            // One file named explicitly: searched even if ignored, with read_file's checks.
+            let (file, resolved) = open_file(&self.ws, given)?;
+            found.search(&mut searcher(), &matcher, &file, &resolved.rel, cap);
+        } else if meta.is_dir() {
+            let shared = Mutex::new(Found::new(cap));
+            let opener = WalkOpener::new(&self.ws);
+            let mut builder = VisitorBuilder {
+                ws: &self.ws,
+                opener: &opener,
+                dir: &resolved.abs,
+                matcher: &matcher,
+                include: include.as_ref(),
+                cancel,
+                cap,
+                shared: &shared,
+            };
+            walker(&self.ws, &resolved.abs, 0).visit(&mut builder);
+            if cancel.is_cancelled() {
+                return Err(cancelled());
+            }
+            found = shared.into_inner().unwrap_or_else(|p| p.into_inner());
+        } else {
+            return Err(ToolError::new(
+                ToolErrorKind::InvalidArgs,
+                format!(
+                    "`{given}` is {}; grep searches regular files and directories only",
+                    describe(&meta)
+                ),
+            ));
+        }
+        Ok(self.render(args, given, found))
+    }
+
+    fn render(&self, args: &Args, given: &str, found: Found) -> ToolOutput {
+        let files = found.files;
+        let hits = found.top.into_sorted_vec();
+        let truncated = found.at_least || found.total > hits.len() as u64;
+        let mut content = String::new();
+        let mut matches = Vec::with_capacity(hits.len());
+        let mut any_lossy = false;
+        for hit in hits {
+            let (path, lossy) = display(&hit.path);
+            any_lossy |= lossy;
+            content.push_str(&format!("{path}:{}:{}\n", hit.line, hit.text));
+            matches.push(json!({"path": path, "line": hit.line, "text": hit.text}));
+        }
+        if matches.is_empty() {
+            let only = match &args.include {
+                Some(g) => format!(" matching `{g}`"),
+                None => String::new(),
+            };
+            content.push_str(&format!(
+                "No matches for `{}` in `{given}` ({files} files{only} searched).\n",
+                args.pattern
+            ));
+        }
+        if truncated {
+            let least = if found.at_least { "at least " } else { "" };
+            content.push_str(&format!(
+                "[showing the first {} of {least}{} matches; narrow the pattern or path]\n",
+                matches.len(),
+                found.total
+            ));
+        }
+        if found.binary > 0 && matches.is_empty() {
+            content.push_str(&format!("[{} binary files were skipped]\n", found.binary));
+        }
+        if found.hard_linked > 0 {
+            content.push_str(&format!(
+                "[{} files with several hard links were skipped: they may be files outside the workspace]\n",
+                found.hard_linked
+            ));
+        }
+        if any_lossy {
+            content.push_str(&format!("[{LOSSY_PATHS}]\n"));
+        }
+        content.pop();
+        ToolOutput::new(
+            content,
+            json!({"matches": matches, "truncated": truncated, "files_searched": files}),
+        )
+    }
+}
+
+/// Makes one [`Visitor`] per walker thread.
+struct VisitorBuilder<'a> {
+    ws: &'a Workspace,
+    opener: &'a WalkOpener<'a>,
+    dir: &'a Path,
+    matcher: &'a RegexMatcher,
+    include: Option<&'a PathGlob>,
+    cancel: &'a CancellationToken,
+    cap: usize,
+    shared: &'a Mutex<Found>,
+}
+
+impl<'s> ParallelVisitorBuilder<'s> for VisitorBuilder<'s> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(Visitor {
+            ws: self.ws,
+            opener: self.opener,
+            dir: self.dir,
+            matcher: self.matcher.clone(),
+            searcher: searcher(),
+            include: self.include,
+            cancel: self.cancel,
+            cap: self.cap,
+            local: Found::new(self.cap),
+            shared: self.shared,
+        })
+    }
+}
+
+/// One walker thread's searcher and findings; merged into the shared ones when dropped.
+struct Visitor<'a> {
+    ws: &'a Workspace,
+    opener: &'a WalkOpener<'a>,
+    dir: &'a Path,
+    matcher: RegexMatcher,
+    searcher: Searcher,
+    include: Option<&'a PathGlob>,
+    cancel: &'a CancellationToken,
+    cap: usize,
+    local: Found,
+    shared: &'a Mutex<Found>,
+}
+
+impl ParallelVisitor for Visitor<'_> {
+    fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> WalkState {
+        if self.cancel.is_cancelled() {
+            return WalkState::Quit;
+        }
+        let Ok(entry) = entry else {
+            return WalkState::Continue;
+        };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            return WalkState::Continue;
+        }
+        let path = entry.path();
+        let rel = path.strip_prefix(self.ws.root()).unwrap_or(path);
+        if let Some(glob) = self.include {
+            let rel_dir = path.strip_prefix(self.dir).unwrap_or(path);
+            if !glob.is_match(entry.file_name(), rel_dir, rel) {
+                return WalkState::Continue;
+            }
+        }
+        match self.opener.open(path) {
+            Ok(file) => {
+                self.local
+                    .search(&mut self.searcher, &self.matcher, &file, rel, self.cap);
+            }
+            Err(Skipped::HardLinked) => self.local.hard_linked += 1,
+            Err(Skipped::NotRegular | Skipped::Outside) => {}
+        }
+        WalkState::Continue
+    }
+}
+
+impl Drop for Visitor<'_> {
+    fn drop(&mut self) {
+        let local = std::mem::replace(&mut self.local, Found::new(0));
+        lock(self.shared).merge(local);
+    }
+}
