@@ -69,9 +69,14 @@ pub struct SessionSettings {
     pub spill_chars: usize,
     pub fsync_every_record: bool,
     pub tool_timeout: Duration,
+    /// How `run_shell` runs commands: timeout, output limit, environment, sandbox, network.
+    pub shell: dsh_tools::ShellSettings,
     pub approval: Approval,
     /// The digest of the effective configuration, for `session_start`.
     pub config_digest: String,
+    /// The model provider and model, for `session_start` (none for `batch`).
+    pub provider: Option<String>,
+    pub model: Option<String>,
 }
 
 impl SessionSettings {
@@ -90,8 +95,11 @@ impl SessionSettings {
             spill_chars: 20_000,
             fsync_every_record: false,
             tool_timeout: Duration::from_secs(120),
+            shell: dsh_tools::ShellSettings::default(),
             approval: Approval::None,
             config_digest: String::new(),
+            provider: None,
+            model: None,
         }
     }
 }
@@ -168,6 +176,15 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// A session that records to `DSH_HOME/sessions/<id>.jsonl`, opened with `session_start`.
     pub fn assemble(settings: &SessionSettings) -> Result<Session, AssemblyError> {
+        Session::assemble_with_mirror(settings, None)
+    }
+
+    /// [`Session::assemble`], copying every journal line to `mirror` as it is written
+    /// (`dsh exec --json`).
+    pub fn assemble_with_mirror(
+        settings: &SessionSettings,
+        mirror: Option<Box<dyn std::io::Write + Send>>,
+    ) -> Result<Session, AssemblyError> {
         let id = crate::new_session_id();
         let dir = settings.dsh_home.join("sessions");
         create_private_dir(&dir)?;
@@ -183,13 +200,17 @@ impl Session {
                 source,
             }
         })?;
+        let journal = match mirror {
+            Some(m) => journal.with_mirror(m),
+            None => journal,
+        };
         let journal: Arc<dyn Journal> = Arc::new(journal);
         let mut session = Session::build(settings, id, journal.clone())?;
         session.journal_path = Some(path.clone());
         let start = serde_json::json!({
             "workspace": session.workspace.root(),
-            "provider": null,
-            "model": null,
+            "provider": settings.provider,
+            "model": settings.model,
             "dsh_version": env!("CARGO_PKG_VERSION"),
             "config_digest": settings.config_digest,
         });
@@ -233,6 +254,13 @@ impl Session {
         for tool in tools {
             registry.register_arc(tool)?;
         }
+        // Commands get a private TMPDIR per session, under DSH_HOME like the spill store.
+        registry.register_arc(Arc::new(dsh_tools::RunShell::new(
+            workspace.clone(),
+            spill.clone(),
+            settings.dsh_home.join("tmp").join(&id),
+            settings.shell.clone(),
+        )))?;
 
         let rules = settings
             .rules

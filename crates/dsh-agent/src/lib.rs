@@ -3,9 +3,13 @@
 //! `dsh batch` and (later) the agent loop all use this one assembly, so what `check` predicts is
 //! what `batch` and the loop do.
 
+mod agent;
 mod assemble;
+pub mod prompt;
 mod session_id;
+pub mod trim;
 
+pub use agent::{Agent, AgentError, LoopConfig, Outcome, StopReason, estimate_tokens};
 pub use assemble::{
     Approval, AssemblyError, RuleSpec, Session, SessionSettings, UNAVAILABLE_HINT, YoloApprover,
 };

@@ -2,6 +2,7 @@
 //! assembled by `dsh-agent`, decisions taken by the pipeline.
 
 mod batch;
+mod exec;
 mod settings;
 
 use std::io::Write;
@@ -38,6 +39,10 @@ pub(crate) struct Common {
     /// Machine-readable output. `check` and `batch` always print JSON lines.
     #[arg(long, global = true)]
     json: bool,
+    /// The OS sandbox for run_shell: auto (as much as the OS offers, warning otherwise),
+    /// required (refuse to run commands unsandboxed), off (no sandbox). Overrides sandbox.mode.
+    #[arg(long, global = true, value_name = "auto|required|off")]
+    sandbox: Option<dsh_config::SandboxMode>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -54,6 +59,10 @@ enum Command {
         /// A file of lines `{"name":…,"args":{…}}` (optional "id"), or `-` for stdin.
         file: String,
     },
+    /// Run a task headless to a stop line: the final answer on stdout (with --json, the
+    /// session's journal records instead). Exit 0 done, 1 harness error, 2 usage or config,
+    /// 3 stopped by a stop line (steps, token budget, repeated call), 130 interrupted.
+    Exec(exec::ExecArgs),
     /// Trust this workspace, so its .dsh/config.toml may widen permissions.
     Trust,
 }
@@ -92,16 +101,25 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    // The hidden `dsh sandbox-exec …` subcommand: run_shell's sandbox helper. It confines
+    // itself and execs the command, before any thread or runtime exists; it never returns.
+    let mut argv = std::env::args_os();
+    if argv.nth(1).as_deref() == Some(std::ffi::OsStr::new(dsh_tools::sandbox::SUBCOMMAND)) {
+        dsh_tools::sandbox::sandbox_exec_main(argv.collect());
+    }
     let cli = Cli::parse();
     let outcome = match cli.command {
         None => Err(Failure::harness(anyhow::anyhow!(
-            "the interactive REPL is not implemented yet; use `dsh check` or `dsh batch` (see `dsh --help`)"
+            "the interactive REPL is not implemented yet; use `dsh exec`, `dsh check` or `dsh batch` (see `dsh --help`)"
         ))),
         Some(Command::Check { tool, args_json }) => {
             runtime().and_then(|rt| rt.block_on(batch::check(&cli.common, &tool, &args_json)))
         }
         Some(Command::Batch { file }) => {
             runtime().and_then(|rt| rt.block_on(batch::batch(&cli.common, &file)))
+        }
+        Some(Command::Exec(args)) => {
+            runtime().and_then(|rt| rt.block_on(exec::exec(&cli.common, &args)))
         }
         Some(Command::Trust) => settings::trust(&cli.common),
     };

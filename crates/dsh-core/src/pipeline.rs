@@ -365,6 +365,16 @@ impl Pipeline {
                 ),
             ));
         };
+        if let serde_json::Value::String(raw) = call.args() {
+            let preview: String = raw.chars().take(120).collect();
+            return Err(fail(
+                FailureKind::InvalidArgs,
+                format!(
+                    "the arguments of `{}` are not valid JSON (got `{preview}`); send them again as one JSON object",
+                    call.name()
+                ),
+            ));
+        }
         if let Err(why) = entry.check_input(call.args()) {
             return Err(fail(
                 FailureKind::InvalidArgs,

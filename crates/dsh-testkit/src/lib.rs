@@ -3,6 +3,8 @@
 //! votes); the pipeline they plug into is the real one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod model_server;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};

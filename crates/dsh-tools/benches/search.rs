@@ -14,6 +14,11 @@
 //! * `find_50k` — `find_files` for `*.rs` over the same tree, and `rg --files -g '*.rs'`.
 //! * `read_10mb` — `read_file` on a 10 MB file of 200 000 lines: the first page (2000 lines,
 //!   the default) and a 100-line page near the end (every line before it is skipped).
+//! * `edit_10mb` / `write_10mb` — `edit_file` and `write_file` on a 10 MB file of the same
+//!   shape, read once through `read_file` so the file seam has observed it. The edit replaces
+//!   a unique marker near the end, flipping between two markers so that every iteration
+//!   really changes the file; the write flips between two whole contents. Each iteration is
+//!   the full change: version check, read (edit), temporary file, `fsync`, rename.
 //!
 //! The tree lives in a temporary directory, written once per run; all measurements are warm
 //! (page cache), as an agent's repeated searches are.
@@ -28,7 +33,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use dsh_core::{CancellationToken, ExecContext, Tool, ToolCall, Workspace};
-use dsh_tools::{FindFiles, Grep, Limits, ReadFile};
+use dsh_tools::{EditFile, FileSeam, FindFiles, Grep, Limits, ReadFile, WriteFile};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -214,7 +219,7 @@ fn benches(c: &mut Criterion) {
         .map(|i| format!("{i:>8} {}\n", "y".repeat(40)))
         .collect();
     std::fs::write(root.join("big.log"), &body).unwrap();
-    let read = ReadFile::new(ws, &limits);
+    let read = ReadFile::new(ws.clone(), &limits);
     let mut group = c.benchmark_group("read_10mb");
     for (id, args) in [
         ("first_page", json!({"path": "big.log"})),
@@ -228,6 +233,84 @@ fn benches(c: &mut Criterion) {
             b.iter(|| rt.block_on(read.run(&args, &cx)).unwrap())
         });
     }
+    group.finish();
+
+    bench_changes(c, &rt, &root, ws, &limits, &body);
+}
+
+/// `edit_file` and `write_file` on a 10 MB file the session has read once.
+fn bench_changes(
+    c: &mut Criterion,
+    rt: &Runtime,
+    root: &Path,
+    ws: Arc<Workspace>,
+    limits: &Limits,
+    body: &str,
+) {
+    const MARKS: [&str; 2] = ["EDIT_MARK_ALPHA", "EDIT_MARK_OMEGA"];
+    // The marker sits on one line near the end: the edit matches over the whole file.
+    let near_end = body.len() - 50 * 100;
+    let edited = format!("{}{}\n{}", &body[..near_end], MARKS[0], &body[near_end..]);
+    std::fs::write(root.join("edit.log"), &edited).unwrap();
+    std::fs::write(root.join("write.log"), &edited).unwrap();
+    let seam = Arc::new(FileSeam::new());
+    let read = ReadFile::new(ws.clone(), limits).with_seam(seam.clone());
+    for path in ["edit.log", "write.log"] {
+        let args = json!({"path": path, "limit": 1});
+        rt.block_on(read.run(&args, &cx("read_file", &args, &read)))
+            .unwrap();
+    }
+
+    let edit = EditFile::new(ws.clone(), seam.clone());
+    let flips: Vec<(Value, ExecContext)> = [(0, 1), (1, 0)]
+        .into_iter()
+        .map(|(from, to)| {
+            let args =
+                json!({"path": "edit.log", "old_string": MARKS[from], "new_string": MARKS[to]});
+            let cx = cx("edit_file", &args, &edit);
+            (args, cx)
+        })
+        .collect();
+    let mut group = c.benchmark_group("edit_10mb");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
+    let mut turn = 0usize;
+    group.bench_function("edit_file", |b| {
+        b.iter(|| {
+            let (args, cx) = &flips[turn % 2];
+            turn += 1;
+            let out = rt.block_on(edit.run(args, cx)).unwrap();
+            assert_eq!(out.value["replacements"], 1);
+            out
+        })
+    });
+    group.finish();
+
+    let write = WriteFile::new(ws, seam);
+    let other = edited.replace(MARKS[0], MARKS[1]);
+    let flips: Vec<(Value, ExecContext)> = [&other, &edited]
+        .into_iter()
+        .map(|content| {
+            let args = json!({"path": "write.log", "content": content});
+            let cx = cx("write_file", &args, &write);
+            (args, cx)
+        })
+        .collect();
+    let mut group = c.benchmark_group("write_10mb");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
+    let mut turn = 0usize;
+    group.bench_function("write_file", |b| {
+        b.iter(|| {
+            let (args, cx) = &flips[turn % 2];
+            turn += 1;
+            let out = rt.block_on(write.run(args, cx)).unwrap();
+            assert_eq!(out.value["created"], false);
+            out
+        })
+    });
     group.finish();
 }
 

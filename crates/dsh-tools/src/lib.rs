@@ -1,6 +1,7 @@
 //! dsh's built-in tools (DESIGN §2, SPEC A2–A3, P5): `read_file`, `list_dir`, `grep`,
 //! `find_files`, the changing `write_file` and `edit_file` behind the file seam (observed
-//! versions, see `fs/seam.rs`), and `read_output` for spilled outputs.
+//! versions, see `fs/seam.rs`), `read_output` for spilled outputs, and `run_shell`
+//! ([`shell`]), which runs commands inside the OS sandbox ([`sandbox`]).
 //!
 //! Tools declare; policies decide. Each tool states what a call reads
 //! ([`dsh_core::Tool::accesses`]) so that policies can judge it without knowing the tool, and
@@ -31,7 +32,9 @@
 mod confine;
 mod fs;
 mod output;
+pub mod sandbox;
 mod search;
+pub mod shell;
 
 use std::sync::Arc;
 
@@ -47,6 +50,7 @@ pub use fs::write::WriteFile;
 pub use output::read_output::ReadOutput;
 pub use search::find::FindFiles;
 pub use search::grep::Grep;
+pub use shell::{NetworkGrant, RunShell, ShellSettings};
 
 /// The caps of the read-only tools. Every cap, when reached, is *said* in the content the
 /// model sees, with how to get the rest.

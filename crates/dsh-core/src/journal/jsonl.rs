@@ -18,9 +18,11 @@ pub enum SyncPolicy {
     EveryRecord,
 }
 
-#[derive(Debug)]
 struct State {
     file: File,
+    /// Where every line is copied too (e.g. stdout for `--json`); its failures are ignored:
+    /// the file is the record.
+    mirror: Option<Box<dyn Write + Send>>,
     chain: Chain,
     dirty: bool,
     broken: bool,
@@ -28,7 +30,6 @@ struct State {
 
 /// A journal file. Created new (never appended to an existing file), readable only by its
 /// owner on Unix.
-#[derive(Debug)]
 pub struct JsonlJournal {
     path: PathBuf,
     display: String,
@@ -64,6 +65,7 @@ impl JsonlJournal {
             policy,
             state: Mutex::new(State {
                 file,
+                mirror: None,
                 chain: Chain::new(),
                 dirty: false,
                 broken: false,
@@ -75,11 +77,31 @@ impl JsonlJournal {
         &self.path
     }
 
+    /// Copies every line, as written, to `mirror` too (`dsh exec --json` streams the journal
+    /// to stdout this way). A failing mirror never fails the journal.
+    #[must_use]
+    pub fn with_mirror(self, mirror: Box<dyn Write + Send>) -> Self {
+        if let Ok(mut state) = self.state.lock() {
+            state.mirror = Some(mirror);
+        }
+        self
+    }
+
     fn io(&self, source: std::io::Error) -> JournalError {
         JournalError::Io {
             path: self.display.clone(),
             source,
         }
+    }
+}
+
+impl std::fmt::Debug for JsonlJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlJournal")
+            .field("path", &self.path)
+            .field("session", &self.session)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
     }
 }
 
@@ -101,6 +123,11 @@ impl Journal for JsonlJournal {
         }
         state.chain.commit(hash, seq);
         state.dirty = true;
+        if let Some(mirror) = state.mirror.as_mut()
+            && (mirror.write_all(line.as_bytes()).is_err() || mirror.flush().is_err())
+        {
+            state.mirror = None;
+        }
         if self.policy == SyncPolicy::EveryRecord {
             if let Err(e) = state.file.sync_data() {
                 state.broken = true;

@@ -57,8 +57,10 @@ fn apply(text: &str, args: &Args) -> Result<(String, usize), ToolError> {
             "old_string and new_string are the same; nothing would change",
         ));
     }
-    // A CRLF file edited with LF text: match and write in CRLF.
-    let crlf = text.contains("\r\n") && !args.old_string.contains('\r');
+    // The text as given first; only when it is absent from a CRLF file, the same text in
+    // CRLF (a model usually writes LF), replacing in CRLF too.
+    let literal = text.matches(args.old_string.as_str()).count();
+    let crlf = literal == 0 && text.contains("\r\n") && !args.old_string.contains('\r');
     let convert = |s: &str| {
         if crlf {
             s.replace('\n', "\r\n")
@@ -205,6 +207,12 @@ mod tests {
             apply("x x", &args("x", "y", true)).unwrap(),
             ("y y".to_owned(), 2)
         );
+    }
+
+    #[test]
+    fn mixed_line_endings_match_the_literal_text_first() {
+        let (out, n) = apply("a\r\nb\nc\n", &args("b\nc", "B\nC", false)).unwrap();
+        assert_eq!((out.as_str(), n), ("a\r\nB\nC\n", 1));
     }
 
     #[test]

@@ -140,14 +140,11 @@ enum Stop {
 impl ReadFile {
     fn read(&self, args: &Args, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
         let (file, resolved) = open_file(&self.ws, &args.path)?;
-        if let Some(seam) = &self.seam {
-            // The version read is the one opened; a change after this makes a later
-            // write or edit stale, which is the safe direction.
-            let meta = file
-                .metadata()
-                .map_err(|e| ToolError::failed(format!("reading `{}`: {e}", args.path)))?;
-            seam.observe(&resolved.abs, Version::of(&meta));
-        }
+        // The version read is the one opened (a change after this makes a later write or
+        // edit stale, the safe direction); it is recorded only if the read succeeds.
+        let opened = file
+            .metadata()
+            .map_err(|e| ToolError::failed(format!("reading `{}`: {e}", args.path)))?;
         let (shown_path, _) = display(&resolved.rel);
         let io_error = |e: io::Error| ToolError::failed(format!("reading `{}`: {e}", args.path));
 
@@ -248,6 +245,9 @@ impl ReadFile {
         }
         while content.ends_with('\n') {
             content.pop();
+        }
+        if let Some(seam) = &self.seam {
+            seam.observe(&resolved.abs, Version::of(&opened));
         }
         Ok(ToolOutput::new(
             content,

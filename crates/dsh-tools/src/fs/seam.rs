@@ -122,7 +122,7 @@ impl FileSeam {
             .change
             .lock()
             .map_err(|_| ToolError::failed("the file seam is unusable after a crash"))?;
-        let dir = ParentDir::open(ws, resolved)?;
+        let dir = ParentDir::open(ws, resolved, intent)?;
         let given = &resolved.given;
         let found = dir.stat_target()?;
         let current = match (&found, intent) {
@@ -215,9 +215,12 @@ struct ParentDir<'a> {
 }
 
 impl<'a> ParentDir<'a> {
-    fn open(ws: &Workspace, resolved: &'a ResolvedPath) -> Result<Self, ToolError> {
+    fn open(ws: &Workspace, resolved: &'a ResolvedPath, intent: Intent) -> Result<Self, ToolError> {
         let given = &resolved.given;
-        let (Some(parent), Some(name)) = (resolved.abs.parent(), resolved.abs.file_name()) else {
+        let root = resolved.rel.as_os_str().is_empty();
+        let (Some(parent), Some(name), false) =
+            (resolved.abs.parent(), resolved.abs.file_name(), root)
+        else {
             return Err(ToolError::new(
                 ToolErrorKind::InvalidArgs,
                 format!("`{given}` names the workspace root, not a file"),
@@ -226,8 +229,19 @@ impl<'a> ParentDir<'a> {
         if !ws.contains(parent) {
             return Err(denied(given, "its directory is outside the workspace"));
         }
-        std::fs::create_dir_all(parent)
-            .map_err(|e| io_failed(given, "create the directory of", e))?;
+        match intent {
+            // Only a write creates missing directories; an edit of a file whose directory
+            // does not exist is simply not found.
+            Intent::Write => std::fs::create_dir_all(parent)
+                .map_err(|e| io_failed(given, "create the directory of", e))?,
+            Intent::Edit if !parent.is_dir() => {
+                return Err(ToolError::new(
+                    ToolErrorKind::NotFound,
+                    format!("`{given}` does not exist; create it with write_file"),
+                ));
+            }
+            Intent::Edit => {}
+        }
         #[cfg(unix)]
         {
             use rustix::fs::{Mode, OFlags};
@@ -352,9 +366,10 @@ impl<'a> ParentDir<'a> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let given = &self.resolved.given;
+        // At most 64 characters of the name, so a long name still fits NAME_MAX.
+        let stem: String = self.name.to_string_lossy().chars().take(64).collect();
         let tmp = format!(
-            ".{}.dsh-{}-{}.tmp",
-            self.name.to_string_lossy(),
+            ".{stem}.dsh-{}-{}.tmp",
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );

@@ -1,0 +1,125 @@
+//! `dsh exec PROMPT`: a headless run to a stop line (DESIGN §4). No TTY needed, no stdin read
+//! unless the prompt is `-`; the final text goes to stdout, or with `--json` the session's
+//! journal records, one per line, as they are written.
+
+use std::io::Read;
+
+use anyhow::anyhow;
+use dsh_agent::{Agent, LoopConfig, Session, StopReason};
+use dsh_core::CancellationToken;
+
+use crate::{Common, Failure, exit, settings};
+
+/// Exit code for a run stopped by a stop line (steps, budget, loop).
+const STOPPED: u8 = 3;
+
+/// Flags of `dsh exec`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExecArgs {
+    /// The task. `-` reads it from stdin.
+    prompt: String,
+    /// openai, anthropic, deepseek or ollama.
+    #[arg(long)]
+    provider: Option<String>,
+    /// The provider's endpoint, e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// The model name.
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// Stop after this many model calls (exit code 3).
+    #[arg(long, value_name = "N")]
+    max_steps: Option<u64>,
+}
+
+pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure> {
+    let prompt = if args.prompt == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Failure::usage(anyhow!("cannot read the prompt from stdin: {e}")))?;
+        text
+    } else {
+        args.prompt.clone()
+    };
+    if prompt.trim().is_empty() {
+        return Err(Failure::usage(anyhow!("the prompt is empty")));
+    }
+    let provider = match &args.provider {
+        Some(p) => Some(
+            p.parse()
+                .map_err(|e: String| Failure::usage(anyhow!("--provider: {e}")))?,
+        ),
+        None => None,
+    };
+    let overrides = dsh_config::Overrides {
+        provider,
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+        max_steps: args.max_steps,
+        ..dsh_config::Overrides::default()
+    };
+    let loaded = settings::load_config_with(common, overrides)?;
+    let env = dsh_config::process_env();
+    let model = &loaded.config.model;
+    // Explicit: a provider or endpoint other than the built-in default, or named by a flag or
+    // variable. Otherwise the provider is picked from the keys that are set.
+    let explicit = args.provider.is_some()
+        || args.base_url.is_some()
+        || env.contains_key("DSH_PROVIDER")
+        || model.provider != dsh_config::Provider::Openai
+        || model.base_url.trim_end_matches('/') != model.provider.default_base_url();
+    let provider = dsh_model::from_config(model, &env, explicit).map_err(Failure::usage)?;
+
+    let mut settings = settings::session_settings(common, &loaded)?;
+    settings.provider = Some(provider.name().to_owned());
+    settings.model = Some(provider.model().to_owned());
+    let mirror: Option<Box<dyn std::io::Write + Send>> = if common.json {
+        Some(Box::new(std::io::stdout()))
+    } else {
+        None
+    };
+    let session = Session::assemble_with_mirror(&settings, mirror).map_err(Failure::harness)?;
+    let config = LoopConfig {
+        max_steps: u32::try_from(loaded.config.limits.max_steps).unwrap_or(u32::MAX),
+        max_tokens: loaded.config.limits.max_tokens,
+        ..LoopConfig::default()
+    };
+    let mut agent = Agent::new(&session, provider, config);
+
+    let cancel = CancellationToken::new();
+    let interrupted = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            interrupted.cancel();
+        }
+    });
+    let outcome = agent.run(&prompt, &cancel, &mut |_| {}).await;
+    watcher.abort();
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = session.finish("error");
+            return Err(Failure::harness(anyhow::Error::new(e)));
+        }
+    };
+    session
+        .finish(outcome.stop.as_str())
+        .map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
+    if !common.json && !outcome.text.is_empty() {
+        println!("{}", outcome.text);
+    }
+    let code = match outcome.stop {
+        StopReason::FinalAnswer => exit::OK,
+        StopReason::Interrupted => exit::INTERRUPTED,
+        StopReason::MaxSteps | StopReason::TokenBudget | StopReason::RepeatedCall => {
+            eprintln!(
+                "dsh: stopped after {} steps: {}",
+                outcome.steps,
+                outcome.stop.as_str().replace('_', " ")
+            );
+            STOPPED
+        }
+    };
+    Ok(code)
+}

@@ -1,0 +1,613 @@
+//! What every HTTP provider shares: the client (rustls with ring, webpki roots, HTTP/1.1), the
+//! retry loop (backoff with jitter, `Retry-After`), the idle timeout, error bodies turned into
+//! the server's own words plus what to check, and an SSE event loop that hands events to a
+//! wire-format [`Decoder`].
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use eventsource_stream::{Event, EventStream, EventStreamError};
+use futures::{Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::types::{Completion, ModelError, StreamEvent};
+
+/// How a provider retries and waits. The defaults suit hosted APIs and a local Ollama alike.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderOptions {
+    /// Attempts per turn, the first included (default 4). Only failures before any content
+    /// was streamed are retried: connection errors, 429, 5xx, a stream that broke off early.
+    pub max_attempts: u32,
+    /// The longest silence tolerated while waiting for the response head or between two
+    /// pieces of the stream (default 120 s).
+    pub idle_timeout: Duration,
+    /// TCP (and TLS) connect timeout (default 10 s).
+    pub connect_timeout: Duration,
+    /// First backoff delay; it doubles per attempt (default 500 ms).
+    pub backoff_base: Duration,
+    /// Largest backoff delay (default 20 s).
+    pub backoff_max: Duration,
+    /// Largest wait a `Retry-After` header can impose (default 60 s).
+    pub retry_after_cap: Duration,
+}
+
+impl Default for ProviderOptions {
+    fn default() -> Self {
+        ProviderOptions {
+            max_attempts: 4,
+            idle_timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(10),
+            backoff_base: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(20),
+            retry_after_cap: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What a provider needs to reach its endpoint. The API key is passed in: providers never read
+/// the process environment.
+#[derive(Clone)]
+pub struct ProviderConfig {
+    /// `openai`, `anthropic`, `deepseek` or `ollama` (named in messages; `openai` also picks
+    /// the token-cap field).
+    pub name: String,
+    /// The endpoint: `https://api.openai.com/v1` (chat completions are posted to
+    /// `{base_url}/chat/completions`) or `https://api.anthropic.com` (`{base_url}/v1/messages`).
+    pub base_url: String,
+    /// The model asked for when a request names none.
+    pub model: String,
+    /// The API key; `None` sends none.
+    pub api_key: Option<String>,
+    /// The environment variable the key comes from, named in hints (401: "check the API key in
+    /// OPENAI_API_KEY").
+    pub api_key_env: Option<String>,
+    /// Appended to "cannot reach the model" errors.
+    pub unreachable_hint: Option<String>,
+    pub options: ProviderOptions,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_env", &self.api_key_env)
+            .field("unreachable_hint", &self.unreachable_hint)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl ProviderConfig {
+    /// A config with default options, no key and no hint.
+    pub fn new(name: &str, base_url: &str, model: &str) -> Self {
+        ProviderConfig {
+            name: name.to_string(),
+            base_url: base_url.to_string(),
+            model: model.to_string(),
+            api_key: None,
+            api_key_env: None,
+            unreachable_hint: None,
+            options: ProviderOptions::default(),
+        }
+    }
+
+    /// The endpoint at `{base_url}{path}`; `key_headers` turns the key into headers
+    /// (name, value, sensitive).
+    pub(crate) fn endpoint(
+        self,
+        path: &str,
+        key_headers: impl FnOnce(&str) -> Vec<(&'static str, String, bool)>,
+    ) -> Result<Endpoint, ModelError> {
+        let base_url = self.base_url.trim_end_matches('/').to_string();
+        let client = client(&base_url, &self.options)?;
+        let api_key = self
+            .api_key
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty());
+        let mut headers = Vec::new();
+        if let Some(key) = &api_key {
+            for (name, value, sensitive) in key_headers(key) {
+                let mut value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
+                    ModelError::Config(format!(
+                        "the API key{} contains characters that cannot be sent in a header",
+                        self.api_key_env
+                            .as_deref()
+                            .map(|e| format!(" in {e}"))
+                            .unwrap_or_default()
+                    ))
+                })?;
+                value.set_sensitive(sensitive);
+                headers.push((reqwest::header::HeaderName::from_static(name), value));
+            }
+        }
+        Ok(Endpoint {
+            provider: self.name,
+            model: self.model,
+            url: format!("{base_url}{path}"),
+            base_url,
+            headers,
+            key_env: self.api_key_env,
+            has_key: api_key.is_some(),
+            unreachable_hint: self.unreachable_hint,
+            options: self.options,
+            client,
+        })
+    }
+}
+
+/// Where and how to reach one model endpoint.
+pub(crate) struct Endpoint {
+    /// Provider name, for messages.
+    pub provider: String,
+    pub model: String,
+    pub base_url: String,
+    /// The full URL posted to.
+    pub url: String,
+    /// Extra headers (API key, version headers).
+    pub headers: Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
+    /// The environment variable the key came from (for hints), if any.
+    pub key_env: Option<String>,
+    /// Whether a key is sent.
+    pub has_key: bool,
+    /// Added to [`ModelError::Unreachable`] (e.g. how to point dsh at a model).
+    pub unreachable_hint: Option<String>,
+    pub options: ProviderOptions,
+    pub client: reqwest::Client,
+}
+
+/// Builds the HTTP client: rustls with the ring provider and the webpki roots, HTTP/1.1, no
+/// redirects (dsh talks to the configured endpoint only), no proxy for loopback endpoints.
+pub(crate) fn client(
+    base_url: &str,
+    options: &ProviderOptions,
+) -> Result<reqwest::Client, ModelError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ModelError::Config(format!("cannot set up TLS: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let mut builder = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .connect_timeout(options.connect_timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("dsh/", env!("CARGO_PKG_VERSION")));
+    if is_loopback(base_url) {
+        builder = builder.no_proxy();
+    }
+    builder
+        .build()
+        .map_err(|e| ModelError::Config(format!("cannot set up the HTTP client: {}", chain(&e))))
+}
+
+fn is_loopback(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A wire format's view of one streamed turn.
+pub(crate) trait Decoder: Send {
+    /// Handles one SSE event, streaming what it can through `emit`. `Ok(true)` means the stream
+    /// is complete (`[DONE]`, `message_stop`).
+    fn event(
+        &mut self,
+        event: &Event,
+        emit: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<bool, ModelError>;
+
+    /// Whether the turn is complete enough to keep if the stream ends now (its finish reason
+    /// arrived; only trailing usage could be missing).
+    fn finished(&self) -> bool;
+
+    /// The assembled turn.
+    fn finish(self) -> Result<Completion, ModelError>;
+}
+
+/// One failed attempt.
+struct Failure {
+    error: ModelError,
+    /// `Some` when the failure may be retried; the inner value is the server's `Retry-After`.
+    retry: Option<Option<Duration>>,
+}
+
+impl Failure {
+    fn fatal(error: ModelError) -> Self {
+        Failure { error, retry: None }
+    }
+    fn retryable(error: ModelError, after: Option<Duration>) -> Self {
+        Failure {
+            error,
+            retry: Some(after),
+        }
+    }
+}
+
+impl Endpoint {
+    /// Adds a header sent with every request (e.g. `anthropic-version`).
+    pub(crate) fn with_header(mut self, name: &'static str, value: &'static str) -> Self {
+        self.headers.push((
+            reqwest::header::HeaderName::from_static(name),
+            reqwest::header::HeaderValue::from_static(value),
+        ));
+        self
+    }
+
+    /// Posts `body` and streams the answer through a fresh decoder per attempt, retrying what
+    /// may be retried.
+    pub(crate) async fn stream_turn<D: Decoder>(
+        &self,
+        body: Vec<u8>,
+        new_decoder: impl Fn() -> D + Send + Sync,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ModelError> {
+        let max = self.options.max_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            if cancel.is_cancelled() {
+                return Err(ModelError::Cancelled);
+            }
+            let mut streamed = false;
+            let outcome = {
+                let mut emit = |e: StreamEvent| {
+                    streamed = true;
+                    on_event(e);
+                };
+                self.attempt(&body, new_decoder(), &mut emit, cancel).await
+            };
+            let failure = match outcome {
+                Ok(c) => return Ok(c),
+                Err(f) => f,
+            };
+            let after = match failure.retry {
+                Some(after) if !streamed && attempt < max => after,
+                _ => return Err(self.final_error(failure.error, attempt)),
+            };
+            let delay = match after {
+                Some(d) => d.min(self.options.retry_after_cap),
+                None => backoff(&self.options, attempt),
+            };
+            attempt += 1;
+            on_event(StreamEvent::Retrying {
+                attempt,
+                reason: format!("{} (retrying in {} ms)", failure.error, delay.as_millis()),
+            });
+            if cancel
+                .run_until_cancelled(tokio::time::sleep(delay))
+                .await
+                .is_none()
+            {
+                return Err(ModelError::Cancelled);
+            }
+        }
+    }
+
+    /// Adds the "what to check" of errors that survived every retry.
+    fn final_error(&self, error: ModelError, attempts: u32) -> ModelError {
+        let tries = if attempts > 1 {
+            format!(" (tried {attempts} times)")
+        } else {
+            String::new()
+        };
+        match error {
+            ModelError::Http {
+                status,
+                message,
+                hint: None,
+            } if status == 429 || status >= 500 => {
+                let hint = if status == 429 {
+                    format!(
+                        "rate limited{tries}: wait and retry, or check the quota of the account{}",
+                        self.key_env
+                            .as_deref()
+                            .map(|k| format!(" whose key is in {k}"))
+                            .unwrap_or_default()
+                    )
+                } else {
+                    format!(
+                        "the server kept failing{tries}: retry later, or check {} and the provider's status",
+                        self.base_url
+                    )
+                };
+                ModelError::Http {
+                    status,
+                    message,
+                    hint: Some(hint),
+                }
+            }
+            ModelError::Unreachable { url, reason, hint } => ModelError::Unreachable {
+                url,
+                reason: format!("{reason}{tries}"),
+                hint,
+            },
+            other => other,
+        }
+    }
+
+    async fn attempt<D: Decoder>(
+        &self,
+        body: &[u8],
+        mut decoder: D,
+        emit: &mut (dyn FnMut(StreamEvent) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<Completion, Failure> {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .body(body.to_vec());
+        for (name, value) in &self.headers {
+            request = request.header(name.clone(), value.clone());
+        }
+        let idle = self.options.idle_timeout;
+        let sent = cancel
+            .run_until_cancelled(tokio::time::timeout(idle, request.send()))
+            .await
+            .ok_or_else(|| Failure::fatal(ModelError::Cancelled))?;
+        let response = match sent {
+            Err(_) => {
+                return Err(Failure::retryable(
+                    self.unreachable(format!("no response within {} s", idle.as_secs())),
+                    None,
+                ));
+            }
+            Ok(Err(e)) => {
+                return Err(Failure::retryable(self.unreachable(chain(&e)), None));
+            }
+            Ok(Ok(r)) => r,
+        };
+        if !response.status().is_success() {
+            return Err(self.status_failure(response, cancel).await);
+        }
+
+        let mut events = Box::pin(EventStream::new(byte_stream(response, idle)));
+        loop {
+            let next = cancel
+                .run_until_cancelled(events.next())
+                .await
+                .ok_or_else(|| Failure::fatal(ModelError::Cancelled))?;
+            let broke = match next {
+                Some(Ok(event)) => match decoder.event(&event, emit) {
+                    Ok(true) => break,
+                    Ok(false) => continue,
+                    // The server said so mid-stream (`overloaded_error`): worth another try
+                    // while nothing was shown; garbage is not.
+                    Err(e @ ModelError::Stream(_)) => return Err(Failure::retryable(e, None)),
+                    Err(e) => return Err(Failure::fatal(e)),
+                },
+                None if decoder.finished() => break,
+                None => "the stream ended before the turn was complete".to_string(),
+                Some(Err(_)) if decoder.finished() => break,
+                Some(Err(EventStreamError::Transport(t))) => t.describe(),
+                Some(Err(EventStreamError::Utf8(e))) => {
+                    return Err(Failure::fatal(ModelError::Protocol(format!(
+                        "the stream is not UTF-8: {e}"
+                    ))));
+                }
+                Some(Err(EventStreamError::Parser(e))) => {
+                    return Err(Failure::fatal(ModelError::Protocol(format!(
+                        "the stream is not server-sent events: {e}"
+                    ))));
+                }
+            };
+            return Err(Failure::retryable(ModelError::Stream(broke), None));
+        }
+        decoder.finish().map_err(Failure::fatal)
+    }
+
+    fn unreachable(&self, reason: String) -> ModelError {
+        ModelError::Unreachable {
+            url: self.url.clone(),
+            reason,
+            hint: self.unreachable_hint.clone(),
+        }
+    }
+
+    async fn status_failure(
+        &self,
+        response: reqwest::Response,
+        cancel: &CancellationToken,
+    ) -> Failure {
+        let status = response.status();
+        let code = status.as_u16();
+        let retry_after = retry_after(response.headers());
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = cancel
+            .run_until_cancelled(read_limited(response, self.options.idle_timeout))
+            .await
+            .unwrap_or_default();
+        let message = server_message(&body)
+            .unwrap_or_else(|| status.canonical_reason().unwrap_or("error").to_string());
+        let http = |hint: Option<String>| ModelError::Http {
+            status: code,
+            message: message.clone(),
+            hint,
+        };
+        if code == 429 || status.is_server_error() {
+            return Failure::retryable(http(None), retry_after);
+        }
+        let hint = match code {
+            401 | 403 => Some(match (&self.key_env, self.has_key) {
+                (Some(env), true) => format!("check the API key in {env}"),
+                (Some(env), false) => format!("no API key was sent: set {env}"),
+                (None, _) => "the endpoint wants a key: set model.api_key_env to the environment variable that holds it".to_string(),
+            }),
+            404 => {
+                let mut h = format!(
+                    "check the model name ({}) and the base URL ({}; dsh posted to {})",
+                    self.model, self.base_url, self.url
+                );
+                if self.provider == "ollama" {
+                    h.push_str(&format!("; for Ollama, pull the model: `ollama pull {}`", self.model));
+                }
+                Some(h)
+            }
+            400 | 422 => Some(format!(
+                "check the request and the model: {} may not support tool calls or streaming, or {} may not speak the {} API",
+                self.model, self.base_url, self.provider
+            )),
+            300..=399 => Some(format!(
+                "the base URL redirects{}; set the final URL as the base URL",
+                location.map(|l| format!(" to {l}")).unwrap_or_default()
+            )),
+            _ => None,
+        };
+        Failure::fatal(http(hint))
+    }
+}
+
+/// The exponential backoff before attempt `attempt + 1`, with jitter: half fixed, half random.
+fn backoff(options: &ProviderOptions, attempt: u32) -> Duration {
+    let exp = options
+        .backoff_base
+        .saturating_mul(1u32 << (attempt - 1).min(16))
+        .min(options.backoff_max);
+    let half = exp / 2;
+    let random = RandomState::new().hash_one(attempt);
+    let jitter_ns = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
+    let jitter = if jitter_ns == 0 {
+        0
+    } else {
+        random % (jitter_ns + 1)
+    };
+    half + Duration::from_nanos(jitter)
+}
+
+/// `Retry-After` (seconds) or `retry-after-ms`, as a duration.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    if let Some(ms) = get("retry-after-ms") {
+        return Some(Duration::from_secs_f64((ms / 1000.0).min(86_400.0)));
+    }
+    get("retry-after").map(|s| Duration::from_secs_f64(s.min(86_400.0)))
+}
+
+/// The server's own error message: `error.message` (OpenAI, Anthropic), `error` as a string
+/// (Ollama), `message`, else the body text; truncated.
+pub(crate) fn server_message(body: &str) -> Option<String> {
+    let body = body.trim();
+    if body.is_empty() {
+        return None;
+    }
+    let from_json = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            let text = v
+                .pointer("/error/message")
+                .or_else(|| v.get("error").filter(|e| e.is_string()))
+                .or_else(|| v.get("message"))
+                .or_else(|| v.get("detail"))?;
+            text.as_str().map(str::to_owned)
+        });
+    Some(truncate(from_json.as_deref().unwrap_or(body), 500))
+}
+
+pub(crate) fn truncate(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+/// Reads at most 64 KiB of an error body, giving up after `idle` of silence.
+async fn read_limited(mut response: reqwest::Response, idle: Duration) -> String {
+    let mut bytes = Vec::new();
+    while bytes.len() < 64 * 1024 {
+        match tokio::time::timeout(idle, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => bytes.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Why the byte stream stopped.
+#[derive(Debug)]
+enum Transport {
+    Body(reqwest::Error),
+    Idle(Duration),
+}
+
+impl Transport {
+    fn describe(&self) -> String {
+        match self {
+            Transport::Body(e) => format!("the connection failed mid-stream: {}", chain(e)),
+            Transport::Idle(d) => format!("nothing arrived for {} s", d.as_secs_f64()),
+        }
+    }
+}
+
+type Bytes = Pin<Box<dyn Stream<Item = Result<Vec<u8>, Transport>> + Send>>;
+
+/// The response body as a stream of byte chunks, failing after `idle` of silence.
+fn byte_stream(response: reqwest::Response, idle: Duration) -> Bytes {
+    Box::pin(futures::stream::unfold(
+        Some(response),
+        move |state| async move {
+            let mut response = state?;
+            match tokio::time::timeout(idle, response.chunk()).await {
+                Ok(Ok(Some(chunk))) => Some((Ok(chunk.to_vec()), Some(response))),
+                Ok(Ok(None)) => None,
+                Ok(Err(e)) => Some((Err(Transport::Body(e)), None)),
+                Err(_) => Some((Err(Transport::Idle(idle)), None)),
+            }
+        },
+    ))
+}
+
+/// An error and its sources, joined, without reqwest's and hyper's generic wrappers
+/// ("error sending request for url (…)", "client error (Connect)"), which say less than the
+/// cause ("tcp connect error: Connection refused").
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = next {
+        let part = err.to_string();
+        if !parts.iter().any(|p| p.contains(&part)) {
+            parts.push(part);
+        }
+        next = err.source();
+    }
+    let specific: Vec<&String> = parts
+        .iter()
+        .filter(|p| !p.starts_with("error sending request") && !p.starts_with("client error ("))
+        .collect();
+    if specific.is_empty() {
+        parts.join(": ")
+    } else {
+        specific
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(": ")
+    }
+}

@@ -1,0 +1,368 @@
+//! The Linux helper: confines the current process (see the parent module's docs for the
+//! order and the reasons). Runs in `dsh sandbox-exec`, single-threaded, right before `execve`.
+
+use std::collections::BTreeMap;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, LandlockStatus,
+    PathBeneath, PathFd, RestrictionStatus, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus, Scope,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch, sock_filter,
+};
+
+use super::{Enforcement, ExecSpec, LandlockLevel, Probe};
+
+/// The newest ABI whose rights the ruleset asks for; `required` needs all of them.
+const TARGET_ABI: u32 = 6;
+
+/// Rights Landlock handles (denies unless a rule grants them): every write-like right up to
+/// ABI 5 — write, truncate, create, remove, rename/link (`Refer`), device `ioctl`. Reading
+/// and executing are not handled, so they stay allowed everywhere.
+fn handled_fs() -> BitFlags<AccessFs> {
+    AccessFs::from_write(ABI::V5)
+}
+
+/// What the writable trees grant: everything handled except creating device nodes, which a
+/// root caller could otherwise use to reach a raw disk through a node inside the workspace.
+fn granted_in_trees() -> BitFlags<AccessFs> {
+    handled_fs() & !(AccessFs::MakeChar | AccessFs::MakeBlock)
+}
+
+/// What `/dev/null` grants (a file: only file rights apply).
+fn granted_on_dev_null() -> BitFlags<AccessFs> {
+    AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev
+}
+
+/// Applies everything but the final `execve`. On `Err`, the caller reports and exits.
+pub(super) fn confine(spec: &ExecSpec) -> Result<(), String> {
+    rustix::process::setsid().map_err(|e| format!("setsid: {e}"))?;
+    rustix::thread::set_no_new_privs(true).map_err(|e| format!("no_new_privs: {e}"))?;
+    drop_capabilities()?;
+    cloexec_inherited();
+    if spec.landlock != LandlockLevel::Off {
+        let status = landlock(spec)?;
+        if spec.landlock == LandlockLevel::Required
+            && status.ruleset != RulesetStatus::FullyEnforced
+        {
+            return Err(format!(
+                "Landlock is not fully enforced on this kernel ({}); refusing to run \
+                 (--sandbox required)",
+                describe(&status).1
+            ));
+        }
+    }
+    let filter = seccomp_filter(spec.allow_network)?;
+    seccompiler::apply_filter(&filter).map_err(|e| format!("installing the seccomp filter: {e}"))
+}
+
+/// Applies the ruleset (best effort, no writable tree) to this process and reports it: the
+/// helper's `--probe`.
+pub(super) fn probe_self() -> Probe {
+    let spec = ExecSpec {
+        landlock: LandlockLevel::BestEffort,
+        writable: Vec::new(),
+        allow_network: false,
+        program: Vec::new(),
+    };
+    match landlock(&spec) {
+        Ok(status) => {
+            let (abi, detail) = describe(&status);
+            let landlock = match status.ruleset {
+                RulesetStatus::FullyEnforced => Enforcement::Full,
+                RulesetStatus::PartiallyEnforced => Enforcement::Partial,
+                RulesetStatus::NotEnforced => Enforcement::None,
+            };
+            Probe {
+                landlock,
+                abi,
+                detail,
+            }
+        }
+        Err(e) => Probe {
+            landlock: Enforcement::None,
+            abi: 0,
+            detail: e,
+        },
+    }
+}
+
+/// The ABI in effect and a sentence on what is (not) enforced.
+fn describe(status: &RestrictionStatus) -> (u32, String) {
+    let abi = match status.landlock {
+        LandlockStatus::Available { effective_abi, .. } => effective_abi as u32,
+        LandlockStatus::NotEnabled => {
+            return (
+                0,
+                "Landlock is built into this kernel but not enabled (add `landlock` to the \
+                 `lsm=` boot parameter)"
+                    .to_owned(),
+            );
+        }
+        LandlockStatus::NotImplemented => {
+            return (
+                0,
+                "this kernel has no Landlock (Linux 5.13 or later with CONFIG_SECURITY_LANDLOCK), \
+                 or a container blocks its system calls"
+                    .to_owned(),
+            );
+        }
+    };
+    let missing: Vec<&str> = [
+        (3, "truncating files outside the writable trees (ABI 3)"),
+        (4, "TCP rules (ABI 4; the seccomp socket ban still holds)"),
+        (5, "device ioctl rules (ABI 5)"),
+        (
+            6,
+            "signal and abstract-socket scoping (ABI 6): commands can signal dsh and other \
+             processes of this user",
+        ),
+    ]
+    .into_iter()
+    .filter(|(needed, _)| abi < *needed)
+    .map(|(_, what)| what)
+    .collect();
+    let detail = if missing.is_empty() {
+        format!("Landlock ABI {abi}: writes, TCP and signals confined")
+    } else {
+        format!("Landlock ABI {abi} lacks: {}", missing.join("; "))
+    };
+    debug_assert!(missing.is_empty() == (abi >= TARGET_ABI));
+    (abi, detail)
+}
+
+fn landlock(spec: &ExecSpec) -> Result<RestrictionStatus, String> {
+    fn err(what: &'static str) -> impl Fn(landlock::RulesetError) -> String {
+        move |e| format!("Landlock ({what}): {e}")
+    }
+    let level = match spec.landlock {
+        LandlockLevel::Required => CompatLevel::HardRequirement,
+        LandlockLevel::BestEffort | LandlockLevel::Off => CompatLevel::BestEffort,
+    };
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(handled_fs())
+        .map_err(err("file-system rights"))?;
+    if !spec.allow_network {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(ABI::V4))
+            .map_err(err("TCP rights"))?;
+    }
+    let mut created = ruleset
+        .scope(Scope::from_all(ABI::V6))
+        .map_err(err("scoping"))?
+        .create()
+        .map_err(err("creating the ruleset"))?;
+    for dir in &spec.writable {
+        let fd = PathFd::new(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        created = created
+            .add_rule(PathBeneath::new(fd, granted_in_trees()))
+            .map_err(err("writable tree"))?;
+    }
+    let null = PathFd::new("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+    created = created
+        .add_rule(PathBeneath::new(null, granted_on_dev_null()))
+        .map_err(err("/dev/null"))?;
+    created.restrict_self().map_err(err("enforcing"))
+}
+
+/// Keeps a root caller's file-ownership capabilities (so root inside the writable trees
+/// still owns its files) and drops every other one. With `no_new_privs` set, `execve` cannot
+/// give them back. For an ordinary user this changes nothing: the sets are already empty.
+fn drop_capabilities() -> Result<(), String> {
+    use rustix::thread::{CapabilitySet, CapabilitySets, capabilities, set_capabilities};
+    let keep = CapabilitySet::CHOWN
+        | CapabilitySet::DAC_OVERRIDE
+        | CapabilitySet::DAC_READ_SEARCH
+        | CapabilitySet::FOWNER
+        | CapabilitySet::FSETID;
+    let now = capabilities(None).map_err(|e| format!("capget: {e}"))?;
+    set_capabilities(
+        None,
+        CapabilitySets {
+            effective: now.effective & keep,
+            permitted: now.permitted & keep,
+            inheritable: CapabilitySet::empty(),
+        },
+    )
+    .map_err(|e| format!("capset: {e}"))
+}
+
+/// Marks every inherited descriptor above 2 close-on-exec: a writable descriptor inherited
+/// from dsh's own parent would let the command write where Landlock forbids opening.
+/// Best effort: kernels before 5.11 lack `close_range` and keep what dsh inherited.
+#[allow(unsafe_code)]
+fn cloexec_inherited() {
+    // SAFETY: with CLOSE_RANGE_CLOEXEC, close_range closes nothing now; it only sets
+    // FD_CLOEXEC, so no descriptor owned by Rust code becomes invalid before the execve that
+    // follows. The arguments are plain integers.
+    let _ = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+}
+
+/// System calls denied (`EPERM`) whatever the call asked for.
+const ALWAYS_DENIED: &[libc::c_long] = &[
+    // io_uring can open sockets and files without the system calls filtered here.
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    // Nothing leaves the session dsh kills when the command ends.
+    libc::SYS_setsid,
+    // Reaching into other processes (Landlock confines this too, when present).
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    // Kernel attack surface with no place in a build or test run.
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_reboot,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_acct,
+    libc::SYS_settimeofday,
+    libc::SYS_clock_settime,
+    // The mount family (Landlock also forbids changing the mount topology).
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_fsopen,
+    libc::SYS_fsmount,
+    libc::SYS_fsconfig,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_mount_setattr,
+    // The kernel keyring may hold credentials.
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_iopl,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_ioperm,
+];
+
+fn target_arch() -> Result<TargetArch, String> {
+    TargetArch::try_from(std::env::consts::ARCH).map_err(|_| {
+        format!(
+            "no seccomp filter for the {} architecture; use --sandbox off",
+            std::env::consts::ARCH
+        )
+    })
+}
+
+/// The seccomp program (see the parent module's docs for what it denies).
+// `c_long` is `i64` on the 64-bit targets seccompiler supports; `i64::from` keeps it so.
+#[allow(clippy::useless_conversion)]
+pub(super) fn seccomp_filter(allow_network: bool) -> Result<BpfProgram, String> {
+    let arg = |index: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
+            .and_then(|c| SeccompRule::new(vec![c]))
+            .map_err(|e| format!("seccomp rule: {e}"))
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = ALWAYS_DENIED
+        .iter()
+        .map(|&nr| (i64::from(nr), Vec::new()))
+        .collect();
+    // The kernel reads the request as a 32-bit `unsigned int`: a Dword comparison catches
+    // requests with high bits set too.
+    rules.insert(
+        i64::from(libc::SYS_ioctl),
+        vec![
+            arg(1, SeccompCmpOp::Eq, u64::from(libc::TIOCSTI as u32))?,
+            arg(1, SeccompCmpOp::Eq, u64::from(libc::TIOCLINUX as u32))?,
+        ],
+    );
+    if !allow_network {
+        let unix = u64::from(libc::AF_UNIX as u32);
+        for nr in [libc::SYS_socket, libc::SYS_socketpair] {
+            rules.insert(i64::from(nr), vec![arg(0, SeccompCmpOp::Ne, unix)?]);
+        }
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        target_arch()?,
+    )
+    .map_err(|e| format!("seccomp filter: {e}"))?;
+    let mut program: BpfProgram = filter
+        .try_into()
+        .map_err(|e| format!("seccomp filter: {e}"))?;
+    deny_x32(&mut program)?;
+    Ok(program)
+}
+
+/// On x86-64, x32-ABI system calls carry the architecture of x86-64 but numbers with bit 30
+/// set, which the per-number rules would not match: deny them all, right after the
+/// architecture check (the program's first three instructions).
+#[cfg(target_arch = "x86_64")]
+fn deny_x32(program: &mut BpfProgram) -> Result<(), String> {
+    const LD_W_ABS: u16 = 0x20;
+    const JGE_K: u16 = 0x35;
+    const RET_K: u16 = 0x06;
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    let shape_ok = program.len() > 3
+        && program[0].code == LD_W_ABS
+        && program[0].k == 4
+        && program[2].code == RET_K;
+    if !shape_ok {
+        return Err("seccomp filter: unexpected program shape".to_owned());
+    }
+    let f = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    let guard = [
+        f(LD_W_ABS, 0, 0, 0),
+        f(JGE_K, 0, 1, X32_SYSCALL_BIT),
+        f(RET_K, 0, 0, SECCOMP_RET_ERRNO | libc::EPERM as u32),
+    ];
+    program.splice(3..3, guard);
+    Ok(())
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn deny_x32(_: &mut BpfProgram) -> Result<(), String> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seccomp_program_builds_with_and_without_the_network() {
+        let banned = seccomp_filter(false).unwrap();
+        let open = seccomp_filter(true).unwrap();
+        assert!(
+            banned.len() > open.len(),
+            "the socket rules add instructions"
+        );
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(
+            banned[4].k, 0x4000_0000,
+            "the x32 guard follows the arch check"
+        );
+    }
+
+    #[test]
+    fn trees_never_grant_device_nodes() {
+        assert!(!granted_in_trees().contains(AccessFs::MakeBlock));
+        assert!(!granted_in_trees().contains(AccessFs::MakeChar));
+        assert!(granted_in_trees().contains(AccessFs::Truncate));
+        assert!(!handled_fs().contains(AccessFs::ReadFile));
+        assert!(!handled_fs().contains(AccessFs::Execute));
+    }
+}

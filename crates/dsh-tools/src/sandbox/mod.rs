@@ -1,0 +1,410 @@
+//! The OS sandbox `run_shell` commands run in (DESIGN §2, §7; SPEC A4 **+**).
+//!
+//! # Shape
+//!
+//! The sandbox is applied by a helper process, never inside the async parent: `run_shell`
+//! spawns `<dsh> sandbox-exec [options] -- bash -c <command>`; the helper confines *itself*
+//! and then `execve`s bash, so the command and every process it starts inherit the
+//! confinement, which cannot be lifted from inside. Doing this in a `pre_exec` hook of the
+//! multi-threaded tokio process would run non-async-signal-safe code between `fork` and
+//! `exec`; a re-exec of our own binary costs one more `execve` and keeps the parent simple.
+//!
+//! In order, the helper:
+//!
+//! 1. `setsid()`: the command gets its own session and process group (whose id is the
+//!    helper's pid, known to the parent) and no controlling terminal, so it can neither read
+//!    nor inject (`TIOCSTI`) keystrokes into the user's terminal;
+//! 2. sets `no_new_privs` (setuid binaries and file capabilities grant nothing), keeps only
+//!    the file-ownership capabilities of a root caller (`CHOWN`, `DAC_*`, `FOWNER`, `FSETID`)
+//!    and drops the rest (`KILL`, `NET_*`, `SYS_*`, `MKNOD`, `SETUID`, …), and marks every
+//!    inherited descriptor above 2 close-on-exec (an inherited writable descriptor would
+//!    bypass Landlock, which checks paths at `open`);
+//! 3. applies a **Landlock** ruleset: reading and executing stay allowed everywhere; writing,
+//!    creating, removing, renaming, truncating and device `ioctl`s are allowed only beneath
+//!    the workspace, the session's private `TMPDIR`, and on `/dev/null` (device nodes cannot
+//!    be created anywhere); TCP `bind`/`connect` are denied unless the network is lifted;
+//!    signals and abstract-socket connections to processes outside the sandbox are denied
+//!    (ABI 6 scoping) — so the command cannot kill dsh;
+//! 4. installs a **seccomp** filter returning `EPERM` for: `socket`/`socketpair` of any family
+//!    but `AF_UNIX` (unless the network is lifted); `io_uring_*` (it can open sockets without
+//!    passing through `socket(2)`); `setsid` (so nothing leaves the session dsh kills at the
+//!    end); `ptrace`, `process_vm_readv/writev`; `bpf`, `perf_event_open`, `userfaultfd`;
+//!    module and kexec loading, `reboot`, `swapon/off`, `acct`, the clock setters; the mount
+//!    family; the kernel keyring; `ioctl(TIOCSTI/TIOCLINUX)`; `iopl`/`ioperm` on x86-64; and on
+//!    x86-64 every x32-ABI system call (the filter matches numbers, and x32 numbers differ).
+//!    A foreign-architecture system call (e.g. 32-bit `int 0x80`) kills the process;
+//! 5. `execve`s the command with the environment dsh prepared (see `shell::env`).
+//!
+//! A setup failure is reported on stderr as `dsh sandbox-exec: …` with exit code
+//! [`SETUP_FAILED`]; nothing runs.
+//!
+//! # Modes (`--sandbox`, `sandbox.mode`)
+//!
+//! * `required` — every command runs fully confined as above, or not at all: when Landlock is
+//!   missing or lacks any of the rights above (ABI < 6) the call fails closed and says why.
+//! * `auto` (default) — confined as far as the kernel allows. Without Landlock the command
+//!   runs with seccomp only (the network ban holds; writes and signals are not confined): the
+//!   result says `"sandbox":"none"` and its content starts with a warning, which the journal
+//!   records with the result. A partial Landlock (ABI < 6) runs with a warning naming what is
+//!   missing. On other operating systems commands run unsandboxed, with the same warning.
+//! * `off` — no helper: bash runs directly in its own process group, unconfined, with a
+//!   warning in every result. Only the environment scrub, timeout and output limits apply.
+//!
+//! The sandbox applies to every command, whoever approved it: `--yolo` approves calls, it
+//! does not loosen the sandbox. The network is lifted for one command only when the call asks
+//! for it (`network: true`) *and* the tool's settings allow that — see `shell::NetworkGrant`.
+//!
+//! # What this does not protect
+//!
+//! * **Inside the workspace, everything is writable.** Landlock grants whole hierarchies: a
+//!   command can rewrite `.git/` (hooks, config), `.dsh/` (project config, rules) or any file
+//!   the protected-paths guard protects. That guard covers dsh's own file tools only
+//!   (`write_file`, `edit_file`), never what a shell command writes. Review what a command
+//!   did to `.git/hooks` before running git there.
+//! * **Reads are not restricted.** A command can read anything its user can (`~/.ssh`,
+//!   other projects); with the network banned it cannot send it anywhere but into its
+//!   output, which the model sees.
+//! * **Pathname UNIX sockets are reachable** (Landlock restricts them only from ABI 9): a
+//!   command can talk to `/var/run/docker.sock` or the D-Bus system bus if its user may.
+//! * **Hard links and descriptors made before the call.** Landlock checks the path used to
+//!   open; a hard link inside the workspace to a file outside it is writable through.
+//! * **No resource limits.** CPU, memory, disk space and process counts are not limited
+//!   (only wall time, by the timeout). A fork bomb is stopped by the timeout at best.
+//! * **Root stays root for files it may write**: ownership and mode bits are not enforced
+//!   against a root caller inside the writable trees.
+//! * `dsh`'s own state (`DSH_HOME`: journals, spills) is protected only while it lies outside
+//!   the workspace; the session's `TMPDIR` is under it and is the one writable part.
+//!
+//! # What it breaks (on purpose)
+//!
+//! Writes to `~/.cache`, `~/.cargo`, `/tmp` and the like fail (point such tools at the
+//! workspace or `$TMPDIR`, e.g. with `shell.pass_env`); `/dev/shm` (POSIX semaphores, so
+//! Python's `multiprocessing` locks) and pseudo-terminals are not writable; `setsid`,
+//! `ptrace` (strace, gdb) and 32-bit binaries fail; nothing can be left running in the
+//! background past the end of the command.
+
+#[cfg(target_os = "linux")]
+mod linux;
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+/// The helper's exit code when it could not set the sandbox up (nothing ran).
+pub const SETUP_FAILED: i32 = 125;
+
+/// How the helper's own messages on stderr start.
+pub const MESSAGE_PREFIX: &str = "dsh sandbox-exec: ";
+
+/// The subcommand name the helper is reached by: `dsh sandbox-exec …`.
+pub const SUBCOMMAND: &str = "sandbox-exec";
+
+/// `--sandbox auto|required|off` (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SandboxMode {
+    /// No sandbox at all; a warning in every result.
+    Off,
+    /// As much sandbox as the OS offers; a warning in the result when that is not all of it.
+    #[default]
+    Auto,
+    /// The full sandbox or nothing runs.
+    Required,
+}
+
+impl SandboxMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::Off => "off",
+            SandboxMode::Auto => "auto",
+            SandboxMode::Required => "required",
+        }
+    }
+}
+
+impl std::str::FromStr for SandboxMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(SandboxMode::Off),
+            "auto" => Ok(SandboxMode::Auto),
+            "required" => Ok(SandboxMode::Required),
+            other => Err(format!(
+                "`{other}` is not a sandbox mode (auto, required, off)"
+            )),
+        }
+    }
+}
+
+/// How much of the Landlock ruleset the helper insists on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LandlockLevel {
+    /// Every right must be enforced, else the helper fails ([`SETUP_FAILED`]).
+    Required,
+    /// What the kernel supports; nothing when it has no Landlock.
+    BestEffort,
+    /// No Landlock ruleset (seccomp and the rest still apply).
+    Off,
+}
+
+impl LandlockLevel {
+    fn as_str(self) -> &'static str {
+        match self {
+            LandlockLevel::Required => "required",
+            LandlockLevel::BestEffort => "best-effort",
+            LandlockLevel::Off => "off",
+        }
+    }
+}
+
+/// How much of the Landlock ruleset this kernel enforces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enforcement {
+    /// All of it.
+    Full,
+    /// Some of it (an older ABI); [`Probe::detail`] names what is missing.
+    Partial,
+    /// None: no Landlock in this kernel (or not enabled, or blocked by a container).
+    None,
+}
+
+/// What [`probe`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probe {
+    pub landlock: Enforcement,
+    /// The Landlock ABI version in effect (0 without Landlock).
+    pub abi: u32,
+    /// For people: what is enforced, or what is missing and why.
+    pub detail: String,
+}
+
+/// What the helper is asked to do: the arguments of `dsh sandbox-exec`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecSpec {
+    pub landlock: LandlockLevel,
+    /// The trees the command may write beneath (the workspace and the session's TMPDIR).
+    pub writable: Vec<PathBuf>,
+    /// Lifts the network ban (seccomp socket families, Landlock TCP).
+    pub allow_network: bool,
+    /// The program and its arguments, e.g. `bash -c …`.
+    pub program: Vec<OsString>,
+}
+
+impl ExecSpec {
+    /// The arguments after `dsh sandbox-exec`.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args = vec![OsString::from(format!(
+            "--landlock={}",
+            self.landlock.as_str()
+        ))];
+        for w in &self.writable {
+            args.push("--write".into());
+            args.push(w.clone().into_os_string());
+        }
+        if self.allow_network {
+            args.push("--net".into());
+        }
+        args.push("--".into());
+        args.extend(self.program.iter().cloned());
+        args
+    }
+}
+
+/// A parsed helper command line.
+#[derive(Debug, PartialEq, Eq)]
+enum Request {
+    /// Apply the ruleset to the helper itself and report [`Probe`] on stdout.
+    Probe,
+    Exec(ExecSpec),
+}
+
+fn parse(args: Vec<OsString>) -> Result<Request, String> {
+    let mut spec = ExecSpec {
+        landlock: LandlockLevel::Required,
+        writable: Vec::new(),
+        allow_network: false,
+        program: Vec::new(),
+    };
+    let mut probe = false;
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        let Some(text) = arg.to_str() else {
+            return Err(format!("unexpected argument {}", arg.to_string_lossy()));
+        };
+        match text {
+            "--" => {
+                spec.program = it.collect();
+                break;
+            }
+            "--probe" => probe = true,
+            "--net" => spec.allow_network = true,
+            "--write" => {
+                let path = it.next().ok_or("--write needs a directory")?;
+                spec.writable.push(PathBuf::from(path));
+            }
+            "--landlock=required" => spec.landlock = LandlockLevel::Required,
+            "--landlock=best-effort" => spec.landlock = LandlockLevel::BestEffort,
+            "--landlock=off" => spec.landlock = LandlockLevel::Off,
+            other => return Err(format!("unexpected argument `{other}`")),
+        }
+    }
+    if probe {
+        return Ok(Request::Probe);
+    }
+    if spec.program.is_empty() {
+        return Err(
+            "usage: dsh sandbox-exec [--landlock=required|best-effort|off] \
+                    [--write DIR]... [--net] -- PROGRAM [ARGS]..."
+                .to_owned(),
+        );
+    }
+    Ok(Request::Exec(spec))
+}
+
+/// The entry of the hidden `dsh sandbox-exec` subcommand: `args` are the arguments after
+/// the subcommand's name. Confines this process and `execve`s the program; never returns.
+/// Call it before starting any thread or runtime.
+pub fn sandbox_exec_main(args: Vec<OsString>) -> ! {
+    let request = match parse(args) {
+        Ok(r) => r,
+        Err(e) => fail(&e),
+    };
+    run(request)
+}
+
+#[cfg(target_os = "linux")]
+fn run(request: Request) -> ! {
+    match request {
+        Request::Probe => {
+            let probe = linux::probe_self();
+            println!(
+                "landlock={} abi={} {}",
+                match probe.landlock {
+                    Enforcement::Full => "full",
+                    Enforcement::Partial => "partial",
+                    Enforcement::None => "none",
+                },
+                probe.abi,
+                probe.detail
+            );
+            std::process::exit(0)
+        }
+        Request::Exec(spec) => {
+            if let Err(e) = linux::confine(&spec) {
+                fail(&e);
+            }
+            exec(&spec.program)
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run(request: Request) -> ! {
+    match request {
+        Request::Probe => {
+            println!("landlock=none abi=0 {}", UNAVAILABLE_HERE);
+            std::process::exit(0)
+        }
+        Request::Exec(_) => fail(UNAVAILABLE_HERE),
+    }
+}
+
+/// Why there is no sandbox on this OS.
+#[cfg(not(target_os = "linux"))]
+const UNAVAILABLE_HERE: &str =
+    "the OS sandbox is unavailable on this OS (it uses Linux Landlock and seccomp)";
+
+#[cfg(target_os = "linux")]
+fn exec(program: &[OsString]) -> ! {
+    use std::os::unix::process::CommandExt;
+    let (first, rest) = program
+        .split_first()
+        .unwrap_or_else(|| fail("no program to run"));
+    let err = std::process::Command::new(first).args(rest).exec();
+    eprintln!(
+        "{MESSAGE_PREFIX}cannot run {}: {err}",
+        first.to_string_lossy()
+    );
+    // As shells do: 127 when the program is not found, 126 when it cannot be run.
+    let code = if err.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    };
+    std::process::exit(code)
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("{MESSAGE_PREFIX}{message}");
+    std::process::exit(SETUP_FAILED)
+}
+
+/// Whether the helper `dsh` at `helper` can sandbox on this machine: runs
+/// `dsh sandbox-exec --probe`, which applies the full ruleset to itself (so a container that
+/// blocks Landlock's system calls is detected too) and reports. `Err` when the helper cannot
+/// be run at all.
+pub fn probe(helper: &Path) -> Result<Probe, String> {
+    let out = std::process::Command::new(helper)
+        .args([OsStr::new(SUBCOMMAND), OsStr::new("--probe")])
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run the sandbox helper {}: {e}", helper.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    parse_probe(&text).ok_or_else(|| {
+        format!(
+            "the sandbox helper {} did not answer the probe (exit {:?}): {}{}",
+            helper.display(),
+            out.status.code(),
+            text.trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })
+}
+
+fn parse_probe(line: &str) -> Option<Probe> {
+    let line = line.lines().next()?;
+    let mut words = line.splitn(3, ' ');
+    let landlock = match words.next()? {
+        "landlock=full" => Enforcement::Full,
+        "landlock=partial" => Enforcement::Partial,
+        "landlock=none" => Enforcement::None,
+        _ => return None,
+    };
+    let abi = words.next()?.strip_prefix("abi=")?.parse().ok()?;
+    Some(Probe {
+        landlock,
+        abi,
+        detail: words.next().unwrap_or("").to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helper_arguments_round_trip() {
+        let spec = ExecSpec {
+            landlock: LandlockLevel::BestEffort,
+            writable: vec![PathBuf::from("/w s"), PathBuf::from("/tmp/x")],
+            allow_network: true,
+            program: vec!["bash".into(), "-c".into(), "--net -- x".into()],
+        };
+        assert_eq!(parse(spec.to_args()), Ok(Request::Exec(spec)));
+        assert_eq!(parse(vec!["--probe".into()]), Ok(Request::Probe));
+        assert!(parse(vec!["--landlock=none".into()]).is_err());
+        assert!(parse(vec!["--".into()]).is_err());
+    }
+
+    #[test]
+    fn probe_lines_parse() {
+        assert_eq!(
+            parse_probe("landlock=partial abi=5 missing: signal scoping (ABI 6)\n"),
+            Some(Probe {
+                landlock: Enforcement::Partial,
+                abi: 5,
+                detail: "missing: signal scoping (ABI 6)".into()
+            })
+        );
+        assert_eq!(parse_probe("garbage"), None);
+    }
+}

@@ -1,0 +1,163 @@
+//! Spawning a command tree and making sure it is gone.
+//!
+//! A command runs as the leader of a process group of its own: directly (`process_group(0)`,
+//! sandbox off) or through the sandbox helper, which calls `setsid()` and so leads a new
+//! session *and* group, and whose seccomp filter forbids `setsid` to everything below it.
+//! When the command ends — normally, by timeout or by cancellation — [`kill_tree`] kills the
+//! group (background children included) and, for the helper's tree, every process still in
+//! its session (a descendant that moved to a group of its own with `setpgid`, as `timeout(1)`
+//! does), then waits until none of them runs. A process that died but that init has not
+//! reaped yet counts as stopped: it holds nothing and runs nothing.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// How long [`kill_tree`] waits for the tree to stop before giving up.
+const KILL_DEADLINE: Duration = Duration::from_secs(3);
+
+/// What to spawn: a program and its arguments, and whether it makes itself a session leader
+/// (the sandbox helper) or is put in a process group of its own here.
+#[derive(Debug)]
+pub(crate) struct Launch {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// The program calls `setsid()` itself; the group and session ids are its pid.
+    pub own_session: bool,
+}
+
+/// A spawned command: its child handle and the id of its group (and session, when
+/// `own_session`), which is its pid.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    pub child: tokio::process::Child,
+    pub pgid: Option<u32>,
+}
+
+/// Spawns `launch` with exactly `env`, in `cwd`, stdin from `/dev/null`, stdout and stderr
+/// into `output`.
+pub(crate) fn spawn(
+    launch: &Launch,
+    env: Vec<(OsString, OsString)>,
+    cwd: &Path,
+    output: std::io::PipeWriter,
+) -> std::io::Result<Spawned> {
+    let mut cmd = tokio::process::Command::new(&launch.program);
+    cmd.args(&launch.args)
+        .env_clear()
+        .envs(env)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(output.try_clone()?)
+        .stderr(output)
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    if !launch.own_session {
+        cmd.process_group(0);
+    }
+    let child = cmd.spawn()?;
+    // `cmd` holds the pipe's write ends; drop them now, or the reader never sees the end.
+    drop(cmd);
+    let pgid = child.id();
+    Ok(Spawned { child, pgid })
+}
+
+/// Kills the process group `pgid` — and, when `session`, the session `pgid` — and waits
+/// until no process of them runs, at most [`KILL_DEADLINE`]. Returns whether they all
+/// stopped in time.
+#[cfg(unix)]
+pub(crate) async fn kill_tree(pgid: u32, session: bool) -> bool {
+    use rustix::process::{Pid, Signal, kill_process_group};
+    let Some(group) = i32::try_from(pgid).ok().and_then(Pid::from_raw) else {
+        return true;
+    };
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let gone = kill_process_group(group, Signal::KILL) == Err(rustix::io::Errno::SRCH);
+        // An empty group is the whole tree unless a session has to be swept too.
+        if (gone && !session) || !others_alive(group, session) {
+            return true;
+        }
+        if start.elapsed() > KILL_DEADLINE {
+            return false;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+#[cfg(not(unix))]
+pub(crate) async fn kill_tree(_pgid: u32, _session: bool) -> bool {
+    // Without process groups only the direct child is killed (by the caller).
+    true
+}
+
+/// Linux: scans `/proc` for running (not dead, not zombie) members of the group or session,
+/// killing any it finds outside the group. Other Unixes: whether the group has members.
+#[cfg(target_os = "linux")]
+fn others_alive(group: rustix::process::Pid, session: bool) -> bool {
+    use rustix::process::{Pid, Signal, kill_process};
+    let id = group.as_raw_nonzero().get();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return rustix::process::test_kill_process_group(group).is_ok();
+    };
+    let mut alive = false;
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((state, pgrp, sid)) = parse_stat(&stat) else {
+            continue;
+        };
+        if matches!(state, 'Z' | 'X' | 'x') {
+            continue;
+        }
+        if pgrp == id || (session && sid == id) {
+            alive = true;
+            if pgrp != id
+                && let Some(p) = Pid::from_raw(pid)
+            {
+                let _ = kill_process(p, Signal::KILL);
+            }
+        }
+    }
+    alive
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn others_alive(group: rustix::process::Pid, _session: bool) -> bool {
+    rustix::process::test_kill_process_group(group).is_ok()
+}
+
+/// `(state, pgrp, session)` from a `/proc/<pid>/stat` line. The command name in parentheses
+/// may contain anything, so fields are counted after its last `)`.
+#[cfg(target_os = "linux")]
+fn parse_stat(stat: &str) -> Option<(char, i32, i32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    let sid = fields.next()?.parse().ok()?;
+    Some((state, pgrp, sid))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_parse_whatever_the_command_name() {
+        assert_eq!(
+            parse_stat("42 (a) b) (c) S 1 42 40 0 -1 4194560 ..."),
+            Some(('S', 42, 40))
+        );
+        assert_eq!(parse_stat("garbage"), None);
+    }
+}

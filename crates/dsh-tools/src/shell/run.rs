@@ -1,0 +1,541 @@
+//! `run_shell{command, timeout_s?, network?}` (see the module docs of `shell`).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use dsh_core::{
+    Access, ExecContext, SandboxState, SpillStore, Tool, ToolError, ToolErrorKind, ToolOutput,
+    ToolSpec, Workspace,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+use super::output::{head_tail, spawn_reader};
+use super::process::{Launch, kill_tree, spawn};
+use super::{NetworkGrant, ShellSettings, env};
+use crate::parse_args;
+use crate::sandbox::{self, Enforcement, ExecSpec, LandlockLevel, Probe, SandboxMode};
+
+/// How long to wait for the output pipe to close once the command's tree has stopped. Only
+/// a process that escaped the tree (possible without the sandbox) can hold it longer.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// The `run_shell` tool of one session.
+#[derive(Debug)]
+pub struct RunShell {
+    workspace: Arc<Workspace>,
+    spill: Arc<SpillStore>,
+    /// The session's private TMPDIR, created (0700) on first use, removed with the tool.
+    tmp_dir: PathBuf,
+    settings: ShellSettings,
+    /// What the helper reported about this kernel, asked once per session.
+    probe: OnceCell<Result<Probe, String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    command: String,
+    timeout_s: Option<u64>,
+    #[serde(default)]
+    network: bool,
+}
+
+/// How one command is launched.
+enum Plan {
+    /// Through `dsh sandbox-exec`.
+    Helper {
+        helper: PathBuf,
+        landlock: LandlockLevel,
+        state: SandboxState,
+        warning: Option<String>,
+    },
+    /// `bash -c` directly, unconfined.
+    Direct { warning: String },
+}
+
+/// How the command's wait ended.
+enum End {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+impl RunShell {
+    /// `tmp_dir` is the session's own temporary directory (e.g. `DSH_HOME/tmp/<session>`),
+    /// created on first use with mode 0700 and removed when the tool is dropped.
+    pub fn new(
+        workspace: Arc<Workspace>,
+        spill: Arc<SpillStore>,
+        tmp_dir: impl Into<PathBuf>,
+        settings: ShellSettings,
+    ) -> Self {
+        RunShell {
+            workspace,
+            spill,
+            tmp_dir: tmp_dir.into(),
+            settings,
+            probe: OnceCell::new(),
+        }
+    }
+
+    fn max_timeout_s(&self) -> u64 {
+        self.settings.max_timeout.as_secs().max(1)
+    }
+
+    /// Decides how to launch under the configured mode, probing the kernel once.
+    async fn plan(&self) -> Result<Plan, ToolError> {
+        let mode = self.settings.sandbox;
+        if mode == SandboxMode::Off {
+            return Ok(Plan::Direct {
+                warning: "not sandboxed (sandbox mode off): this command can write anywhere \
+                          its user can, signal its user's processes and use the network"
+                    .to_owned(),
+            });
+        }
+        let refuse = |why: &str| {
+            ToolError::failed(format!(
+                "the command did not run: the sandbox is required (--sandbox required / \
+                 sandbox.mode) but {why}. Fix that, or use --sandbox auto to run \
+                 unsandboxed with a warning"
+            ))
+        };
+        if !cfg!(target_os = "linux") {
+            if mode == SandboxMode::Required {
+                return Err(refuse(
+                    "the OS sandbox is unavailable on this OS (it uses Linux Landlock and seccomp)",
+                ));
+            }
+            return Ok(Plan::Direct {
+                warning: "not sandboxed: the OS sandbox is unavailable on this OS (it uses \
+                          Linux Landlock and seccomp); writes, signals and the network are \
+                          not confined"
+                    .to_owned(),
+            });
+        }
+        let Some(helper) = self.settings.helper.clone() else {
+            if mode == SandboxMode::Required {
+                return Err(refuse(
+                    "no sandbox helper (the dsh executable) is configured",
+                ));
+            }
+            return Ok(Plan::Direct {
+                warning: "not sandboxed: no sandbox helper is configured; writes, signals and \
+                          the network are not confined"
+                    .to_owned(),
+            });
+        };
+        let probe = self
+            .probe
+            .get_or_init(|| {
+                let helper = helper.clone();
+                async move {
+                    tokio::task::spawn_blocking(move || sandbox::probe(&helper))
+                        .await
+                        .unwrap_or_else(|e| Err(format!("the probe did not finish: {e}")))
+                }
+            })
+            .await;
+        let probe = match probe {
+            Ok(p) => p,
+            Err(e) => {
+                return Err(ToolError::failed(format!(
+                    "the command did not run: {e}. Use --sandbox off to run commands without \
+                     the sandbox"
+                )));
+            }
+        };
+        match (probe.landlock, mode) {
+            (Enforcement::Full, _) => Ok(Plan::Helper {
+                helper,
+                landlock: if mode == SandboxMode::Required {
+                    LandlockLevel::Required
+                } else {
+                    LandlockLevel::BestEffort
+                },
+                state: SandboxState::Landlock,
+                warning: None,
+            }),
+            (_, SandboxMode::Required) => Err(refuse(&format!(
+                "Landlock is not fully available: {}",
+                probe.detail
+            ))),
+            (Enforcement::Partial, _) => Ok(Plan::Helper {
+                helper,
+                landlock: LandlockLevel::BestEffort,
+                state: SandboxState::Landlock,
+                warning: Some(format!("sandbox partially enforced: {}", probe.detail)),
+            }),
+            (Enforcement::None, _) => Ok(Plan::Helper {
+                helper,
+                landlock: LandlockLevel::Off,
+                state: SandboxState::None,
+                warning: Some(format!(
+                    "not sandboxed: {}. Writes and signals are not confined; the network ban \
+                     (seccomp) still holds. Use --sandbox required to refuse to run like this",
+                    probe.detail
+                )),
+            }),
+        }
+    }
+
+    /// Creates the session's TMPDIR (0700) if it does not exist yet.
+    fn ensure_tmp_dir(&self) -> Result<(), ToolError> {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder.create(&self.tmp_dir).map_err(|e| {
+            ToolError::failed(format!(
+                "cannot create the session's temporary directory {}: {e}",
+                self.tmp_dir.display()
+            ))
+        })
+    }
+
+    /// The model-facing text of an output: whole, or head and tail around a marker naming
+    /// the spilled full output. Returns the text, whether it was cut, and the spill id.
+    fn shape_output(&self, call_id: &str, text: &str) -> (String, bool, Option<String>) {
+        if text.is_empty() {
+            return ("(no output)".to_owned(), false, None);
+        }
+        let Some((head, tail, omitted)) = head_tail(text, self.settings.max_output_chars) else {
+            return (text.to_owned(), false, None);
+        };
+        let total = text.chars().count();
+        let head_n = head.chars().count();
+        match self.spill.save(call_id, text) {
+            Ok(id) => (
+                format!(
+                    "{head}\n[… {omitted} of {total} characters omitted; the full output is \
+                     saved as `{id}`: page it with read_output{{\"id\":\"{id}\",\"offset\":{head_n}}} …]\n{tail}"
+                ),
+                true,
+                Some(id),
+            ),
+            Err(e) => (
+                format!(
+                    "{head}\n[… {omitted} of {total} characters omitted; the full output could \
+                     not be saved: {e} …]\n{tail}"
+                ),
+                true,
+                None,
+            ),
+        }
+    }
+}
+
+impl Drop for RunShell {
+    fn drop(&mut self) {
+        // Best effort: the directory is private to this session and nothing runs in it now.
+        let _ = std::fs::remove_dir_all(&self.tmp_dir);
+    }
+}
+
+/// Kills the command's group if the call's future is dropped before the tree was reaped
+/// (e.g. a wrapper gave up waiting); tokio kills and reaps the direct child itself.
+struct TreeGuard(Option<u32>);
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self
+            .0
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal()
+}
+
+#[cfg(not(unix))]
+fn signal_of(_: &std::process::ExitStatus) -> Option<i32> {
+    None
+}
+
+fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        31 => "SIGSYS",
+        _ => return format!("signal {sig}"),
+    };
+    format!("signal {sig} ({name})")
+}
+
+#[async_trait]
+impl Tool for RunShell {
+    fn spec(&self) -> ToolSpec {
+        let max = self.max_timeout_s();
+        ToolSpec::new(
+            "run_shell",
+            format!(
+                "Run a command line with bash -c in the workspace: no stdin, no terminal; \
+                 stdout and stderr interleaved. Inside the sandbox, writes are allowed only \
+                 in the workspace and $TMPDIR, and there is no network. Output longer than \
+                 {} characters is cut to its head and tail (the full output can be paged \
+                 with read_output); the exit code is always reported. timeout_s defaults to \
+                 {} (at most {max}); the whole process tree is killed at the deadline and \
+                 when the command ends (nothing keeps running in the background). \
+                 network: true asks for network access for this one command; it is refused \
+                 unless the user allowed it.",
+                self.settings.max_output_chars,
+                self.settings.timeout.as_secs()
+            ),
+        )
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "minLength": 1},
+                "timeout_s": {"type": "integer", "minimum": 1, "maximum": max},
+                "network": {"type": "boolean"}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        }))
+        .output_schema(json!({
+            "type": "object",
+            "properties": {
+                "exit_code": {"type": "integer"},
+                "signal": {"type": ["integer", "null"]},
+                "sandbox": {"enum": ["landlock", "none"]},
+                "network": {"type": "boolean"},
+                "output_chars": {"type": "integer", "minimum": 0},
+                "output_bytes": {"type": "integer", "minimum": 0},
+                "truncated": {"type": "boolean"},
+                "spill_id": {"type": ["string", "null"]}
+            },
+            "required": ["exit_code", "signal", "sandbox", "network", "output_chars",
+                         "output_bytes", "truncated", "spill_id"],
+            "additionalProperties": false
+        }))
+        // The tool's own deadline fires first; the wrapper's is the backstop.
+        .timeout(self.settings.max_timeout + Duration::from_secs(15))
+    }
+
+    fn accesses(&self, args: &Value) -> Vec<Access> {
+        let mut out = Vec::new();
+        if let Some(Value::String(command)) = args.get("command") {
+            out.push(Access::Execute {
+                command: command.clone(),
+            });
+        }
+        if args.get("network") == Some(&Value::Bool(true)) {
+            out.push(Access::Network {
+                target: "*".to_owned(),
+            });
+        }
+        out
+    }
+
+    async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = parse_args("run_shell", args)?;
+        if args.command.trim().is_empty() {
+            return Err(ToolError::new(
+                ToolErrorKind::InvalidArgs,
+                "run_shell: `command` is empty; give a command line to run",
+            ));
+        }
+        let max = self.max_timeout_s();
+        let timeout = match args.timeout_s {
+            Some(s) if (1..=max).contains(&s) => Duration::from_secs(s),
+            Some(s) => {
+                return Err(ToolError::new(
+                    ToolErrorKind::InvalidArgs,
+                    format!("run_shell: timeout_s must be between 1 and {max} (got {s})"),
+                ));
+            }
+            None => self.settings.timeout,
+        };
+        if args.network && self.settings.network == NetworkGrant::Refused {
+            return Err(ToolError::new(
+                ToolErrorKind::Denied,
+                "run_shell: network access for commands is not allowed in this session, and \
+                 --yolo or project rules cannot allow it. Run the command without \
+                 `network: true` (inside the sandbox it has no network), or ask the user to set \
+                 `sandbox.allow_network = true` in their own user configuration or to approve \
+                 the call interactively",
+            ));
+        }
+
+        let plan = self.plan().await?;
+        self.ensure_tmp_dir()?;
+        let env = env::command_env(std::env::vars_os(), &self.settings.pass_env, &self.tmp_dir);
+        let bash: Vec<OsString> = vec!["bash".into(), "-c".into(), args.command.clone().into()];
+        let (launch, state, warning) = match plan {
+            Plan::Helper {
+                helper,
+                landlock,
+                state,
+                warning,
+            } => {
+                let spec = ExecSpec {
+                    landlock,
+                    writable: vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()],
+                    allow_network: args.network,
+                    program: bash,
+                };
+                let mut helper_args = vec![OsString::from(sandbox::SUBCOMMAND)];
+                helper_args.extend(spec.to_args());
+                let launch = Launch {
+                    program: helper.into_os_string(),
+                    args: helper_args,
+                    own_session: true,
+                };
+                (launch, state, warning)
+            }
+            Plan::Direct { warning } => {
+                let (program, rest) = bash.split_at(1);
+                let launch = Launch {
+                    program: program[0].clone(),
+                    args: rest.to_vec(),
+                    own_session: false,
+                };
+                (launch, SandboxState::None, Some(warning))
+            }
+        };
+
+        let (reader, writer) = std::io::pipe()
+            .map_err(|e| ToolError::failed(format!("cannot create the output pipe: {e}")))?;
+        let (capture, finished) = spawn_reader(reader)
+            .map_err(|e| ToolError::failed(format!("cannot start the output reader: {e}")))?;
+        let mut spawned = spawn(&launch, env, self.workspace.root(), writer).map_err(|e| {
+            ToolError::failed(format!(
+                "cannot start {}: {e}",
+                Path::new(&launch.program).display()
+            ))
+        })?;
+        let mut guard = TreeGuard(spawned.pgid);
+
+        let end = tokio::select! {
+            status = spawned.child.wait() => match status {
+                Ok(s) => End::Exited(s),
+                Err(e) => return Err(ToolError::failed(format!("waiting for the command: {e}"))),
+            },
+            () = tokio::time::sleep(timeout) => End::TimedOut,
+            () = cx.cancel.cancelled() => End::Cancelled,
+        };
+        if !matches!(end, End::Exited(_)) {
+            let _ = spawned.child.start_kill();
+        }
+        let stopped = match spawned.pgid {
+            Some(pgid) => kill_tree(pgid, launch.own_session).await,
+            None => true,
+        };
+        let status = match end {
+            End::Exited(s) => Some(s),
+            End::TimedOut | End::Cancelled => spawned.child.wait().await.ok(),
+        };
+        // The tree is gone and the child reaped: nothing for the guard to do.
+        guard.0 = None;
+        let drained = tokio::time::timeout(DRAIN, finished).await.is_ok();
+        let (text, bytes) = {
+            let c = capture.lock().unwrap_or_else(PoisonError::into_inner);
+            (c.text(), c.total_bytes())
+        };
+
+        let mut notes = Vec::new();
+        if !stopped {
+            notes.push("[some processes of the command could not be confirmed stopped]".to_owned());
+        }
+        if !drained {
+            notes.push(
+                "[a process outside the command's tree still holds its output; output after \
+                 this point is not shown]"
+                    .to_owned(),
+            );
+        }
+        let code = status.as_ref().and_then(std::process::ExitStatus::code);
+        let signal = status.as_ref().and_then(signal_of);
+        let exit_code = code.or(signal.map(|s| 128 + s)).unwrap_or(-1);
+
+        if launch.own_session
+            && code == Some(sandbox::SETUP_FAILED)
+            && text.starts_with(sandbox::MESSAGE_PREFIX)
+        {
+            return Err(ToolError::failed(format!(
+                "the sandbox could not be set up, so the command did not run: {}",
+                text.trim()
+            )));
+        }
+
+        let call_id = cx.call.id();
+        let (shown, truncated, spill_id) = self.shape_output(call_id, &text);
+        let mut content = String::new();
+        if let Some(w) = &warning {
+            content.push_str(&format!("[warning: {w}]\n"));
+        }
+        content.push_str(&shown);
+        if !content.ends_with('\n') {
+            content.push('\n');
+        }
+        for n in &notes {
+            content.push_str(n);
+            content.push('\n');
+        }
+
+        match end {
+            End::Cancelled => Err(crate::cancelled()),
+            End::TimedOut => {
+                let message = format!(
+                    "timed out after {} s: the command and every process it started were \
+                     killed. Give a larger timeout_s (at most {max}) or a narrower command. \
+                     Output before the deadline:\n{content}",
+                    timeout.as_secs()
+                );
+                Err(ToolError::new(ToolErrorKind::Timeout, message.trim_end())
+                    .with_exit_code(exit_code))
+            }
+            End::Exited(_) => {
+                match (code, signal) {
+                    (Some(c), _) => content.push_str(&format!("[exit code {c}]")),
+                    (None, Some(s)) => content.push_str(&format!(
+                        "[killed by {}; exit code {exit_code} as a shell reports it]",
+                        signal_name(s)
+                    )),
+                    (None, None) => content.push_str("[exit status unknown]"),
+                }
+                let value = json!({
+                    "exit_code": exit_code,
+                    "signal": signal,
+                    "sandbox": match state {
+                        SandboxState::Landlock => "landlock",
+                        SandboxState::None => "none",
+                    },
+                    "network": args.network,
+                    "output_chars": text.chars().count(),
+                    "output_bytes": bytes,
+                    "truncated": truncated,
+                    "spill_id": spill_id,
+                });
+                Ok(ToolOutput::new(content, value)
+                    .with_exit_code(exit_code)
+                    .with_sandbox(state))
+            }
+        }
+    }
+}
