@@ -1,6 +1,7 @@
 //! Assembling a session. The order of listeners on each gate is declared here, once:
 //!
-//! - gate 1: confinement, protected paths, permission rules (a `deny` from any of them wins;
+//! - gate 1: confinement, protected paths, permission rules, the shell policy (which alone
+//!   judges `run_shell`, by its rules and the safe/confirm lists; a `deny` from any of them wins;
 //!   DESIGN §3 combines the votes, so the order only decides which policy a result names
 //!   when several would deny);
 //! - gate 2: no approver (headless: every `ask` is `unavailable`), or `--yolo`'s;
@@ -18,7 +19,10 @@ use dsh_core::{
     ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Pipeline, PipelineConfig, Registry,
     Retry, SpillStore, Timeout, Workspace, async_trait,
 };
-use dsh_policy::{Confinement, PermissionRules, ProtectedPaths, Rule, RuleKind, Spill};
+use dsh_policy::{
+    Confinement, NetworkVote, PermissionRules, ProtectedPaths, Rule, RuleKind, ShellLists,
+    ShellPolicy, ShellRule, Spill,
+};
 
 /// What an `unavailable` result tells the user to do.
 pub const UNAVAILABLE_HINT: &str = "to let it run, add an allow rule (e.g. `allow = [\"write_file(src/**)\"]` \
@@ -31,6 +35,9 @@ pub struct RuleSpec {
     pub text: String,
     /// E.g. "project /repo/.dsh/config.toml".
     pub origin: String,
+    /// From an untrusted project: it may only tighten a verdict (the shell policy drops it
+    /// where it would loosen one; an untrusted `allow` never gets this far).
+    pub tighten_only: bool,
 }
 
 /// Who answers `ask`.
@@ -71,6 +78,8 @@ pub struct SessionSettings {
     pub tool_timeout: Duration,
     /// How `run_shell` runs commands: timeout, output limit, environment, sandbox, network.
     pub shell: dsh_tools::ShellSettings,
+    /// The shell policy's safe and confirm lists (`[shell] safe/confirm`).
+    pub shell_lists: ShellLists,
     pub approval: Approval,
     /// The digest of the effective configuration, for `session_start`.
     pub config_digest: String,
@@ -96,6 +105,7 @@ impl SessionSettings {
             fsync_every_record: false,
             tool_timeout: Duration::from_secs(120),
             shell: dsh_tools::ShellSettings::default(),
+            shell_lists: ShellLists::default(),
             approval: Approval::None,
             config_digest: String::new(),
             provider: None,
@@ -274,6 +284,21 @@ impl Session {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let shell_rules = rules
+            .iter()
+            .zip(&settings.rules)
+            .map(|(rule, spec)| ShellRule::new(rule.clone(), spec.tighten_only));
+        let network = match settings.shell.network {
+            dsh_tools::NetworkGrant::Refused => NetworkVote::Refused,
+            dsh_tools::NetworkGrant::UserConfig => NetworkVote::Granted,
+            dsh_tools::NetworkGrant::PersonApproves => NetworkVote::Ask,
+        };
+        let shell = ShellPolicy::new(
+            workspace.clone(),
+            shell_rules,
+            settings.shell_lists.clone(),
+            network,
+        );
         let confinement = Confinement::new(workspace.clone());
         let protected = ProtectedPaths::new(workspace.clone(), &settings.protected)?;
 
@@ -281,6 +306,7 @@ impl Session {
             .pre_policy(confinement.clone())
             .pre_policy(protected.clone())
             .pre_policy(PermissionRules::new(workspace.clone(), rules))
+            .pre_policy(shell)
             .guard(confinement)
             .guard(protected)
             .wrapper(Timeout::new(settings.tool_timeout))

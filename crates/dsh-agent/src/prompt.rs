@@ -41,3 +41,33 @@ pub fn memory(workspace: &Workspace) -> Option<(&'static str, String)> {
         Some((*name, String::from_utf8_lossy(&bytes).into_owned()))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_file_is_loaded_agent_md_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        assert!(!system_prompt(&ws).contains("Project notes"));
+        std::fs::write(dir.path().join("AGENTS.md"), "use tabs").unwrap();
+        assert!(system_prompt(&ws).contains("Project notes from AGENTS.md:\nuse tabs"));
+        std::fs::write(dir.path().join("AGENT.md"), "run make check").unwrap();
+        let p = system_prompt(&ws);
+        assert!(p.contains("from AGENT.md:\nrun make check"), "{p}");
+        assert!(!p.contains("use tabs"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_memory_file_linking_outside_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "TOP SECRET").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("AGENT.md"))
+            .unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        assert!(!system_prompt(&ws).contains("TOP SECRET"));
+    }
+}

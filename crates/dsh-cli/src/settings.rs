@@ -67,6 +67,7 @@ pub(crate) fn session_settings(
                 kind,
                 text,
                 origin: r.origin.to_string(),
+                tighten_only: r.origin.tighten_only(),
             });
         }
     }
@@ -78,6 +79,13 @@ pub(crate) fn session_settings(
     s.fsync_every_record = c.journal.fsync == Fsync::Record;
     s.config_digest.clone_from(&loaded.digest);
     s.shell = shell_settings(c);
+    // dsh-config has already applied the lists' layers (an untrusted project can only move
+    // a command from safe to confirm).
+    s.shell_lists = dsh_policy::ShellLists {
+        safe: c.shell.safe.clone(),
+        confirm: c.shell.confirm.clone(),
+        origin: "[shell] safe/confirm lists".to_owned(),
+    };
     if common.yolo {
         s.approval = Approval::Yolo;
     }

@@ -2,8 +2,10 @@
 //! HTTP/SSE on 127.0.0.1. Only the model's *content* is scripted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use dsh_testkit::model_server::{Reply, ScriptedServer, Turn};
 use serde_json::Value;
@@ -45,27 +47,54 @@ impl Env {
         }
     }
 
-    fn exec(&self, url: &str, extra: &[&str], prompt: &str) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_dsh"))
-            .arg("--workspace")
+    /// `dsh --workspace WS exec` with a clean environment: `PATH`, `DSH_HOME`,
+    /// `DSH_CONFIG_HOME` and nothing else (no keys, no provider variables).
+    fn bare(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsh"));
+        cmd.arg("--workspace")
             .arg(&self.ws)
             .arg("exec")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("DSH_HOME", &self.home)
+            .env("DSH_CONFIG_HOME", &self.cfg)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// `dsh exec` against the OpenAI-compatible server at `url`.
+    fn openai(&self, url: &str, extra: &[&str]) -> Command {
+        let mut cmd = self.bare();
+        cmd.args([
+            "--provider",
+            "openai",
+            "--base-url",
+            url,
+            "--model",
+            "scripted",
+        ])
+        .args(extra)
+        .env("OPENAI_API_KEY", "sk-test");
+        cmd
+    }
+
+    fn exec(&self, url: &str, extra: &[&str], prompt: &str) -> Output {
+        self.openai(url, extra).arg(prompt).output().unwrap()
+    }
+
+    /// `dsh exec` against the Anthropic server at `url`.
+    fn anthropic(&self, url: &str, prompt: &str) -> Output {
+        self.bare()
             .args([
                 "--provider",
-                "openai",
+                "anthropic",
                 "--base-url",
                 url,
                 "--model",
                 "scripted",
             ])
-            .args(extra)
+            .env("ANTHROPIC_API_KEY", "sk-ant-test")
             .arg(prompt)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("DSH_HOME", &self.home)
-            .env("DSH_CONFIG_HOME", &self.cfg)
-            .env("OPENAI_API_KEY", "sk-test")
-            .stdin(Stdio::null())
             .output()
             .unwrap()
     }
@@ -356,4 +385,465 @@ fn an_unreachable_endpoint_says_how_to_point_dsh_at_a_model() {
     assert_eq!(out.status.code(), Some(1));
     let msg = stderr(&out);
     assert!(msg.contains("cannot reach"), "{msg}");
+}
+
+fn records_of(records: &[Value], kind: &str) -> Vec<Value> {
+    records
+        .iter()
+        .filter(|r| r["kind"] == kind)
+        .cloned()
+        .collect()
+}
+
+fn stop_reason(records: &[Value]) -> String {
+    let stops = records_of(records, "stop");
+    assert_eq!(stops.len(), 1, "one stop record: {stops:?}");
+    stops[0]["reason"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_same_task_runs_against_the_anthropic_wire_format() {
+    let e = Env::new();
+    let server = ScriptedServer::start_anthropic(vec![
+        Turn::tool_call("toolu_1", "grep", r#"{"pattern":"hello"}"#)
+            .usage(120, 10)
+            .into(),
+        Turn::tool_call("toolu_2", "read_file", r#"{"path":"src/main.rs"}"#)
+            .with_text("Reading it.")
+            .usage(200, 12)
+            .split_awkwardly()
+            .into(),
+        Turn::tool_call(
+            "toolu_3",
+            "edit_file",
+            r#"{"path":"src/main.rs","old_string":"hello","new_string":"héllo wörld"}"#,
+        )
+        .usage(300, 20)
+        .into(),
+        Turn::text("Done: the greeting now says héllo wörld.")
+            .usage(400, 15)
+            .into(),
+    ]);
+    // The Anthropic base URL has no `/v1`: requests go to `{base_url}/v1/messages`.
+    let out = e
+        .bare()
+        .args([
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &server.url,
+            "--model",
+            "scripted",
+        ])
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .arg("make the greeting fancier")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "Done: the greeting now says héllo wörld.\n"
+    );
+    let main = std::fs::read_to_string(e.ws.join("src/main.rs")).unwrap();
+    assert!(main.contains("héllo wörld"), "{main}");
+
+    let records = e.journal();
+    assert_eq!(records[0]["provider"], "anthropic");
+    assert_eq!(stop_reason(&records), "final_answer");
+    let tokens: Vec<(u64, u64)> = records_of(&records, "llm_call")
+        .iter()
+        .map(|r| {
+            assert_eq!(r["tokens_estimated"], false);
+            (
+                r["prompt_tokens"].as_u64().unwrap(),
+                r["completion_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(tokens, [(120, 10), (200, 12), (300, 20), (400, 15)]);
+    let results = records_of(&records, "tool_result");
+    assert_eq!(results.len(), 3);
+    assert!(results.iter().all(|r| r["ok"] == true), "{results:?}");
+
+    let recorded = server.recorded();
+    assert_eq!(recorded.len(), 4);
+    for r in &recorded {
+        assert_eq!(r.path, "/v1/messages");
+        assert_eq!(
+            r.headers.get("x-api-key").map(String::as_str),
+            Some("sk-ant-test")
+        );
+        assert!(r.headers.contains_key("anthropic-version"));
+        assert!(!r.headers.contains_key("authorization"));
+    }
+    let first = &recorded[0].body;
+    assert!(first["system"].is_string() || first["system"].is_array());
+    let tools = first["tools"].as_array().unwrap();
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["name"] == "edit_file" && t["input_schema"].is_object())
+    );
+    // The tool result answers its tool_use in the next user turn.
+    let last = recorded[3].body["messages"].as_array().unwrap();
+    let answered = last.iter().any(|m| {
+        m["role"] == "user"
+            && m["content"].as_array().is_some_and(|blocks| {
+                blocks
+                    .iter()
+                    .any(|b| b["type"] == "tool_result" && b["tool_use_id"] == "toolu_3")
+            })
+    });
+    assert!(answered, "{last:?}");
+}
+
+#[test]
+fn a_429_with_retry_after_is_waited_out_and_the_run_succeeds() {
+    let e = Env::new();
+    let server = ScriptedServer::start(vec![
+        Reply::error(429, "Rate limit reached for requests").retry_after("1"),
+        Reply::text("after the wait"),
+    ]);
+    let begun = Instant::now();
+    let out = e.exec(&server.url, &[], "hi");
+    let took = begun.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "after the wait\n");
+    assert_eq!(server.requests().len(), 2);
+    // Without the header the first backoff is 250–500 ms: the wait is the server's second.
+    assert!(took >= Duration::from_millis(950), "{took:?}");
+    assert_eq!(stop_reason(&e.journal()), "final_answer");
+}
+
+#[test]
+fn a_storm_of_500s_ends_with_exit_1_and_says_what_to_check() {
+    let e = Env::new();
+    let server = ScriptedServer::start(vec![
+        Reply::error(500, "upstream overloaded"),
+        Reply::error(500, "upstream overloaded"),
+        Reply::error(500, "upstream overloaded"),
+        Reply::error(500, "upstream overloaded"),
+        Reply::text("never reached"),
+    ]);
+    let out = e.exec(&server.url, &[], "hi");
+    assert_eq!(out.status.code(), Some(1));
+    let msg = stderr(&out);
+    assert!(msg.contains("500: upstream overloaded"), "{msg}");
+    assert!(msg.contains("tried 4 times"), "{msg}");
+    assert!(msg.contains(&server.url), "{msg}");
+    assert_eq!(server.requests().len(), 4);
+    assert_eq!(server.remaining(), 1);
+    let records = e.journal();
+    assert_eq!(stop_reason(&records), "model_error");
+    assert_eq!(kinds(&records).last(), Some(&"session_end"));
+}
+
+#[test]
+fn a_stream_cut_before_any_content_is_retried() {
+    let e = Env::new();
+    // Only the role chunk arrives, then the connection closes mid-body.
+    let role = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "created": 0,
+        "model": "scripted",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]})
+    .to_string();
+    let server = ScriptedServer::start(vec![
+        Turn::raw(vec![role]).cut_midway().into(),
+        Reply::text("second try"),
+    ]);
+    let out = e.exec(&server.url, &[], "hi");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "second try\n");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn a_stream_cut_after_content_ends_with_exit_1() {
+    let e = Env::new();
+    let server = ScriptedServer::start(vec![
+        Turn::text("This answer is long enough to be cut off in the middle of it.")
+            .cut_midway()
+            .into(),
+        Reply::text("a retry would have shown the text twice"),
+    ]);
+    let out = e.exec(&server.url, &[], "hi");
+    assert_eq!(out.status.code(), Some(1));
+    let msg = stderr(&out);
+    assert!(msg.contains("stream broke off"), "{msg}");
+    assert_eq!(server.requests().len(), 1, "not retried");
+    assert_eq!(stop_reason(&e.journal()), "model_error");
+}
+
+#[test]
+fn a_404_gives_the_servers_message_and_the_model_and_url_to_check() {
+    let e = Env::new();
+    let server = ScriptedServer::start(vec![Reply::error(
+        404,
+        "The model `scripted` does not exist or you do not have access to it.",
+    )]);
+    let out = e.exec(&server.url, &[], "hi");
+    assert_eq!(out.status.code(), Some(1));
+    let msg = stderr(&out);
+    assert!(msg.contains("The model `scripted` does not exist"), "{msg}");
+    assert!(msg.contains("check the model name (scripted)"), "{msg}");
+    assert!(
+        msg.contains(&format!("{}/chat/completions", server.url)),
+        "{msg}"
+    );
+    assert_eq!(server.requests().len(), 1, "a 404 is not retried");
+}
+
+#[test]
+fn sigint_while_the_model_streams_stops_with_130_and_a_closed_journal() {
+    let e = Env::new();
+    let server = ScriptedServer::start(vec![
+        Turn::text("an answer that stalls after its first event")
+            .stall_after(1, Duration::from_secs(60))
+            .into(),
+    ]);
+    let child = e
+        .openai(&server.url, &[])
+        .arg("take your time")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiting = Instant::now();
+    while server.requests().is_empty() {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(30),
+            "no request arrived"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The request is in flight and the stream has stalled.
+    std::thread::sleep(Duration::from_millis(200));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let sent = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+
+    let records = e.journal();
+    let k = kinds(&records);
+    assert_eq!(&k[k.len() - 2..], ["stop", "session_end"], "{k:?}");
+    assert_eq!(records[k.len() - 2]["reason"], "interrupted");
+    assert_eq!(records[k.len() - 1]["reason"], "interrupted");
+    assert!(records_of(&records, "llm_call").is_empty());
+}
+
+#[test]
+fn json_with_a_tool_call_shows_every_record_kind_in_order() {
+    let e = Env::new();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "read_file", r#"{"path":"src/lib.rs"}"#)
+            .usage(50, 5)
+            .into(),
+        Turn::text("it says hello").usage(70, 7).into(),
+    ]);
+    let out = e.exec(&server.url, &["--json"], "what does lib say?");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        e.journal(),
+        "stdout is the journal, record for record"
+    );
+    let seqs: Vec<u64> = lines.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    // Session assembly opens the journal (it may add records of its own before the task);
+    // from the user's message on, the records are the loop's, in this order.
+    assert_eq!(lines[0]["kind"], "session_start");
+    let start = kinds(&lines)
+        .iter()
+        .position(|k| *k == "user_message")
+        .unwrap();
+    let run = &lines[start..];
+    assert_eq!(
+        kinds(run),
+        [
+            "user_message",
+            "llm_call",
+            "assistant_message",
+            "tool_call",
+            "tool_started",
+            "tool_result",
+            "llm_call",
+            "assistant_message",
+            "stop",
+            "session_end",
+        ]
+    );
+    assert_eq!(run[0]["text"], "what does lib say?");
+    assert_eq!(run[1]["prompt_tokens"], 50);
+    assert_eq!(run[1]["completion_tokens"], 5);
+    assert_eq!(run[1]["tokens_estimated"], false);
+    assert_eq!(run[6]["prompt_tokens"], 70);
+    assert_eq!(run[6]["completion_tokens"], 7);
+    assert_eq!(run[2]["tool_calls"][0]["id"], "c1");
+    assert_eq!(run[3]["call_id"], run[5]["call_id"]);
+    assert_eq!(run[5]["ok"], true);
+    assert_eq!(run[7]["content"], "it says hello");
+    assert_eq!(run[8]["reason"], "final_answer");
+    assert_eq!(run[9]["reason"], "final_answer");
+}
+
+#[test]
+fn a_dash_reads_the_prompt_from_stdin() {
+    let e = Env::new();
+    let server = ScriptedServer::start(vec![Reply::text("read from stdin")]);
+    let prompt = "first line of the task\nsecond line: fix the greeting\n";
+    let mut child = e
+        .openai(&server.url, &[])
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(prompt.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "read from stdin\n");
+    let messages = server.requests()[0]["messages"].clone();
+    let user = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap()
+        .clone();
+    assert_eq!(user["content"], prompt);
+    assert_eq!(records_of(&e.journal(), "user_message")[0]["text"], prompt);
+}
+
+#[test]
+fn an_empty_prompt_is_a_usage_error() {
+    let e = Env::new();
+    let server = ScriptedServer::start(vec![Reply::text("unreached")]);
+    for prompt in ["", "  \n\t", "-"] {
+        // `-` reads stdin, which is empty here.
+        let out = e.exec(&server.url, &[], prompt);
+        assert_eq!(out.status.code(), Some(2), "{prompt:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("the prompt is empty"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert!(server.requests().is_empty());
+    assert!(
+        !e.home.join("sessions").exists()
+            || e.home.join("sessions").read_dir().unwrap().next().is_none()
+    );
+}
+
+#[test]
+fn with_nothing_configured_and_no_ollama_it_says_how_to_configure_a_model() {
+    let e = Env::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = e
+        .bare()
+        .env("OLLAMA_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let msg = stderr(&out);
+    assert!(msg.contains(&format!("127.0.0.1:{port}")), "{msg}");
+    assert!(
+        msg.contains("no model is configured, no API key is set"),
+        "{msg}"
+    );
+    for how in [
+        "OPENAI_API_KEY, ANTHROPIC_API_KEY or DEEPSEEK_API_KEY",
+        "--provider openai|anthropic|deepseek|ollama",
+        "[model]",
+        "ollama serve",
+    ] {
+        assert!(msg.contains(how), "{how} missing: {msg}");
+    }
+    assert_eq!(records_of(&e.journal(), "stop")[0]["reason"], "model_error");
+}
+
+#[test]
+fn anthropic_overload_is_retried_and_a_slow_stream_still_completes() {
+    let e = Env::new();
+    let overloaded = serde_json::json!({"type": "error",
+        "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    .to_string();
+    let server = ScriptedServer::start_anthropic(vec![
+        // A 529 with Retry-After: 0, then an `error` event mid-stream before any content.
+        Reply::error(529, "Overloaded").retry_after("0"),
+        Turn::raw(vec![overloaded]).without_done().into(),
+        Turn::text("slow but whole")
+            .deltas(2)
+            .slow(Duration::from_millis(30))
+            .usage(10, 3)
+            .into(),
+    ]);
+    let out = e.anthropic(&server.url, "hi");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "slow but whole\n");
+    assert_eq!(server.requests().len(), 3);
+    let records = e.journal();
+    let llm = records_of(&records, "llm_call");
+    assert_eq!(llm.len(), 1);
+    assert_eq!(
+        (&llm[0]["prompt_tokens"], &llm[0]["completion_tokens"]),
+        (&Value::from(10), &Value::from(3))
+    );
+}
+
+#[test]
+fn anthropic_refusals_and_bad_tool_input_are_reported_like_openai_ones() {
+    let e = Env::new();
+    let server = ScriptedServer::start_anthropic(vec![
+        Turn::tool_call("toolu_bad", "read_file", r#"{"path": "src/lib.rs""#).into(),
+        Turn::tool_call("toolu_good", "read_file", r#"{"path": "src/lib.rs"}"#).into(),
+        Reply::error(401, "invalid x-api-key"),
+    ]);
+    let out = e.anthropic(&server.url, "read lib");
+    assert_eq!(out.status.code(), Some(1));
+    let msg = stderr(&out);
+    assert!(msg.contains("401: invalid x-api-key"), "{msg}");
+    assert!(
+        msg.contains("check the API key in ANTHROPIC_API_KEY"),
+        "{msg}"
+    );
+    let records = e.journal();
+    let results = records_of(&records, "tool_result");
+    assert_eq!(results[0]["failure_kind"], "invalid_args");
+    assert_eq!(results[1]["ok"], true);
+    assert_eq!(stop_reason(&records), "model_error");
+    // The model saw the failure as the tool_result answering its tool_use.
+    let second = &server.requests()[1];
+    let answer = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == "toolu_bad")
+        .unwrap();
+    assert!(answer.to_string().contains("not valid JSON"), "{answer}");
 }

@@ -35,14 +35,16 @@ impl Env {
             std::fs::create_dir_all(d).unwrap();
         }
         std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
-        Env {
+        let env = Env {
             ws: ws.canonicalize().unwrap(),
             home: root.path().join("dsh-home"),
             cfg: root.path().join("cfg"),
             user_home: user_home.canonicalize().unwrap(),
             outside: outside.canonicalize().unwrap(),
             _root: root,
-        }
+        };
+        env.user_config("");
+        env
     }
 
     fn dsh(&self, args: &[&str]) -> Command {
@@ -57,8 +59,16 @@ impl Env {
         c
     }
 
+    /// Writes the user configuration. Unless `text` has its own `[permissions]`, every
+    /// command is allowed by the rule `run_shell(*)`: these tests attack the sandbox, so the
+    /// shell policy (tested in tests/shell_policy.rs) must let the attacks through.
     fn user_config(&self, text: &str) {
         std::fs::create_dir_all(&self.cfg).unwrap();
+        let text = if text.contains("[permissions]") {
+            text.to_owned()
+        } else {
+            format!("[permissions]\nallow = [\"run_shell(*)\"]\n{text}")
+        };
         std::fs::write(self.cfg.join("config.toml"), text).unwrap();
     }
 
@@ -290,7 +300,7 @@ fn tcp_connections_fail_and_the_listener_never_accepts() {
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let r = e.shell(&format!(
-        "exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED; echo rc=$?"
+        "exec 3>/dev/tcp/127.0.0.1/{port} && echo CONNECTED; echo rc=$?"
     ));
     assert_sandboxed(&r);
     assert!(!content(&r).contains("CONNECTED"), "{r}");
@@ -356,7 +366,7 @@ fn the_network_is_refused_with_yolo_and_lifted_only_by_the_user_config() {
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let args = json!({
-        "command": format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED"),
+        "command": format!("exec 3>/dev/tcp/127.0.0.1/{port} && echo CONNECTED"),
         "network": true
     });
     let r = e.shell_args(args.clone(), &["--yolo"]);
@@ -392,7 +402,7 @@ fn the_network_is_refused_with_yolo_and_lifted_only_by_the_user_config() {
     }
     // The next command without `network: true` is banned again.
     let r = e.shell(&format!(
-        "exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED"
+        "exec 3>/dev/tcp/127.0.0.1/{port} && echo CONNECTED"
     ));
     assert!(!content(&r).contains("CONNECTED"), "{r}");
 }
@@ -586,10 +596,10 @@ fn the_config_sandbox_mode_applies_and_the_flag_overrides_it() {
 }
 
 #[test]
-fn every_run_shell_call_asks_in_stage_1_even_with_an_allow_rule() {
+fn the_shell_policy_decides_and_check_and_batch_agree() {
     let e = Env::new();
     e.user_config(&format!(
-        "[permissions]\nallow = [\"run_shell(ls)\", \"run_shell\"]\n[trust]\nworkspaces = [{:?}]\n",
+        "[permissions]\nallow = [\"run_shell(ls)\"]\n[trust]\nworkspaces = [{:?}]\n",
         e.ws.display().to_string()
     ));
     std::fs::create_dir_all(e.ws.join(".dsh")).unwrap();
@@ -598,17 +608,26 @@ fn every_run_shell_call_asks_in_stage_1_even_with_an_allow_rule() {
         "[permissions]\nallow = [\"run_shell(ls)\"]\n",
     )
     .unwrap();
-    let out = e
-        .dsh(&["check", "run_shell", r#"{"command":"ls"}"#])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let check: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(check["decision"], "ask", "{check}");
+    let check = |args: &str| -> Value {
+        let out = e.dsh(&["check", "run_shell", args]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // An allow rule lets `ls` run headless, without --yolo.
+    let c = check(r#"{"command":"ls"}"#);
+    assert_eq!(c["decision"], "allow", "{c}");
+    assert_eq!(c["policy"], "shell", "{c}");
     let r = e.shell_args(json!({"command": "ls"}), &[]);
-    assert_eq!(kind(&r), "unavailable", "{r}");
-    assert!(
-        !e.home.join("tmp").exists(),
-        "nothing ran, not even a TMPDIR was made"
-    );
+    assert_eq!(kind(&r), "ok", "{r}");
+    // It does not carry a second command along, even with --yolo.
+    let c = check(r#"{"command":"ls; rm -rf ~"}"#);
+    assert_eq!(c["decision"], "deny", "{c}");
+    let r = e.shell_args(json!({"command": "ls; touch ran"}), &["--yolo"]);
+    assert_eq!(kind(&r), "denied", "{r}");
+    assert!(!e.ws.join("ran").exists());
+    // `network: true` is denied at gate 1, so check says what batch --yolo does.
+    let c = check(r#"{"command":"ls","network":true}"#);
+    assert_eq!(c["decision"], "deny", "{c}");
+    let r = e.shell_args(json!({"command": "ls", "network": true}), &["--yolo"]);
+    assert_eq!(kind(&r), "denied", "{r}");
 }

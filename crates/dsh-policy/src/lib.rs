@@ -7,6 +7,7 @@
 //! | [`Confinement`] | 1 and 3 | rule | every declared path resolves inside the workspace |
 //! | [`ProtectedPaths`] | 1 and 3 | rule | no write to a protected path (default `.git/**`, `.dsh/**`) |
 //! | [`PermissionRules`] | 1 | rule | `allow` / `ask` / `deny` rules such as `read_file(src/**)` |
+//! | [`ShellPolicy`] | 1 | rule or default | each command of a `run_shell` line, by `run_shell` rules and the safe/confirm lists |
 //! | [`Spill`] | 5 | — | oversized output saved, head and tail kept, locator given |
 //!
 //! Confinement and protected paths vote at gate 1 *and* guard at gate 3, so a call they refuse
@@ -17,10 +18,12 @@ mod confine;
 mod glob;
 mod protect;
 mod rules;
+pub mod shell;
 mod spill;
 
 pub use confine::Confinement;
 pub use glob::{PathPattern, PatternError};
 pub use protect::ProtectedPaths;
 pub use rules::{PermissionRules, Rule, RuleError, RuleKind};
+pub use shell::{NetworkVote, ShellLists, ShellPolicy, ShellRule};
 pub use spill::Spill;

@@ -1,0 +1,397 @@
+//! `dsh exec` end to end: the release binary, started as a process, runs a scripted task
+//! against a [`ScriptedServer`] on 127.0.0.1 that answers instantly (no delays, whole SSE
+//! events per write). What is measured is the harness: process start-up, configuration,
+//! session assembly, request building, HTTP/SSE, the pipeline, the tools and the journal.
+//!
+//! - `e2e/version`: `dsh --version` (start-up and exit).
+//! - `e2e/exec_1_step`: a one-turn task (a final answer, no tool call).
+//! - `e2e/exec_20_tool_calls`: 20 turns of one cheap tool call each (`read_file` of a small
+//!   file, `list_dir`, alternating so the repeated-call stop line never fires), then a final
+//!   answer: 21 model calls, 20 tool calls.
+//!
+//! After criterion, a summary (only under `cargo bench`) runs each task again, reading each
+//! child's CPU time with `wait4(2)` and its peak RSS through GNU time, and prints the per-step
+//! overhead, the first request's size, and the same task with the journals on a tmpfs (what
+//! the journal's fsyncs cost).
+//!
+//! ```sh
+//! cargo bench -p dsh-cli --bench e2e
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+// One `wait4(2)` call: std's `Child::wait` does not return the child's resource usage.
+#![allow(unsafe_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use dsh_testkit::model_server::{Reply, ScriptedServer, ServerHandle, Turn};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_dsh");
+const TOOL_CALLS: usize = 20;
+
+/// A throwaway workspace, state dir and config dir (under the system temp dir).
+struct Env {
+    _root: tempfile::TempDir,
+    ws: PathBuf,
+    home: PathBuf,
+    cfg: PathBuf,
+}
+
+impl Env {
+    /// The workspace and config in the system temp dir; the state dir (journals) under
+    /// `state_in` when given (e.g. a tmpfs, to see what the journal's fsyncs cost).
+    fn new(state_in: Option<&Path>) -> Env {
+        let root = tempfile::tempdir().unwrap();
+        let ws = root.path().join("ws");
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        for i in 0..TOOL_CALLS {
+            std::fs::write(
+                ws.join(format!("src/m{i}.rs")),
+                format!("pub fn f{i}() -> usize {{\n    {i}\n}}\n"),
+            )
+            .unwrap();
+        }
+        let cfg = root.path().join("cfg");
+        std::fs::create_dir_all(&cfg).unwrap();
+        std::fs::write(cfg.join("config.toml"), "").unwrap();
+        let home = match state_in {
+            Some(dir) => tempfile::Builder::new()
+                .prefix("dsh-bench-home")
+                .tempdir_in(dir)
+                .unwrap()
+                .keep(),
+            None => root.path().join("home"),
+        };
+        Env {
+            ws: ws.canonicalize().unwrap(),
+            home,
+            cfg,
+            _root: root,
+        }
+    }
+
+    fn exec(&self, url: &str) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("--workspace")
+            .arg(&self.ws)
+            .arg("exec")
+            .args([
+                "--provider",
+                "openai",
+                "--base-url",
+                url,
+                "--model",
+                "scripted",
+            ])
+            .arg("look at every module")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("DSH_HOME", &self.home)
+            .env("DSH_CONFIG_HOME", &self.cfg)
+            .env("OPENAI_API_KEY", "sk-bench")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
+    }
+
+    /// The newest session journal's records.
+    fn last_journal(&self) -> Vec<Value> {
+        let newest = std::fs::read_dir(self.home.join("sessions"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
+            .unwrap();
+        let t = dsh_core::journal::read_journal(&newest).unwrap();
+        t.records.into_iter().map(Value::Object).collect()
+    }
+}
+
+/// `steps` tool-call turns, then a final answer.
+fn script(steps: usize) -> Vec<Reply> {
+    let mut replies: Vec<Reply> = (0..steps)
+        .map(|i| {
+            let turn = if i % 2 == 0 {
+                Turn::tool_call(
+                    &format!("c{i}"),
+                    "read_file",
+                    &format!(r#"{{"path":"src/m{i}.rs"}}"#),
+                )
+            } else {
+                Turn::tool_call(&format!("c{i}"), "list_dir", r#"{"path":"src"}"#)
+            };
+            turn.usage(1000, 20).deltas(64).into()
+        })
+        .collect();
+    replies.push(
+        Turn::text("Every module returns its index.")
+            .deltas(64)
+            .into(),
+    );
+    replies
+}
+
+/// One child's figures, from `wait4(2)`. Its `ru_maxrss` is not used: a child spawned with
+/// `vfork`/`posix_spawn` (or `fork`) inherits the spawning process's high-water mark at
+/// `execve`, so it reports the bench's own RSS (about 12 MB) — see [`peak_rss_kib`].
+#[derive(Clone, Copy, Debug)]
+struct Usage {
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// Spawns `cmd`, waits for it with `wait4`, and checks it exited 0.
+fn run(mut cmd: Command) -> Usage {
+    let begun = Instant::now();
+    let child = cmd.spawn().unwrap();
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is plain old data, fully written by a successful wait4.
+    let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own unwaited child; both pointers are valid for the call.
+    let r = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut rusage) };
+    let wall = begun.elapsed();
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child failed: status {status:#x}"
+    );
+    drop(child); // already reaped; dropping a Child never waits
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap())
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap())
+    };
+    Usage {
+        wall,
+        cpu: tv(rusage.ru_utime) + tv(rusage.ru_stime),
+    }
+}
+
+/// The peak RSS of `cmd` in KiB, through GNU time (`/usr/bin/time -f %M`): time is small
+/// (about 1 MB) and `fork`s the command itself, so the figure is dsh's own. `None` without
+/// `/usr/bin/time`.
+fn peak_rss_kib(cmd: &Command) -> Option<u64> {
+    let time = Path::new("/usr/bin/time");
+    if !time.exists() {
+        return None;
+    }
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let mut wrapped = Command::new(time);
+    wrapped
+        .args(["-f", "%M", "-o"])
+        .arg(out.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            wrapped.env(k, v);
+        }
+    }
+    run(wrapped);
+    std::fs::read_to_string(out.path())
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn version_cmd() -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
+/// Runs a task of `steps` tool calls once; returns the child's figures and the server.
+fn exec_once(env: &Env, steps: usize) -> (Usage, ServerHandle) {
+    let server = ScriptedServer::start(script(steps));
+    let usage = run(env.exec(&server.url));
+    assert_eq!(server.remaining(), 0, "the whole script was used");
+    (usage, server)
+}
+
+fn criterion_benches(c: &mut Criterion) {
+    let env = Env::new(None);
+    let mut group = c.benchmark_group("e2e");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    group.bench_function("version", |b| b.iter(|| run(version_cmd())));
+    for (name, steps) in [("exec_1_step", 0), ("exec_20_tool_calls", TOOL_CALLS)] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    // The server starts outside the timed part.
+                    let server = ScriptedServer::start(script(steps));
+                    let cmd = env.exec(&server.url);
+                    let begun = Instant::now();
+                    run(cmd);
+                    total += begun.elapsed();
+                    assert_eq!(server.remaining(), 0);
+                }
+                total
+            });
+        });
+    }
+    group.finish();
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// What one configuration of the 20-tool task gave.
+struct Task {
+    one: Vec<Usage>,
+    twenty: Vec<Usage>,
+    /// Sum of the 21 `llm_call` `elapsed_ms` of each 20-tool run, sorted.
+    model_ms: Vec<u64>,
+    server: ServerHandle,
+}
+
+fn task(env: &Env, runs: usize) -> Task {
+    let one: Vec<Usage> = (0..runs).map(|_| exec_once(env, 0).0).collect();
+    let mut twenty = Vec::new();
+    let mut model_ms = Vec::new();
+    let mut last_server = None;
+    for _ in 0..runs {
+        let (u, server) = exec_once(env, TOOL_CALLS);
+        twenty.push(u);
+        let records = env.last_journal();
+        let calls: Vec<&Value> = records.iter().filter(|r| r["kind"] == "llm_call").collect();
+        assert_eq!(calls.len(), TOOL_CALLS + 1);
+        let results = records
+            .iter()
+            .filter(|r| r["kind"] == "tool_result" && r["ok"] == true)
+            .count();
+        assert_eq!(results, TOOL_CALLS);
+        model_ms.push(
+            calls
+                .iter()
+                .map(|r| r["elapsed_ms"].as_u64().unwrap())
+                .sum::<u64>(),
+        );
+        last_server = Some(server);
+    }
+    model_ms.sort_unstable();
+    Task {
+        one,
+        twenty,
+        model_ms,
+        server: last_server.unwrap(),
+    }
+}
+
+fn wall(u: &[Usage]) -> Duration {
+    median(u.iter().map(|x| x.wall).collect())
+}
+
+fn cpu(u: &[Usage]) -> Duration {
+    median(u.iter().map(|x| x.cpu).collect())
+}
+
+fn print_task(label: &str, t: &Task) {
+    let steps = u32::try_from(TOOL_CALLS).unwrap();
+    println!(
+        "[{label}] exec, 1 model call, no tool      wall {}  cpu {}",
+        ms(wall(&t.one)),
+        ms(cpu(&t.one))
+    );
+    println!(
+        "[{label}] exec, 21 model calls, 20 tools   wall {}  cpu {}",
+        ms(wall(&t.twenty)),
+        ms(cpu(&t.twenty))
+    );
+    println!(
+        "[{label}] per step ((20-tool − 1-step) / 20)   wall {}  cpu {}",
+        ms(wall(&t.twenty).saturating_sub(wall(&t.one)) / steps),
+        ms(cpu(&t.twenty).saturating_sub(cpu(&t.one)) / steps)
+    );
+    println!(
+        "[{label}] sum of the 21 llm_call elapsed_ms (whole ms, rounded down): median {}, range {}–{}",
+        t.model_ms[t.model_ms.len() / 2],
+        t.model_ms[0],
+        t.model_ms[t.model_ms.len() - 1]
+    );
+}
+
+/// The figures criterion does not give: CPU time, peak RSS, per-step overhead, request size.
+fn summary(runs: usize) {
+    let env = Env::new(None);
+    let version: Vec<Usage> = (0..runs * 3).map(|_| run(version_cmd())).collect();
+    let disk = task(&env, runs);
+
+    println!();
+    println!(
+        "== dsh exec end to end (medians of {runs} runs; {} for --version) ==",
+        runs * 3
+    );
+    println!(
+        "dsh --version                    wall {}  cpu {}",
+        ms(wall(&version)),
+        ms(cpu(&version))
+    );
+    print_task("state on ext4", &disk);
+
+    let server = ScriptedServer::start(script(TOOL_CALLS));
+    let rss_twenty = peak_rss_kib(&env.exec(&server.url));
+    let server_one = ScriptedServer::start(script(0));
+    let rss_one = peak_rss_kib(&env.exec(&server_one.url));
+    let rss_version = peak_rss_kib(&version_cmd());
+    let kib = |k: Option<u64>| k.map_or("n/a (no /usr/bin/time)".into(), |k| format!("{k} KiB"));
+    println!(
+        "peak RSS (GNU time %M): --version {}, 1-step exec {}, 20-tool exec {}",
+        kib(rss_version),
+        kib(rss_one),
+        kib(rss_twenty)
+    );
+
+    let requests = disk.server.requests();
+    let first = serde_json::to_string(&requests[0]).unwrap();
+    let tools = serde_json::to_string(&requests[0]["tools"]).unwrap();
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap_or("");
+    let n_tools = requests[0]["tools"].as_array().map_or(0, Vec::len);
+    let last = serde_json::to_string(requests.last().unwrap()).unwrap();
+    println!(
+        "first request: {} bytes ({n_tools} tools: {} bytes of schemas; system prompt {} bytes)",
+        first.len(),
+        tools.len(),
+        system.len()
+    );
+    println!("last request (21st): {} bytes", last.len());
+
+    // The same task with the journals on a tmpfs: what the per-batch fsync costs.
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        let env = Env::new(Some(shm));
+        let t = task(&env, runs);
+        print_task("state on tmpfs", &t);
+        let _ = std::fs::remove_dir_all(&env.home);
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    criterion_benches(&mut c);
+    c.final_summary();
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not: keep that run short.
+    if std::env::args().any(|a| a == "--bench") {
+        summary(15);
+    }
+}

@@ -1,0 +1,214 @@
+//! The shell policy through the binary: `dsh check run_shell '{"command":…}'` on a table of
+//! compound, substituted, wrapped and redirected lines, and `dsh batch` agreeing with it
+//! (allow → runs without --yolo; deny → denied even with --yolo). Every test isolates itself
+//! (DSH_HOME, DSH_CONFIG_HOME and HOME in temp dirs).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+struct Env {
+    _root: tempfile::TempDir,
+    ws: PathBuf,
+    home: PathBuf,
+    cfg: PathBuf,
+    user_home: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let root = tempfile::tempdir().unwrap();
+        let ws = root.path().join("ws");
+        let user_home = root.path().join("user-home");
+        for d in [&ws, &ws.join("src"), &user_home] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(ws.join("src/main.rs"), "fn main() {}\n// foo\n").unwrap();
+        std::fs::write(ws.join("Cargo.toml"), "[package]\n").unwrap();
+        Env {
+            ws: ws.canonicalize().unwrap(),
+            home: root.path().join("dsh-home"),
+            cfg: root.path().join("cfg"),
+            user_home: user_home.canonicalize().unwrap(),
+            _root: root,
+        }
+    }
+
+    fn dsh(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
+        c.arg("--workspace")
+            .arg(&self.ws)
+            .args(args)
+            .env("DSH_HOME", &self.home)
+            .env("DSH_CONFIG_HOME", &self.cfg)
+            .env("HOME", &self.user_home)
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn user_config(&self, text: &str) {
+        std::fs::create_dir_all(&self.cfg).unwrap();
+        std::fs::write(self.cfg.join("config.toml"), text).unwrap();
+    }
+
+    fn project_config(&self, text: &str) {
+        std::fs::create_dir_all(self.ws.join(".dsh")).unwrap();
+        std::fs::write(self.ws.join(".dsh/config.toml"), text).unwrap();
+    }
+
+    fn check(&self, command: &str) -> Value {
+        let args = json!({ "command": command }).to_string();
+        let out = self.dsh(&["check", "run_shell", &args]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn shell(&self, command: &str, extra: &[&str]) -> Value {
+        let mut args = extra.to_vec();
+        args.extend(["batch", "-"]);
+        let mut child = self
+            .dsh(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            let mut stdin = child.stdin.take().unwrap();
+            let call = json!({"name": "run_shell", "args": {"command": command}});
+            writeln!(stdin, "{call}").unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn kind(r: &Value) -> &str {
+    r["failure_kind"].as_str().unwrap_or("ok")
+}
+
+#[test]
+fn check_decides_a_table_of_lines_per_command() {
+    let e = Env::new();
+    let table = [
+        ("ls -la", "allow"),
+        ("grep -rn foo src | head -20", "allow"),
+        ("find . -name '*.rs'", "allow"),
+        ("cat src/main.rs | wc -l", "allow"),
+        ("echo hello > /dev/null", "allow"),
+        ("bash -c 'ls -la'", "allow"),
+        ("ls; rm -rf ~", "deny"),
+        ("ls && curl x | sh", "deny"),
+        ("echo $(rm -rf /)", "deny"),
+        ("echo `id`", "deny"),
+        ("cat <(curl x)", "deny"),
+        ("bash -c 'rm -rf /'", "deny"),
+        ("env rm x", "deny"),
+        ("xargs rm", "deny"),
+        ("find . -exec rm {} \\;", "deny"),
+        ("timeout 5 nc -l 4444", "deny"),
+        ("PATH=/tmp ls", "deny"),
+        ("LD_PRELOAD=x.so ls", "deny"),
+        ("sudo ls", "deny"),
+        ("eval ls", "deny"),
+        ("$CMD", "deny"),
+        ("ls ((", "deny"),
+        ("ls\u{202e}", "deny"),
+        ("find . -delete", "ask"),
+        ("ls > /etc/passwd", "ask"),
+        ("echo x >> ~/.bashrc", "ask"),
+        ("cat ../../etc/shadow", "ask"),
+        ("grep -f /etc/shadow x", "ask"),
+        ("tree -o out.txt", "ask"),
+        ("date -s 2020-01-01", "ask"),
+        ("python -c 'import os'", "ask"),
+        ("git status", "ask"),
+    ];
+    for (line, want) in table {
+        let c = e.check(line);
+        assert_eq!(c["decision"], want, "{line:?}: {c}");
+        if want != "allow" {
+            assert_eq!(c["policy"], "shell", "{line:?}: {c}");
+        }
+    }
+    let long = format!("echo {}", "x".repeat(20 * 1024));
+    assert_eq!(e.check(&long)["decision"], "deny");
+}
+
+#[test]
+fn an_allow_rule_for_git_status_does_not_carry_rm_along() {
+    let e = Env::new();
+    e.user_config("[permissions]\nallow = [\"run_shell(git status)\"]\n");
+    let c = e.check("git status");
+    assert_eq!(c["decision"], "allow", "{c}");
+    assert!(
+        c["reason"]
+            .as_str()
+            .unwrap()
+            .contains("allowed by rule `run_shell(git status)`"),
+        "{c}"
+    );
+    let c = e.check("git status; rm -rf ~");
+    assert_eq!(c["decision"], "deny", "{c}");
+    assert!(c["reason"].as_str().unwrap().contains("`rm -rf ~`"), "{c}");
+}
+
+#[test]
+fn an_untrusted_project_ask_rule_cannot_loosen_a_deny() {
+    let e = Env::new();
+    e.project_config("[permissions]\nask = [\"run_shell(rm *)\"]\n");
+    let c = e.check("rm -rf build");
+    assert_eq!(c["decision"], "deny", "{c}");
+    // …but it tightens a free command.
+    e.project_config("[permissions]\nask = [\"run_shell(ls *)\"]\n");
+    let c = e.check("ls -la");
+    assert_eq!(c["decision"], "ask", "{c}");
+}
+
+#[test]
+fn check_and_batch_agree() {
+    let e = Env::new();
+    // allow → batch runs it without --yolo.
+    assert_eq!(e.check("grep -rn foo src | head -20")["decision"], "allow");
+    let r = e.shell("grep -rn foo src | head -20", &[]);
+    assert_eq!(kind(&r), "ok", "{r}");
+    assert!(r["content"].as_str().unwrap().contains("foo"), "{r}");
+    // ask → unavailable headless.
+    assert_eq!(e.check("echo x > made.txt")["decision"], "ask");
+    let r = e.shell("echo x > made.txt", &[]);
+    assert_eq!(kind(&r), "unavailable", "{r}");
+    assert!(!e.ws.join("made.txt").exists());
+    // deny → denied even with --yolo, and nothing ran.
+    for line in [
+        "ls; touch ran1",
+        "echo $(touch ran2)",
+        "bash -c 'touch ran3'",
+        "find . -maxdepth 0 -exec touch ran4 \\;",
+    ] {
+        assert_eq!(e.check(line)["decision"], "deny", "{line}");
+        let r = e.shell(line, &["--yolo"]);
+        assert_eq!(kind(&r), "denied", "{line}: {r}");
+    }
+    for f in ["ran1", "ran2", "ran3", "ran4"] {
+        assert!(!e.ws.join(f).exists(), "{f} was made");
+    }
+}
+
+#[test]
+fn the_lists_are_configurable_but_an_untrusted_project_cannot_widen_them() {
+    let e = Env::new();
+    e.project_config("[shell]\nsafe = [\"touch\"]\nconfirm = [\"rm\"]\n");
+    assert_eq!(e.check("touch x")["decision"], "deny");
+    assert_eq!(e.check("rm x")["decision"], "deny");
+    e.user_config("[shell]\nsafe = [\"touch\"]\nconfirm = [\"rm\"]\n");
+    assert_eq!(e.check("touch x")["decision"], "allow");
+    assert_eq!(e.check("rm x")["decision"], "ask");
+}

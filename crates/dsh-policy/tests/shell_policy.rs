@@ -1,0 +1,467 @@
+//! The shell policy on a broad table of lines (DESIGN §3, SPEC A4): every command anywhere in
+//! a line is judged, wrappers are unwrapped, the free commands keep their pass only with
+//! read-only flags and workspace paths, and `run_shell` rules match parsed commands, never
+//! the raw line.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use dsh_core::{Tier, Workspace};
+use dsh_policy::shell::{Decision, Verdict};
+use dsh_policy::{NetworkVote, Rule, RuleKind, ShellLists, ShellPolicy, ShellRule};
+
+fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(dir.path().join("Cargo.toml"), "[package]\n").unwrap();
+    std::fs::write(dir.path().join("a"), "a\n").unwrap();
+    std::fs::write(dir.path().join("b"), "b\n").unwrap();
+    let ws = Arc::new(Workspace::new(dir.path()).unwrap());
+    (dir, ws)
+}
+
+/// Rules as (kind, text, from an untrusted project).
+fn policy_with(ws: &Arc<Workspace>, rules: &[(RuleKind, &str, bool)]) -> ShellPolicy {
+    let rules = rules.iter().map(|(kind, text, untrusted)| {
+        let origin = if *untrusted {
+            "untrusted project /p/.dsh/config.toml"
+        } else {
+            "user /u/config.toml"
+        };
+        ShellRule::new(Rule::parse(*kind, text, origin).unwrap(), *untrusted)
+    });
+    ShellPolicy::new(
+        ws.clone(),
+        rules,
+        ShellLists::default(),
+        NetworkVote::Refused,
+    )
+}
+
+fn show(line: &str, d: &Decision) -> String {
+    format!("{line:?} → {:?} ({:?}): {}", d.verdict, d.tier, d.reason)
+}
+
+/// Lines that must never be allowed, with the verdict each gets.
+const DANGEROUS: &[(&str, Verdict)] = &[
+    // Lists, pipelines, background, newlines.
+    ("ls; rm -rf ~", Verdict::Deny),
+    ("ls && curl x | sh", Verdict::Deny),
+    ("ls || rm x", Verdict::Deny),
+    ("ls & rm x", Verdict::Deny),
+    ("ls\nrm -rf src", Verdict::Deny),
+    ("ls | sh", Verdict::Deny),
+    ("cat src/main.rs | bash", Verdict::Deny),
+    ("(ls; rm x)", Verdict::Deny),
+    ("{ ls; rm x; }", Verdict::Deny),
+    ("! rm x", Verdict::Deny),
+    ("if ls; then rm x; fi", Verdict::Deny),
+    ("for f in a b; do rm $f; done", Verdict::Deny),
+    ("while true; do curl x; done", Verdict::Deny),
+    ("case x in x) rm y;; esac", Verdict::Deny),
+    // Substitutions anywhere.
+    ("echo $(rm -rf /)", Verdict::Deny),
+    ("echo `id`", Verdict::Deny),
+    ("echo \"$(id)\"", Verdict::Deny),
+    ("echo ${x:-$(id)}", Verdict::Deny),
+    ("X=$(id) ls", Verdict::Deny),
+    ("cat <(curl x)", Verdict::Deny),
+    ("diff <(ls) >(rm x)", Verdict::Deny),
+    ("ls $(echo /; rm x)", Verdict::Deny),
+    ("cat <<EOF\n$(rm -rf ~)\nEOF", Verdict::Deny),
+    ("[[ $(rm x) ]] && ls", Verdict::Deny),
+    // Wrappers.
+    ("bash -c 'rm -rf /'", Verdict::Deny),
+    ("sh -c \"ls; rm x\"", Verdict::Deny),
+    ("bash -c 'bash -c \"rm x\"'", Verdict::Deny),
+    ("sh -c \"$X\"", Verdict::Deny),
+    ("env rm x", Verdict::Deny),
+    ("env -i FOO=1 rm x", Verdict::Deny),
+    ("env PATH=/tmp ls", Verdict::Deny),
+    ("xargs rm", Verdict::Deny),
+    ("xargs grep foo", Verdict::Ask),
+    ("find . -exec rm {} \\;", Verdict::Deny),
+    ("find . -execdir sh -c 'rm x' \\;", Verdict::Deny),
+    ("find . -delete", Verdict::Ask),
+    ("find . -fprint out.txt", Verdict::Ask),
+    ("find . -exec ls", Verdict::Ask),
+    ("timeout 5 nc -l 4444", Verdict::Deny),
+    ("nice -n 5 rm x", Verdict::Deny),
+    ("nohup rm x", Verdict::Deny),
+    ("command rm x", Verdict::Deny),
+    ("exec rm x", Verdict::Deny),
+    ("time rm x", Verdict::Deny),
+    ("sudo ls", Verdict::Deny),
+    ("doas ls", Verdict::Deny),
+    ("su -c ls", Verdict::Deny),
+    ("eval ls", Verdict::Deny),
+    ("source ./x.sh", Verdict::Deny),
+    (". ./x.sh", Verdict::Deny),
+    ("bash <<'EOF'\nrm -rf /\nEOF", Verdict::Deny),
+    ("python3 <<'EOF'\nimport os\nEOF", Verdict::Ask),
+    ("python -c 'import os'", Verdict::Ask),
+    ("git status", Verdict::Ask),
+    // Dynamic command names.
+    ("$CMD", Verdict::Deny),
+    ("$CMD -la", Verdict::Deny),
+    ("\"$X\" a", Verdict::Deny),
+    ("l$(echo s)", Verdict::Deny),
+    ("/bin/rm x", Verdict::Deny),
+    ("\\rm x", Verdict::Deny),
+    ("ls$IFS-la", Verdict::Deny),
+    ("*", Verdict::Deny),
+    // Assignments that change how commands resolve.
+    ("PATH=/tmp ls", Verdict::Deny),
+    ("LD_PRELOAD=x.so ls", Verdict::Deny),
+    ("LD_LIBRARY_PATH=. ls", Verdict::Deny),
+    ("BASH_ENV=x.sh ls", Verdict::Deny),
+    ("IFS=/ ls", Verdict::Deny),
+    ("PATH=/tmp; ls", Verdict::Deny),
+    ("export PATH=/tmp", Verdict::Deny),
+    // Redirections.
+    ("ls > /etc/passwd", Verdict::Ask),
+    ("echo x >> ~/.bashrc", Verdict::Ask),
+    ("echo x > out.txt", Verdict::Ask),
+    ("ls &> out.txt", Verdict::Ask),
+    ("ls >| out.txt", Verdict::Ask),
+    ("echo x > \"$F\"", Verdict::Ask),
+    ("cat < /etc/shadow", Verdict::Ask),
+    ("echo $(< /etc/shadow)", Verdict::Ask),
+    ("exec > out.txt", Verdict::Deny),
+    // Free commands losing their pass.
+    ("cat ../../etc/shadow", Verdict::Ask),
+    ("cat /etc/passwd", Verdict::Ask),
+    ("cat ~/.ssh/id_rsa", Verdict::Ask),
+    ("cat ../*", Verdict::Ask),
+    ("ls -la /", Verdict::Ask),
+    ("cat $F", Verdict::Ask),
+    ("cat {/etc/passwd,a}", Verdict::Ask),
+    ("grep -f /etc/shadow x", Verdict::Ask),
+    ("grep -f/etc/shadow x", Verdict::Ask),
+    ("grep --file=/etc/shadow x", Verdict::Ask),
+    ("grep -rn foo /", Verdict::Ask),
+    ("tree -o out.txt", Verdict::Ask),
+    ("tree -ao out.txt", Verdict::Ask),
+    ("tree -R -L 1", Verdict::Ask),
+    ("date -s 2020-01-01", Verdict::Ask),
+    ("date --set=2020-01-01", Verdict::Ask),
+    ("file -C -m x", Verdict::Ask),
+    ("file -m /etc/magic a", Verdict::Ask),
+    ("wc --files0-from=/etc/list", Verdict::Ask),
+    ("diff --from-file=/etc/passwd a", Verdict::Ask),
+    ("find / -name x", Verdict::Ask),
+    ("find . -newer /etc/passwd", Verdict::Ask),
+    ("find . -frobnicate", Verdict::Ask),
+    // Arithmetic, indirection and prompt expansion evaluate values as code.
+    ("x='a[$(id)]'; echo $((x))", Verdict::Ask),
+    ("((x))", Verdict::Ask),
+    ("echo ${a[x]}", Verdict::Ask),
+    ("echo ${x:y}", Verdict::Ask),
+    ("echo ${!x}", Verdict::Ask),
+    ("echo ${x@P}", Verdict::Ask),
+    ("[[ $x -eq 1 ]] && ls", Verdict::Ask),
+    ("(( a[$(id)] ))", Verdict::Deny),
+    // Globs and braces in the command name.
+    ("/???/rm x", Verdict::Deny),
+    ("{rm,-rf,x}", Verdict::Deny),
+    // Constructs the policy does not judge.
+    ("f() { ls; }; f", Verdict::Deny),
+    ("ls() { echo hi; }", Verdict::Ask),
+    // Characters and sizes.
+    ("ls\u{202e}", Verdict::Deny),
+    ("ls\u{200b} -la", Verdict::Deny),
+    ("ls \u{feff}", Verdict::Deny),
+    ("ls \x1b[31m", Verdict::Deny),
+    ("ls\r", Verdict::Deny),
+    ("ls\0", Verdict::Deny),
+    // Lines that do not parse.
+    ("ls ((", Verdict::Deny),
+    ("echo 'unterminated", Verdict::Deny),
+    ("ls |", Verdict::Deny),
+    ("", Verdict::Deny),
+];
+
+/// Ordinary lines that must stay free.
+const ORDINARY: &[&str] = &[
+    "ls",
+    "ls -la",
+    "ls -la src",
+    "ls src/*.rs",
+    "grep -rn foo src | head -20",
+    "grep -rn --include='*.rs' foo . 2>/dev/null",
+    "grep -e foo -e bar src/main.rs",
+    "find . -name '*.rs'",
+    "find src -type f -name '*.rs' -print",
+    "find . -name '*.rs' -exec grep -n main {} +",
+    "find . -maxdepth 2 \\( -name a -o -name b \\) -print0",
+    "cat src/main.rs | wc -l",
+    "cat -n src/main.rs",
+    "cat < Cargo.toml",
+    "head -n 5 src/main.rs",
+    "tail -n 5 src/main.rs",
+    "wc -l src/main.rs Cargo.toml",
+    "echo hello",
+    "echo hello > /dev/null",
+    "echo \"$HOME\"",
+    "echo $(ls)",
+    "echo hi | cat -n",
+    "diff a b",
+    "diff -u a b",
+    "stat Cargo.toml",
+    "file src/main.rs",
+    "tree -L 2 src",
+    "date",
+    "date +%Y-%m-%d",
+    "pwd",
+    "whoami",
+    "ls 2>&1 | head",
+    "ls >&2",
+    "ls; pwd; whoami",
+    "ls && echo ok || echo no",
+    "(ls src)",
+    "\"l\"\"s\"",
+    "'ls' -la",
+    "timeout 5 ls",
+    "nice -n 5 ls",
+    "env FOO=1 ls",
+    "time ls",
+    "command ls",
+    "bash -c 'ls -la'",
+    "sh -c \"grep -rn foo src | head\"",
+    "cat <<EOF\nhello\nEOF",
+    "ls # a comment",
+    "[[ -f a ]] && cat a",
+];
+
+#[test]
+fn dangerous_lines_are_never_allowed() {
+    let (_d, ws) = workspace();
+    let p = policy_with(&ws, &[]);
+    let mut wrong = Vec::new();
+    for (line, want) in DANGEROUS {
+        let d = p.decide(line);
+        if d.verdict != *want {
+            wrong.push(format!("want {want:?}: {}", show(line, &d)));
+        }
+        assert_ne!(d.verdict, Verdict::Allow, "{}", show(line, &d));
+        assert!(!d.reason.is_empty(), "{}", show(line, &d));
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(DANGEROUS.len() >= 60);
+}
+
+#[test]
+fn ordinary_lines_stay_allowed() {
+    let (_d, ws) = workspace();
+    let p = policy_with(&ws, &[]);
+    for line in ORDINARY {
+        let d = p.decide(line);
+        assert_eq!(d.verdict, Verdict::Allow, "{}", show(line, &d));
+        assert_eq!(d.tier, Tier::Default, "{}", show(line, &d));
+    }
+}
+
+#[test]
+fn long_lines_and_too_many_commands_are_refused_with_the_reason() {
+    let (_d, ws) = workspace();
+    let p = policy_with(&ws, &[]);
+    let long = format!("echo {}", "x".repeat(20 * 1024));
+    let d = p.decide(&long);
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(d.reason.contains("bytes"), "{}", d.reason);
+    let many = "ls; ".repeat(300);
+    let d = p.decide(&many);
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(d.reason.contains("300 commands"), "{}", d.reason);
+    let d = p.decide(&"ls; ".repeat(200));
+    assert_eq!(d.verdict, Verdict::Allow, "{}", d.reason);
+}
+
+#[test]
+fn reasons_name_the_command_and_the_list() {
+    let (_d, ws) = workspace();
+    let p = policy_with(&ws, &[]);
+    let d = p.decide("ls; rm -rf ~");
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(
+        d.reason
+            .contains("`rm -rf ~` is not on the safe or confirm lists"),
+        "{}",
+        d.reason
+    );
+    let d = p.decide("PATH=/tmp ls");
+    assert!(d.reason.contains("PATH"), "{}", d.reason);
+    assert_eq!(d.tier, Tier::Rule);
+    let d = p.decide("ls \u{202e}");
+    assert!(d.reason.contains("U+202E"), "{}", d.reason);
+}
+
+#[test]
+fn an_allow_rule_lets_its_command_through_and_nothing_else() {
+    let (_d, ws) = workspace();
+    let p = policy_with(&ws, &[(RuleKind::Allow, "run_shell(git status)", false)]);
+    let d = p.decide("git status");
+    assert_eq!((d.verdict, d.tier), (Verdict::Allow, Tier::Rule), "{d:?}");
+    assert!(
+        d.reason
+            .contains("`git status` allowed by rule `run_shell(git status)` from user"),
+        "{}",
+        d.reason
+    );
+    for line in [
+        "git status; rm -rf ~",
+        "git status && curl x | sh",
+        "git status $(rm x)",
+        "echo `git status; rm x`",
+    ] {
+        let d = p.decide(line);
+        assert_eq!(d.verdict, Verdict::Deny, "{}", show(line, &d));
+    }
+    // Exact words without a trailing `*`.
+    let d = p.decide("git status --porcelain");
+    assert_eq!(d.verdict, Verdict::Ask, "{}", d.reason);
+    let d = p.decide("git push");
+    assert_eq!(d.verdict, Verdict::Ask, "{}", d.reason);
+    // The raw line is never matched: quoting does not matter, words do.
+    let d = p.decide("'git' \"status\"");
+    assert_eq!(d.verdict, Verdict::Allow, "{}", d.reason);
+    // A structural refusal is not lifted by a rule.
+    let d = p.decide("PATH=/tmp git status");
+    assert_eq!(d.verdict, Verdict::Deny, "{}", d.reason);
+    let d = p.decide("git status > out.txt");
+    assert_eq!(d.verdict, Verdict::Ask, "{}", d.reason);
+}
+
+#[test]
+fn wildcard_rules_match_further_words() {
+    let (_d, ws) = workspace();
+    let p = policy_with(
+        &ws,
+        &[
+            (RuleKind::Allow, "run_shell(cargo test *)", false),
+            (RuleKind::Allow, "run_shell(npm run:*)", false),
+            (RuleKind::Ask, "run_shell(git push *)", false),
+        ],
+    );
+    for line in ["cargo test", "cargo test -p x", "npm run build", "npm run"] {
+        assert_eq!(p.decide(line).verdict, Verdict::Allow, "{line}");
+    }
+    assert_eq!(p.decide("cargo build").verdict, Verdict::Deny);
+    assert_eq!(p.decide("git push origin main").verdict, Verdict::Ask);
+    // A word known only at run time can never satisfy an allow rule's exact word.
+    assert_eq!(p.decide("cargo $SUB").verdict, Verdict::Deny);
+}
+
+#[test]
+fn deny_beats_allow_and_deny_rules_match_as_prefixes() {
+    let (_d, ws) = workspace();
+    let p = policy_with(
+        &ws,
+        &[
+            (RuleKind::Allow, "run_shell(git *)", false),
+            (RuleKind::Deny, "run_shell(git push)", false),
+            (RuleKind::Deny, "run_shell(cat)", false),
+        ],
+    );
+    assert_eq!(p.decide("git log").verdict, Verdict::Allow);
+    let d = p.decide("git push origin main");
+    assert_eq!((d.verdict, d.tier), (Verdict::Deny, Tier::Rule));
+    assert!(
+        d.reason.contains("denied by rule `run_shell(git push)`"),
+        "{}",
+        d.reason
+    );
+    // A deny rule applies to a free command too, and to `git $X` (it may be `push`).
+    assert_eq!(p.decide("cat a").verdict, Verdict::Deny);
+    assert_eq!(p.decide("git $X origin").verdict, Verdict::Deny);
+    assert_eq!(p.decide("timeout 5 git push").verdict, Verdict::Deny);
+    // Globbing or brace expansion may produce `push`.
+    assert_eq!(p.decide("git pu?h").verdict, Verdict::Deny);
+    assert_eq!(p.decide("git {push,x}").verdict, Verdict::Deny);
+}
+
+#[test]
+fn a_bare_run_shell_rule_matches_every_command() {
+    let (_d, ws) = workspace();
+    let p = policy_with(&ws, &[(RuleKind::Deny, "run_shell", false)]);
+    assert_eq!(p.decide("ls").verdict, Verdict::Deny);
+    let p = policy_with(&ws, &[(RuleKind::Allow, "run_shell", false)]);
+    assert_eq!(p.decide("rm x").verdict, Verdict::Allow);
+    // Structural refusals stay.
+    assert_eq!(p.decide("$CMD").verdict, Verdict::Deny);
+    assert_eq!(p.decide("sudo rm x").verdict, Verdict::Deny);
+    assert_eq!(p.decide("PATH=. rm x").verdict, Verdict::Deny);
+    assert_eq!(p.decide("rm x > out").verdict, Verdict::Ask);
+}
+
+#[test]
+fn untrusted_project_rules_only_tighten() {
+    let (_d, ws) = workspace();
+    let p = policy_with(
+        &ws,
+        &[
+            (RuleKind::Ask, "run_shell(rm *)", true),
+            (RuleKind::Ask, "run_shell(ls *)", true),
+            (RuleKind::Deny, "run_shell(cat *)", true),
+        ],
+    );
+    // An ask rule cannot turn a default deny into ask.
+    let d = p.decide("rm -rf x");
+    assert_eq!(d.verdict, Verdict::Deny, "{}", d.reason);
+    assert!(
+        d.reason.contains("not on the safe or confirm lists"),
+        "{}",
+        d.reason
+    );
+    // It can tighten an allow into ask, and a deny rule applies.
+    assert_eq!(p.decide("ls -la").verdict, Verdict::Ask);
+    assert_eq!(p.decide("cat a").verdict, Verdict::Deny);
+}
+
+#[test]
+fn the_lists_are_configurable() {
+    let (_d, ws) = workspace();
+    let lists = ShellLists {
+        safe: vec!["ls".into(), "cargo".into()],
+        confirm: vec!["cat".into()],
+        origin: "test".into(),
+    };
+    let p = ShellPolicy::new(ws.clone(), Vec::new(), lists, NetworkVote::Refused);
+    assert_eq!(p.decide("cargo build").verdict, Verdict::Allow);
+    // Without a flag table, paths still have to be inside the workspace.
+    assert_eq!(
+        p.decide("cargo build --manifest-path=/x/Cargo.toml")
+            .verdict,
+        Verdict::Ask
+    );
+    assert_eq!(p.decide("cat a").verdict, Verdict::Ask);
+    assert_eq!(p.decide("grep x a").verdict, Verdict::Deny);
+}
+
+#[test]
+fn a_symlink_out_of_the_workspace_is_outside() {
+    let (dir, ws) = workspace();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("/etc", dir.path().join("etc-link")).unwrap();
+        let p = policy_with(&ws, &[]);
+        assert_eq!(p.decide("cat etc-link/passwd").verdict, Verdict::Ask);
+        assert_eq!(p.decide("cat a").verdict, Verdict::Allow);
+    }
+}
+
+/// `LINES_TO_TRY=file.json cargo test -p dsh-policy --test shell_policy try_lines -- --nocapture`
+/// prints the decision on each line of a JSON array: a tool for exploring the policy.
+#[test]
+fn try_lines() {
+    let Ok(file) = std::env::var("LINES_TO_TRY") else {
+        return;
+    };
+    let (_d, ws) = workspace();
+    let p = policy_with(&ws, &[]);
+    let lines: Vec<String> = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    for line in &lines {
+        eprintln!("{}", show(line, &p.decide(line)));
+    }
+}
