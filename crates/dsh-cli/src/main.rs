@@ -118,9 +118,16 @@ fn main() -> ExitCode {
         Some(Command::Batch { file }) => {
             runtime().and_then(|rt| rt.block_on(batch::batch(&cli.common, &file)))
         }
-        Some(Command::Exec(args)) => {
-            runtime().and_then(|rt| rt.block_on(exec::exec(&cli.common, &args)))
-        }
+        Some(Command::Exec(args)) => runtime().and_then(|rt| {
+            // The loop runs on a worker, not in `block_on`: each tool execution it spawns
+            // then costs no cross-thread wake-up of the driving thread (BENCHMARKS.md).
+            let common = cli.common;
+            rt.block_on(async move {
+                tokio::spawn(async move { exec::exec(&common, &args).await })
+                    .await
+                    .map_err(|e| Failure::harness(anyhow::anyhow!("the agent loop failed: {e}")))?
+            })
+        }),
         Some(Command::Trust) => settings::trust(&cli.common),
     };
     match outcome {
