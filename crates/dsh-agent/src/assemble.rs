@@ -6,7 +6,8 @@
 //!   when several would deny);
 //! - gate 2: no approver (headless: every `ask` is `unavailable`), or `--yolo`'s;
 //! - gate 3: confinement, protected paths — the same checks as gate 1, as guards, so a
-//!   permissive listener can never carry a call past them (SPEC P4);
+//!   permissive listener can never carry a call past them (SPEC P4); then the Python audit
+//!   again, on the scripts' content just before the call runs;
 //! - gate 4: timeout (outermost), retry for idempotent tools;
 //! - gate 5: spill.
 
@@ -20,8 +21,8 @@ use dsh_core::{
     Retry, SpillStore, Timeout, Workspace, async_trait,
 };
 use dsh_policy::{
-    Confinement, NetworkVote, PermissionRules, ProtectedPaths, Rule, RuleKind, ShellLists,
-    ShellPolicy, ShellRule, Spill,
+    Confinement, NetworkVote, PermissionRules, ProtectedPaths, PythonAuditGuard, Rule, RuleKind,
+    ShellLists, ShellPolicy, ShellRule, Spill,
 };
 
 /// What an `unavailable` result tells the user to do.
@@ -309,6 +310,7 @@ impl Session {
             .pre_policy(shell)
             .guard(confinement)
             .guard(protected)
+            .guard(PythonAuditGuard::new(workspace.clone()))
             .wrapper(Timeout::new(settings.tool_timeout))
             .wrapper(Retry::new(3, Duration::from_millis(100)))
             .disposition(Spill::new(spill.clone(), settings.spill_chars))

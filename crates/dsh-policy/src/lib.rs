@@ -7,7 +7,8 @@
 //! | [`Confinement`] | 1 and 3 | rule | every declared path resolves inside the workspace |
 //! | [`ProtectedPaths`] | 1 and 3 | rule | no write to a protected path (default `.git/**`, `.dsh/**`) |
 //! | [`PermissionRules`] | 1 | rule | `allow` / `ask` / `deny` rules such as `read_file(src/**)` |
-//! | [`ShellPolicy`] | 1 | rule or default | each command of a `run_shell` line, by `run_shell` rules and the safe/confirm lists |
+//! | [`ShellPolicy`] | 1 | rule or default | each command of a `run_shell` line, by `run_shell` rules and the safe/confirm lists; `python` scripts and `-c` code audited first ([`python`]) |
+//! | [`PythonAuditGuard`] | 3 | — | the Python a `run_shell` line runs still passes the audit ([`python`]) |
 //! | [`Spill`] | 5 | — | oversized output saved, head and tail kept, locator given |
 //!
 //! Confinement and protected paths vote at gate 1 *and* guard at gate 3, so a call they refuse
@@ -17,6 +18,7 @@
 mod confine;
 mod glob;
 mod protect;
+pub mod python;
 mod rules;
 pub mod shell;
 mod spill;
@@ -24,6 +26,7 @@ mod spill;
 pub use confine::Confinement;
 pub use glob::{PathPattern, PatternError};
 pub use protect::ProtectedPaths;
+pub use python::PythonAuditGuard;
 pub use rules::{PermissionRules, Rule, RuleError, RuleKind};
 pub use shell::{NetworkVote, ShellLists, ShellPolicy, ShellRule};
 pub use spill::Spill;

@@ -99,7 +99,8 @@ const DANGEROUS: &[(&str, Verdict)] = &[
     ("source ./x.sh", Verdict::Deny),
     (". ./x.sh", Verdict::Deny),
     ("bash <<'EOF'\nrm -rf /\nEOF", Verdict::Deny),
-    ("python3 <<'EOF'\nimport os\nEOF", Verdict::Ask),
+    // Python from standard input cannot be audited (see tests/python_audit.rs).
+    ("python3 <<'EOF'\nimport os\nEOF", Verdict::Deny),
     ("python -c 'import os'", Verdict::Ask),
     ("git status", Verdict::Ask),
     // Dynamic command names.

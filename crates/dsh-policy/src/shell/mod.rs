@@ -17,6 +17,11 @@
 //! that reads outside the workspace asks; a construct the policy does not know asks; `sudo`,
 //! `su`, `doas` and `env PATH=…` are refused whatever the rules say.
 //!
+//! Python (`python script.py`, `python -c CODE`, any `pythonX.Y`) is audited first by
+//! [`crate::python`]: a refusal is a `Rule` deny that no rule lifts (not even one that matches a
+//! wrapper such as `env *`); a pass leaves the command to the rules and lists. A line that runs
+//! Python after `cd`, under `env -C`/`-S` or with a `PYTHON*` assignment is refused.
+//!
 //! Rule matching: a rule's specifier is words, matched against a command's words after quote
 //! removal. A trailing `*` (or `word:*`) matches any further words. Without it an `allow`
 //! rule matches exactly those words, while a `deny` or `ask` rule matches any command that
@@ -217,6 +222,14 @@ impl ShellPolicy {
                 self.max_commands
             ));
         }
+        let literal_commands: Vec<Vec<Option<&str>>> = parsed
+            .commands
+            .iter()
+            .map(|c| c.iter().map(Word::literal).collect())
+            .collect();
+        if let Some(why) = crate::python::hidden_context(line, &literal_commands) {
+            return refuse(why);
+        }
         for f in parsed.findings {
             out.push(Judgement {
                 verdict: f.verdict,
@@ -284,6 +297,34 @@ impl ShellPolicy {
             });
             return;
         }
+        // Python: the script or `-c` code is audited first; a refusal holds whatever the
+        // rules say, a pass leaves the verdict to them and the lists (see `crate::python`).
+        let literals: Vec<Option<&str>> = words
+            .iter()
+            .map(|w| match w {
+                Word::Lit { text, glob: false } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let audit = crate::python::judge(&self.workspace, &literals).map(|r| match r {
+            Ok(note) => Judgement {
+                verdict: Verdict::Allow,
+                by_rule: false,
+                reason: format!("{}`{text}`: {note}", crate::python::TAG),
+            },
+            Err(why) => Judgement {
+                verdict: Verdict::Deny,
+                by_rule: true,
+                reason: format!("{}`{text}`: {why}", crate::python::TAG),
+            },
+        });
+        if let Some(j) = audit {
+            let refused = j.verdict == Verdict::Deny;
+            out.push(j);
+            if refused {
+                return;
+            }
+        }
         let mut defaults = Vec::new();
         self.judge_default(words, &text, depth, &mut defaults);
         let default = defaults
@@ -317,6 +358,10 @@ impl ShellPolicy {
                         rule.origin
                     ),
                 });
+                // A rule on a wrapper (`env *`) does not lift an audit refusal of its payload.
+                out.extend(defaults.into_iter().filter(|j| {
+                    j.verdict == Verdict::Deny && j.reason.starts_with(crate::python::TAG)
+                }));
             }
             None => out.extend(defaults),
         }

@@ -1,0 +1,842 @@
+//! The Python audit (stage 3 of the shell policy): `python script.py` and `python -c CODE` are
+//! parsed as Python with tree-sitter-python and refused when they reach a destructive or
+//! opaque API, before they run.
+//!
+//! **What it is for.** The audit keeps a *trace*: a script that ran stays explainable from
+//! the session's journal, because it cannot start other programs, delete or move files out
+//! of sight, open sockets or run code built at run time. It is **not a sandbox**: Python can
+//! do anything through a library the lists do not name (a third-party package's internals are
+//! not audited), and the file can change between the last check and the moment Python opens
+//! it. The OS sandbox of `run_shell` carries the security; the audit keeps what ran legible.
+//!
+//! **What is refused** (each with the line it was found on):
+//! - source that does not parse (any ERROR or MISSING node), Python 2 `print`/`exec`
+//!   statements, a source encoding other than UTF-8 (`# coding: unicode_escape` would make
+//!   Python read different code than the audit did), a NUL byte, files over 1 MiB;
+//! - any non-ASCII identifier: Python NFKC-normalizes identifiers (`ｅｖａｌ` and `𝐞𝐯𝐚𝐥`
+//!   are `eval`), so instead of normalizing, the audit refuses them outright;
+//! - importing a refused module (`lists::DENIED_MODULES`: `subprocess`, `socket`, `pty`,
+//!   `ctypes`, `importlib`, `builtins`, `pickle`, `inspect`, `gc`, …), under any alias or as
+//!   a submodule; a relative import; `from M import *` unless `M` is known to export nothing
+//!   refused; an import of a local module (`X.py` or `X/` beside the script or in the
+//!   workspace root) named like a standard one (a shadow), or a local package; other local
+//!   modules are audited as part of the script;
+//! - a refused attribute of a partially allowed module (`os.system`, `os.remove`, `os.exec*`,
+//!   `os.chdir`, `shutil.rmtree`, `shutil.move`, `sys.modules`, `sys.path`, …), found through
+//!   `import x as y`, `from x import y as z`, a private re-export (`tempfile._os.system`) or
+//!   any chain of attributes from an imported name; using an imported module as a value
+//!   (`m = os`, `f(json)`), since what happens to it next cannot be followed by name;
+//! - method names that destroy or start processes on *any* object (`Path(p).unlink()`,
+//!   `x.system()`, `.rmtree`, `.Popen`, …) and names that walk into interpreter internals
+//!   (`__class__`, `__subclasses__`, `__globals__`, `__dict__`, `__builtins__`, frames, …);
+//! - the builtins `eval`, `exec`, `compile`, `__import__`, `globals`, `locals`, `vars`,
+//!   `breakpoint` wherever named (called, passed, used as a decorator or rebound);
+//!   `getattr`/`setattr`/`delattr` unless called directly with a plain string literal that no
+//!   list refuses;
+//! - opaque calls: calling the result of a call or a subscript (`f()()`, `table[k]()`), or of
+//!   any expression that is not a name, an attribute chain or a parenthesized lambda.
+//!
+//! **The command** (`command.rs`, hooked into the shell policy): `-c CODE` audits CODE (a literal
+//! word; code computed at run time is refused); `SCRIPT [args]` resolves SCRIPT in the
+//! workspace (outside, `~`, missing, a symlink out or a hard link: refused) and audits the
+//! file; `-m MODULE` is refused (the module's code is not in the workspace to read — run
+//! `pytest` or `pip`, which are on the confirm list, directly); `python` alone, `python -`,
+//! `-i` and a heredoc (standard input) are refused; the flags `-u -B -E -s -S -I -O -q -b -d
+//! -R -P` are accepted and any other refused; `-V`/`--help` run nothing. Interpreters are
+//! recognised by name (`python`, `pythonX`, `pythonX.Y`, any directory): a copy or link under
+//! another name is not audited, and with the default lists such a name is refused anyway.
+//!
+//! **Just before it runs** ([`PythonAuditGuard`], gate 3): after approval, the scripts the
+//! line names are audited again on their current content, so a file changed since gate 1
+//! (whose SHA-256 [`audit_file`] recorded) is judged on what it holds now. The window between
+//! that check and Python opening the file remains, as do `__pycache__` entries forged to
+//! match a source's stamp and `.pth`/`sitecustomize` files in a virtualenv: the audit keeps
+//! the trace, the sandbox carries the security.
+//!
+//! `open()` is allowed, for reading and writing: what a script writes is the sandbox's
+//! business (its writes are confined to the workspace), not the trace's.
+
+mod lists;
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use dsh_core::{PathError, Workspace};
+use sha2::{Digest, Sha256};
+use tree_sitter::{Node, Parser};
+
+/// Scripts bigger than this are refused.
+pub const MAX_SCRIPT_BYTES: u64 = 1024 * 1024;
+/// How deep local modules importing local modules are followed.
+const MAX_LOCAL_DEPTH: usize = 4;
+/// The prefix of every shell-policy reason that comes from the audit.
+pub(crate) const TAG: &str = "python audit: ";
+
+/// Why a script was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: String,
+    /// 1-based line in the audited source (or the local module the reason names).
+    pub line: Option<usize>,
+}
+
+impl Refusal {
+    fn at(line: usize, reason: impl Into<String>) -> Self {
+        Refusal {
+            reason: reason.into(),
+            line: Some(line),
+        }
+    }
+
+    fn whole(reason: impl Into<String>) -> Self {
+        Refusal {
+            reason: reason.into(),
+            line: None,
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "line {line}: {}", self.reason),
+            None => f.write_str(&self.reason),
+        }
+    }
+}
+
+/// A script that passed the audit: where it is and the SHA-256 of the content audited.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditedFile {
+    pub abs: PathBuf,
+    /// Relative to the workspace root.
+    pub rel: PathBuf,
+    /// Lowercase hex.
+    pub sha256: String,
+}
+
+/// Audits Python source on its own: no local module can be looked for.
+pub fn audit_source(src: &str) -> Result<(), Refusal> {
+    Auditor::new(&[], 0, &mut HashSet::new()).audit(src)
+}
+
+/// Audits `python -c CODE` run in the workspace root (local modules are looked for there).
+pub fn audit_code(ws: &Workspace, code: &str) -> Result<(), Refusal> {
+    let dirs = [ws.root().to_path_buf()];
+    Auditor::new(&dirs, 0, &mut HashSet::new()).audit(code)
+}
+
+/// Audits the script `path` (relative to the workspace root, or absolute inside it): it
+/// must exist, be a regular file inside the workspace, and pass [`audit_source`] with local
+/// modules looked for beside it and in the workspace root.
+pub fn audit_file(ws: &Workspace, path: &str) -> Result<AuditedFile, Refusal> {
+    let mut seen = HashSet::new();
+    audit_file_at(ws, path, 0, &mut seen)
+}
+
+fn audit_file_at(
+    ws: &Workspace,
+    path: &str,
+    depth: usize,
+    seen: &mut HashSet<PathBuf>,
+) -> Result<AuditedFile, Refusal> {
+    let (src, resolved, sha256) = read_script(ws, path)?;
+    seen.insert(resolved.abs.clone());
+    let mut dirs = Vec::new();
+    if let Some(parent) = resolved.abs.parent() {
+        dirs.push(parent.to_path_buf());
+    }
+    if !dirs.iter().any(|d| d == ws.root()) {
+        dirs.push(ws.root().to_path_buf());
+    }
+    Auditor::new(&dirs, depth, seen)
+        .with_workspace(ws)
+        .audit(&src)?;
+    Ok(AuditedFile {
+        abs: resolved.abs,
+        rel: resolved.rel,
+        sha256,
+    })
+}
+
+fn read_script(
+    ws: &Workspace,
+    path: &str,
+) -> Result<(String, dsh_core::ResolvedPath, String), Refusal> {
+    let (file, resolved) = ws.open_read(path).map_err(|e| match e {
+        PathError::NotFound { .. } => Refusal::whole(format!(
+            "the script `{path}` does not exist, so it cannot be audited"
+        )),
+        other => Refusal::whole(format!("the script cannot be audited: {other}")),
+    })?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SCRIPT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Refusal::whole(format!("the script `{path}` cannot be read: {e}")))?;
+    if bytes.len() as u64 > MAX_SCRIPT_BYTES {
+        return Err(Refusal::whole(format!(
+            "the script `{path}` is over {MAX_SCRIPT_BYTES} bytes; it is refused"
+        )));
+    }
+    let sha256 = hex(&Sha256::digest(&bytes));
+    let src = String::from_utf8(bytes).map_err(|_| {
+        Refusal::whole(format!(
+            "the script `{path}` is not UTF-8, so what Python reads may differ from what was audited"
+        ))
+    })?;
+    Ok((src, resolved, sha256))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+struct Auditor<'a> {
+    /// Where a local module would be found (script dir, workspace root).
+    dirs: &'a [PathBuf],
+    ws: Option<&'a Workspace>,
+    depth: usize,
+    seen: &'a mut HashSet<PathBuf>,
+    /// Name bound by an import → the dotted names it may stand for.
+    aliases: HashMap<String, Vec<String>>,
+    /// Names bound by `import` (always modules).
+    modules: HashSet<String>,
+}
+
+impl<'a> Auditor<'a> {
+    fn new(dirs: &'a [PathBuf], depth: usize, seen: &'a mut HashSet<PathBuf>) -> Self {
+        Auditor {
+            dirs,
+            ws: None,
+            depth,
+            seen,
+            aliases: HashMap::new(),
+            modules: HashSet::new(),
+        }
+    }
+
+    fn with_workspace(mut self, ws: &'a Workspace) -> Self {
+        self.ws = Some(ws);
+        self
+    }
+
+    fn audit(&mut self, src: &str) -> Result<(), Refusal> {
+        if src.contains('\0') {
+            return Err(Refusal::whole("the source holds a NUL byte"));
+        }
+        if let Some((row, c)) = src.lines().enumerate().find_map(|(row, l)| {
+            l.chars()
+                .find(|&c| c.is_control() && !matches!(c, '\t' | '\r' | '\x0c'))
+                .map(|c| (row, c))
+        }) {
+            return Err(Refusal::at(
+                row + 1,
+                format!(
+                    "the source holds the control character U+{:04X}, which is refused",
+                    u32::from(c)
+                ),
+            ));
+        }
+        // Python reads `\r\n` and a lone `\r` as line ends (tree-sitter would keep a lone `\r`
+        // inside a comment, hiding the code after it): parse what Python reads.
+        let normalized = src.replace("\r\n", "\n").replace('\r', "\n");
+        let src = normalized.as_str();
+        check_encoding(src)?;
+        let mut parser = Parser::new();
+        parser
+            .set_language(&tree_sitter_python::LANGUAGE.into())
+            .map_err(|e| Refusal::whole(format!("the Python grammar failed to load: {e}")))?;
+        let tree = parser
+            .parse(src, None)
+            .ok_or_else(|| Refusal::whole("the Python parser gave up on the source"))?;
+        let bytes = src.as_bytes();
+        let nodes = all_nodes(tree.root_node());
+        // Pass 1: the source parses, its identifiers are ASCII, its imports are acceptable.
+        for &node in &nodes {
+            let line = node.start_position().row + 1;
+            if node.is_error() || node.is_missing() {
+                return Err(Refusal::at(
+                    line,
+                    "the source does not parse as Python, so it cannot be audited",
+                ));
+            }
+            match node.kind() {
+                "print_statement" | "exec_statement" => {
+                    return Err(Refusal::at(
+                        line,
+                        "Python 2 `print`/`exec` statement syntax is refused",
+                    ));
+                }
+                kind if kind.contains("identifier") && !text(node, bytes).is_ascii() => {
+                    return Err(Refusal::at(
+                        line,
+                        format!(
+                            "the identifier `{}` is not ASCII; Python normalizes identifiers (NFKC), so non-ASCII ones are refused",
+                            text(node, bytes)
+                        ),
+                    ));
+                }
+                "import_statement" => self.import(node, bytes)?,
+                "import_from_statement" => self.import_from(node, bytes)?,
+                _ => {}
+            }
+        }
+        // Pass 2: every name, attribute and call.
+        for &node in &nodes {
+            match node.kind() {
+                "identifier" => self.identifier(node, bytes)?,
+                "attribute" => self.attribute(node, bytes)?,
+                "call" => self.call(node, bytes)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn import(&mut self, node: Node, src: &[u8]) -> Result<(), Refusal> {
+        let line = node.start_position().row + 1;
+        let mut cursor = node.walk();
+        for name in node.children_by_field_name("name", &mut cursor) {
+            let (dotted, alias) = match name.kind() {
+                "aliased_import" => (
+                    field_text(name, "name", src),
+                    Some(field_text(name, "alias", src)),
+                ),
+                _ => (text(name, src), None),
+            };
+            self.module(&dotted, line)?;
+            match alias {
+                Some(a) => {
+                    self.modules.insert(a.clone());
+                    self.bind(a, dotted);
+                }
+                None => {
+                    let top = dotted.split('.').next().unwrap_or_default().to_owned();
+                    self.modules.insert(top.clone());
+                    self.bind(top.clone(), top);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn import_from(&mut self, node: Node, src: &[u8]) -> Result<(), Refusal> {
+        let line = node.start_position().row + 1;
+        let Some(module) = node.child_by_field_name("module_name") else {
+            return Err(Refusal::at(line, "an import the audit cannot read"));
+        };
+        if module.kind() == "relative_import" {
+            return Err(Refusal::at(
+                line,
+                format!(
+                    "`{}` is a relative import of a local module, which the audit does not follow",
+                    text(node, src)
+                ),
+            ));
+        }
+        let module = text(module, src);
+        self.module(&module, line)?;
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        if children.iter().any(|c| c.kind() == "wildcard_import")
+            && !lists::SAFE_STAR.contains(&module.as_str())
+        {
+            return Err(Refusal::at(
+                line,
+                format!(
+                    "`from {module} import *` binds names the audit cannot see; import them by name"
+                ),
+            ));
+        }
+        let mut cursor = node.walk();
+        for name in node.children_by_field_name("name", &mut cursor) {
+            let (imported, alias) = match name.kind() {
+                "aliased_import" => (
+                    field_text(name, "name", src),
+                    field_text(name, "alias", src),
+                ),
+                _ => (text(name, src), text(name, src)),
+            };
+            let full = format!("{module}.{imported}");
+            if lists::module_denied(&full) || lists::attr_denied(&module, &imported) {
+                return Err(Refusal::at(
+                    line,
+                    format!("`{full}` is refused (imported as `{alias}`)"),
+                ));
+            }
+            if lists::name_denied_anywhere(&imported)
+                || lists::DENIED_BUILTINS.contains(&imported.as_str())
+            {
+                return Err(Refusal::at(line, format!("importing `{full}` is refused")));
+            }
+            self.bind(alias, full);
+        }
+        Ok(())
+    }
+
+    fn bind(&mut self, name: String, target: String) {
+        self.aliases.entry(name).or_default().push(target);
+    }
+
+    /// An imported module: refused, a shadowing local file, or a local module to audit.
+    fn module(&mut self, dotted: &str, line: usize) -> Result<(), Refusal> {
+        if lists::module_denied(dotted) {
+            return Err(Refusal::at(
+                line,
+                format!("importing the module `{dotted}` is refused"),
+            ));
+        }
+        let top = dotted.split('.').next().unwrap_or_default();
+        for dir in self.dirs {
+            // A compiled or native module (`top.pyc`, `top.cpython-312-x86_64-linux-gnu.so`)
+            // is found before or instead of `top.py`, and the audit cannot read it.
+            if let Some(opaque) = compiled_sibling(dir, top) {
+                return Err(Refusal::at(
+                    line,
+                    format!(
+                        "`{top}` may be loaded from `{}`, which the audit cannot read",
+                        opaque.display()
+                    ),
+                ));
+            }
+            let file = dir.join(format!("{top}.py"));
+            let package = dir.join(top);
+            let local = if file.exists() {
+                Some(file)
+            } else if package.exists() {
+                Some(package)
+            } else {
+                None
+            };
+            let Some(local) = local else { continue };
+            if lists::STDLIB.contains(&top) {
+                return Err(Refusal::at(
+                    line,
+                    format!(
+                        "the local `{}` shadows the standard module `{top}`; it is refused",
+                        local.display()
+                    ),
+                ));
+            }
+            if local.is_dir() {
+                return Err(Refusal::at(
+                    line,
+                    format!(
+                        "`{top}` is a local package ({}), which the audit does not follow",
+                        local.display()
+                    ),
+                ));
+            }
+            self.local(&local, top, line)?;
+        }
+        Ok(())
+    }
+
+    /// Audits a local module the script imports, as part of the script.
+    fn local(&mut self, file: &Path, top: &str, line: usize) -> Result<(), Refusal> {
+        let Some(ws) = self.ws else {
+            return Err(Refusal::at(
+                line,
+                format!("`{top}` is a local module, which cannot be audited here"),
+            ));
+        };
+        if self.seen.contains(file) {
+            return Ok(());
+        }
+        if self.depth >= MAX_LOCAL_DEPTH {
+            return Err(Refusal::at(
+                line,
+                format!("`{top}`: local modules import each other too deeply to follow"),
+            ));
+        }
+        let given = file.to_string_lossy().into_owned();
+        audit_file_at(ws, &given, self.depth + 1, self.seen)
+            .map(|_| ())
+            .map_err(|r| {
+                Refusal::at(
+                    line,
+                    format!(
+                        "the local module `{top}` ({}) is refused: {r}",
+                        file.display()
+                    ),
+                )
+            })
+    }
+
+    /// A bare name (not an attribute's field, a keyword or part of an import).
+    fn identifier(&self, node: Node, src: &[u8]) -> Result<(), Refusal> {
+        let line = node.start_position().row + 1;
+        let name = text(node, src);
+        let parent = node.parent();
+        let parent_kind = parent.map(|p| p.kind()).unwrap_or_default();
+        if matches!(
+            parent_kind,
+            "dotted_name" | "aliased_import" | "import_statement" | "import_from_statement"
+        ) {
+            return Ok(());
+        }
+        if let Some(p) = parent {
+            if p.kind() == "attribute" && is_field(p, "attribute", node) {
+                // Judged with the attribute.
+                return Ok(());
+            }
+            if p.kind() == "keyword_argument" && is_field(p, "name", node) {
+                return Ok(());
+            }
+        }
+        if lists::DENIED_BUILTINS.contains(&name.as_str())
+            || lists::DENIED_INTERNALS.contains(&name.as_str())
+        {
+            return Err(Refusal::at(line, format!("`{name}` is refused")));
+        }
+        let callee = parent.is_some_and(|p| p.kind() == "call" && is_field(p, "function", node));
+        if lists::ATTR_BUILTINS.contains(&name.as_str()) && !callee {
+            return Err(Refusal::at(
+                line,
+                format!("`{name}` used other than as a direct call is refused"),
+            ));
+        }
+        let object_of_attribute =
+            parent.is_some_and(|p| p.kind() == "attribute" && is_field(p, "object", node));
+        if !object_of_attribute {
+            if self.modules.contains(&name) {
+                return Err(Refusal::at(
+                    line,
+                    format!(
+                        "the module `{name}` is used as a value; only its attributes may be used, so what is done with it can be followed"
+                    ),
+                ));
+            }
+            for target in self.aliases.get(&name).into_iter().flatten() {
+                let last = target.rsplit('.').next().unwrap_or(target);
+                let last = last.trim_start_matches('_');
+                if lists::partial(target).is_some()
+                    || lists::partial(last).is_some()
+                    || lists::module_denied(last)
+                {
+                    return Err(Refusal::at(
+                        line,
+                        format!(
+                            "the module `{target}` is used as a value (`{name}`); only its attributes may be used, so what is done with it can be followed"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `a.b.c`: the name is refused anywhere, or the chain resolves to a refused attribute.
+    fn attribute(&self, node: Node, src: &[u8]) -> Result<(), Refusal> {
+        let line = node.start_position().row + 1;
+        let attr = field_text(node, "attribute", src);
+        let anywhere = || {
+            if lists::name_denied_anywhere(&attr) {
+                Err(Refusal::at(
+                    line,
+                    format!("`.{attr}` is refused on any object"),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let Ok(chain) = chain(node, src) else {
+            return Err(Refusal::at(
+                line,
+                format!("an attribute chain longer than {MAX_CHAIN} names is refused"),
+            ));
+        };
+        let Some(chain) = chain else {
+            return anywhere();
+        };
+        let mut candidates: Vec<Vec<String>> = Vec::new();
+        let aliased = self.aliases.contains_key(&chain[0]);
+        match self.aliases.get(&chain[0]) {
+            Some(targets) => {
+                for t in targets {
+                    let mut c: Vec<String> = t.split('.').map(str::to_owned).collect();
+                    c.extend(chain[1..].iter().cloned());
+                    candidates.push(c);
+                }
+            }
+            None => candidates.push(chain.clone()),
+        }
+        let written = chain.join(".");
+        for c in &candidates {
+            // Any component that names a refused or partial module (`glob.os`, `tempfile._os`)
+            // is judged as that module from there on.
+            for i in 0..c.len() {
+                // Past the root, modules are only recognised on an imported name: on any
+                // other object `.code` or `.types` is an ordinary attribute.
+                if i > 0 && !aliased {
+                    break;
+                }
+                let comp = if i == 0 {
+                    c[0].as_str()
+                } else {
+                    c[i].trim_start_matches('_')
+                };
+                let rest = &c[i + 1..];
+                let dotted = std::iter::once(comp)
+                    .chain(rest.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(".");
+                if i > 0 && lists::module_denied(comp) {
+                    return Err(Refusal::at(
+                        line,
+                        format!("`{written}` reaches the refused module `{comp}`"),
+                    ));
+                }
+                if i > 0 && lists::module_denied(&dotted) {
+                    return Err(Refusal::at(
+                        line,
+                        format!("`{written}` reaches the refused module `{dotted}`"),
+                    ));
+                }
+                if i + 1 < c.len() && lists::attr_denied(comp, &c[i + 1]) {
+                    let reached = format!("{comp}.{}", c[i + 1]);
+                    return Err(Refusal::at(
+                        line,
+                        if reached == written {
+                            format!("`{written}` is refused")
+                        } else {
+                            format!("`{written}` is refused (it is `{reached}`)")
+                        },
+                    ));
+                }
+                if i > 0 && rest.is_empty() && lists::partial(comp).is_some() {
+                    let value_use = node
+                        .parent()
+                        .is_none_or(|p| !(p.kind() == "attribute" && is_field(p, "object", node)));
+                    if value_use {
+                        return Err(Refusal::at(
+                            line,
+                            format!("`{written}` uses the module `{comp}` as a value"),
+                        ));
+                    }
+                }
+            }
+        }
+        anywhere()
+    }
+
+    /// Calls: the callee must be nameable; `getattr` and friends need a literal name.
+    fn call(&self, node: Node, src: &[u8]) -> Result<(), Refusal> {
+        let line = node.start_position().row + 1;
+        let Some(function) = node.child_by_field_name("function") else {
+            return Err(Refusal::at(line, "a call the audit cannot read"));
+        };
+        let callee = unparen(function);
+        match callee.kind() {
+            "identifier" | "attribute" | "lambda" => {}
+            "call" | "subscript" => {
+                return Err(Refusal::at(
+                    line,
+                    format!(
+                        "`{}` calls the result of an expression, which the audit cannot name",
+                        short(&text(node, src))
+                    ),
+                ));
+            }
+            other => {
+                return Err(Refusal::at(
+                    line,
+                    format!(
+                        "`{}` calls a {other}, which the audit cannot name",
+                        short(&text(node, src))
+                    ),
+                ));
+            }
+        }
+        if callee.kind() == "identifier" {
+            let name = text(callee, src);
+            if lists::ATTR_BUILTINS.contains(&name.as_str()) {
+                let args = node
+                    .child_by_field_name("arguments")
+                    .map(|a| {
+                        let mut c = a.walk();
+                        a.named_children(&mut c)
+                            .filter(|n| n.kind() != "comment")
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default();
+                let attr = args.get(1).and_then(|a| plain_string(*a, src));
+                match attr {
+                    Some(a) if !lists::literal_attr_denied(&a) && a.is_ascii() => {}
+                    Some(a) => {
+                        return Err(Refusal::at(
+                            line,
+                            format!("`{name}` with the name `{a}` is refused"),
+                        ));
+                    }
+                    None => {
+                        return Err(Refusal::at(
+                            line,
+                            format!(
+                                "`{}`: `{name}` with a name that is not a plain string literal is refused",
+                                short(&text(node, src))
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `# coding: X` in the first two lines must name UTF-8.
+fn check_encoding(src: &str) -> Result<(), Refusal> {
+    for (i, line) in src.lines().take(2).enumerate() {
+        let t = line.trim_start();
+        if !t.starts_with('#') {
+            continue;
+        }
+        let Some(at) = t
+            .find("coding")
+            .filter(|&at| t[at + 6..].starts_with(':') || t[at + 6..].starts_with('='))
+        else {
+            continue;
+        };
+        let name: String = t[at + 7..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .collect();
+        let n = name.to_ascii_lowercase().replace('_', "-");
+        if !matches!(n.as_str(), "utf-8" | "utf8") {
+            return Err(Refusal::at(
+                i + 1,
+                format!("the source declares the encoding `{name}`; only UTF-8 is audited"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A compiled or native module file for `top` in `dir` (`top.pyc`, `top.*.so`, …).
+fn compiled_sibling(dir: &Path, top: &str) -> Option<PathBuf> {
+    let prefix = format!("{top}.");
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| {
+            let ext = n.rsplit('.').next().unwrap_or_default();
+            n.starts_with(&prefix)
+                && matches!(
+                    ext,
+                    "pyc" | "pyo" | "so" | "pyd" | "dll" | "pyw" | "zip" | "egg"
+                )
+        })
+        .map(|n| dir.join(n))
+}
+
+fn all_nodes(root: Node<'_>) -> Vec<Node<'_>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        out.push(node);
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    out
+}
+
+fn text(node: Node, src: &[u8]) -> String {
+    String::from_utf8_lossy(&src[node.byte_range()]).into_owned()
+}
+
+fn field_text(node: Node, field: &str, src: &[u8]) -> String {
+    node.child_by_field_name(field)
+        .map(|n| text(n, src))
+        .unwrap_or_default()
+}
+
+fn is_field(parent: Node, field: &str, child: Node) -> bool {
+    parent
+        .child_by_field_name(field)
+        .is_some_and(|f| f.id() == child.id())
+}
+
+fn unparen(mut node: Node) -> Node {
+    while node.kind() == "parenthesized_expression" {
+        match node.named_child(0) {
+            Some(inner) => node = inner,
+            None => break,
+        }
+    }
+    node
+}
+
+/// The longest attribute chain the audit follows; a longer one is refused (it keeps the audit
+/// linear in the size of the source).
+const MAX_CHAIN: usize = 64;
+
+/// `a.b.c` as its names, when the chain starts at a plain name; `Err` when it is longer than
+/// [`MAX_CHAIN`].
+fn chain(node: Node, src: &[u8]) -> Result<Option<Vec<String>>, ()> {
+    let mut names = Vec::new();
+    let mut at = node;
+    loop {
+        if names.len() > MAX_CHAIN {
+            return Err(());
+        }
+        match at.kind() {
+            "identifier" => {
+                names.push(text(at, src));
+                names.reverse();
+                return Ok(Some(names));
+            }
+            "attribute" => {
+                names.push(field_text(at, "attribute", src));
+                match at.child_by_field_name("object") {
+                    Some(object) => at = unparen(object),
+                    None => return Ok(None),
+                }
+            }
+            _ => return Ok(None),
+        }
+    }
+}
+
+/// The value of a string literal without interpolation or escapes.
+fn plain_string(node: Node, src: &[u8]) -> Option<String> {
+    if node.kind() != "string" {
+        return None;
+    }
+    let mut cursor = node.walk();
+    let mut value = String::new();
+    for child in node.children(&mut cursor) {
+        match child.kind() {
+            "string_start" | "string_end" => {}
+            "string_content" => {
+                let mut c = child.walk();
+                if child.named_children(&mut c).next().is_some() {
+                    // Escape sequences.
+                    return None;
+                }
+                value.push_str(&text(child, src));
+            }
+            _ => return None,
+        }
+    }
+    Some(value)
+}
+
+fn short(s: &str) -> String {
+    let one: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+    if one.chars().count() > 60 {
+        format!("{}...", one.chars().take(57).collect::<String>())
+    } else {
+        one
+    }
+}
+
+mod command;
+mod guard;
+
+pub(crate) use command::{hidden_context, judge};
+pub use guard::PythonAuditGuard;

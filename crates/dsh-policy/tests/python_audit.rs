@@ -1,0 +1,491 @@
+//! Stage 3 of the shell policy: Python is audited before it runs. Evasions of the seed's deny
+//! list are refused (aliases, `from … import`, NFKC-equal identifiers, computed `getattr`,
+//! `importlib`, `__builtins__`, decorators, dunder walking, shadowing local modules, missing
+//! or unparseable scripts); ordinary scripts pass; the shell policy denies at tier `Rule` on a
+//! refusal and otherwise leaves python on the confirm list (`ask`); and the audit runs again
+//! at gate 3, so a script changed after gate 1 is refused just before it would run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use dsh_core::journal::MemoryJournal;
+use dsh_core::{
+    ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, CancellationToken, FailureKind,
+    Gate, Pipeline, Registry, Tier, ToolCall, ToolOutput, Workspace, async_trait,
+};
+use dsh_policy::python::{audit_file, audit_source};
+use dsh_policy::shell::Verdict;
+use dsh_policy::{
+    NetworkVote, PythonAuditGuard, Rule, RuleKind, ShellLists, ShellPolicy, ShellRule,
+};
+use dsh_testkit::FnTool;
+use serde_json::json;
+
+fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
+    std::fs::write(dir.path().join("data.txt"), "hello\n").unwrap();
+    let ws = Arc::new(Workspace::new(dir.path()).unwrap());
+    (dir, ws)
+}
+
+fn policy(ws: &Arc<Workspace>, rules: &[(RuleKind, &str)]) -> ShellPolicy {
+    let rules = rules
+        .iter()
+        .map(|(k, t)| ShellRule::new(Rule::parse(*k, t, "user").unwrap(), false));
+    ShellPolicy::new(
+        ws.clone(),
+        rules,
+        ShellLists::default(),
+        NetworkVote::Refused,
+    )
+}
+
+/// Sources that must be refused, each with why it is an evasion.
+const EVASIONS: &[&str] = &[
+    "import os; os.system('x')",
+    "import os as o\no.system('x')",
+    "from os import system as s; s('x')",
+    "from os import popen",
+    "import subprocess as sp; sp.run(['ls'])",
+    "from subprocess import Popen",
+    "import subprocess.run",
+    "__import__('os').system('x')",
+    "import os\ngetattr(os, 'sys' + 'tem')('x')",
+    "getattr(print, 'sys' + 'tem')",
+    "getattr(x, name)",
+    "g = getattr\ng(x, 'y')",
+    "import importlib; importlib.import_module('os')",
+    "x.import_module('os')",
+    "__builtins__.__dict__['eval']('1')",
+    "__builtins__['eval']('1')",
+    "eval('1')",
+    "exec('print(1)')",
+    "compile('1', 'f', 'eval')",
+    "f = eval\nf('1')",
+    "ｅｖａｌ('1')",
+    "𝐞𝐯𝐚𝐥('1')",
+    "from os import *\nsystem('x')",
+    "import shutil; shutil.rmtree('/')",
+    "from shutil import rmtree",
+    "import shutil as s\ns.move('a', 'b')",
+    "import socket; socket.socket()",
+    "from socket import create_connection",
+    "import os\n@os.system\ndef f(): pass",
+    "@eval\ndef f(): pass",
+    "().__class__.__mro__[1].__subclasses__()",
+    "''.__class__.__base__",
+    "(lambda: 0).__globals__['__builtins__']",
+    "globals()['__builtins__']",
+    "locals()",
+    "vars(x)['y']",
+    "import sys; sys.modules['os'].system('x')",
+    "import sys as s\nm = s.modules",
+    "import ctypes",
+    "import ctypes.util",
+    "import os; os.remove('x')",
+    "import os; os.unlink('x')",
+    "import os; os.rename('a', 'b')",
+    "import os; os.execv('/bin/sh', ['sh'])",
+    "import os; os.spawnl(0, '/bin/sh')",
+    "import os; os.kill(1, 9)",
+    "import os\nm = os\nm.system('x')",
+    "import os\ndef f(m): return m\nf(os).getcwd()",
+    "import glob; glob.os.system('x')",
+    "import tempfile; tempfile._os.system('x')",
+    "import pty; pty.spawn('sh')",
+    "from pathlib import Path\nPath('x').unlink()",
+    "import shutil\nfrom pathlib import Path\nPath('d').rmdir()",
+    "import pickle; pickle.loads(b'')",
+    "import builtins; builtins.eval('1')",
+    "import multiprocessing",
+    "import inspect; inspect.currentframe().f_back.f_globals",
+    "import operator; operator.attrgetter('system')",
+    "from . import helper",
+    "table = {'a': print}\ntable['a']()",
+    "make()()",
+    "import asyncio\nasyncio.create_subprocess_shell('x')",
+    "print 'python 2'",
+    "exec 'x'",
+    "def f(:\n  pass",
+    "x = (",
+    "# -*- coding: unicode_escape -*-\nprint(1)",
+    "setattr(x, 'y' + z, 1)",
+    "getattr(x, '__class__')",
+    "getattr(x, 'system')",
+    "import http.server",
+    "from urllib.request import urlopen",
+    "async def f():\n    import asyncio.subprocess",
+    "import timeit; timeit.timeit('x')",
+    "import typing; typing.get_type_hints(f)",
+    "help('os')",
+    "from unittest import mock",
+    "import json\nf(json)",
+    "import glob as g\nh = g\nh.os.remove('x')",
+    "from glob import os as o\nx = o",
+    "from glob import os as o\no.remove('x')",
+    "import sys\nsys.path.insert(0, 'lib')\nimport helper",
+    "import os\nos.chdir('lib')",
+    "import site; site.addsitedir('lib')",
+    // A lone carriage return ends a line for Python, not for a comment in tree-sitter.
+    "# note\rimport os\ros.system('x')",
+    "x = 1 # c\x0bimport os\x0bos.system('x')",
+];
+
+/// Ordinary scripts that must pass.
+const ORDINARY: &[&str] = &[
+    "print(1 + 2 * 3)",
+    "x = [i * i for i in range(10) if i % 2]\nprint(sum(x), max(x))",
+    "import json, math, re, collections\nc = collections.Counter('hello')\nprint(json.dumps({'a': math.pi}), re.findall(r'l', 'hello'), c)",
+    "with open('data.txt') as f:\n    for line in f:\n        print(line.strip())",
+    "with open('out.txt', 'w') as f:\n    f.write('ok')",
+    "class Point:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n    def __repr__(self):\n        return f'Point({self.x}, {self.y})'\n\ndef norm(p):\n    return (p.x ** 2 + p.y ** 2) ** 0.5\n\nprint(norm(Point(3, 4)))",
+    "import argparse\np = argparse.ArgumentParser()\np.add_argument('--n', type=int, default=3)\nargs = p.parse_args()\nprint(args.n)",
+    "from pathlib import Path\nprint(Path('data.txt').read_text())",
+    "import os\nprint(os.path.join('a', 'b'), os.getcwd(), os.environ.get('HOME'))",
+    "import os.path\nprint(os.path.exists('x'))",
+    "from os import path as p\nprint(p.basename('a/b'))",
+    "import sys\nprint(sys.argv[1:], file=sys.stderr)\nsys.exit(0)",
+    "from dataclasses import dataclass, field\n@dataclass\nclass A:\n    xs: list = field(default_factory=list)\nprint(A())",
+    "from math import *\nprint(sqrt(2))",
+    "import functools\n@functools.lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib(30))",
+    "import re\nfor m in re.compile(r'\\d+').finditer('a1b22'):\n    print(m.group(0))",
+    "words = 'b a c'.split()\nwords.sort(key=lambda w: w)\nwords.remove('a')\nprint(' '.join(words).replace('b', 'B'))",
+    "print(getattr(3, 'real'), hasattr(3, 'imag'))",
+    "async def main():\n    return 1\nimport asyncio\nprint(asyncio.run(main()))",
+    "# -*- coding: utf-8 -*-\nprint((lambda x: x + 1)(1))",
+    "try:\n    int('x')\nexcept ValueError as e:\n    print(type(e).__name__)",
+    "class R:\n    def __init__(self):\n        self.code = 1\n        self.types = []\n        self.trace = None\nr = R()\nprint(r.code, r.types, r.trace)",
+    "import urllib.error\ntry:\n    pass\nexcept urllib.error.HTTPError as e:\n    print(e.code)",
+    "import os, shutil\nos.makedirs('out', exist_ok=True)\nshutil.copy('data.txt', 'out/data.txt')\nfor root, dirs, files in os.walk('.'):\n    print(root, len(files))",
+    "import json\r\nprint(json.dumps(1))\r\n",
+    "print (1)\nmatch 3:\n    case 1:\n        pass\n    case _:\n        print('other')",
+    "if __name__ == '__main__':\n    import sys\n    print(__file__, sys.version)",
+];
+
+#[test]
+fn evasions_are_refused() {
+    let mut passed = Vec::new();
+    for src in EVASIONS {
+        if let Ok(()) = audit_source(src) {
+            passed.push(*src);
+        }
+    }
+    assert!(passed.is_empty(), "these passed the audit: {passed:#?}");
+    assert!(EVASIONS.len() >= 25);
+}
+
+#[test]
+fn ordinary_scripts_pass() {
+    for src in ORDINARY {
+        if let Err(r) = audit_source(src) {
+            panic!("{src:?} was refused: {r}");
+        }
+    }
+}
+
+#[test]
+fn huge_sources_are_judged_quickly_and_without_deep_recursion() {
+    // A 200k-name attribute chain: refused, not a stack overflow or a quadratic walk.
+    let src = format!("x{}\n", ".a".repeat(200_000));
+    let started = std::time::Instant::now();
+    let r = audit_source(&src).unwrap_err();
+    assert!(r.reason.contains("attribute chain"), "{r}");
+    let nested = format!("{}1{}\n", "(".repeat(5_000), ")".repeat(5_000));
+    let _ = audit_source(&nested);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+#[test]
+fn refusals_name_the_line_and_what_was_reached() {
+    let r = audit_source("x = 1\nimport os as o\n\no.system('x')\n").unwrap_err();
+    assert_eq!(r.line, Some(4), "{r}");
+    assert!(r.reason.contains("os.system"), "{r}");
+    let r = audit_source("import json\nimport subprocess\n").unwrap_err();
+    assert_eq!(r.line, Some(2));
+    assert!(r.reason.contains("subprocess"), "{r}");
+    let r = audit_source("ｅｖａｌ('1')").unwrap_err();
+    assert!(r.reason.contains("not ASCII"), "{r}");
+}
+
+#[test]
+fn files_missing_outside_unparseable_or_shadowed_are_refused() {
+    let (dir, ws) = workspace();
+    let root = dir.path();
+    // Missing.
+    let r = audit_file(&ws, "scripts/nope.py").unwrap_err();
+    assert!(r.reason.contains("does not exist"), "{r}");
+    // Outside the workspace.
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(outside.path(), "print(1)\n").unwrap();
+    assert!(audit_file(&ws, outside.path().to_str().unwrap()).is_err());
+    assert!(audit_file(&ws, "../x.py").is_err());
+    // Unparseable.
+    std::fs::write(root.join("scripts/bad.py"), "def f(:\n").unwrap();
+    let r = audit_file(&ws, "scripts/bad.py").unwrap_err();
+    assert!(r.reason.contains("does not parse"), "{r}");
+    // A local `json.py` beside the script shadows the standard `json`.
+    std::fs::write(root.join("scripts/json.py"), "print('shadow')\n").unwrap();
+    std::fs::write(
+        root.join("scripts/uses_json.py"),
+        "import json\nprint(json.dumps(1))\n",
+    )
+    .unwrap();
+    let r = audit_file(&ws, "scripts/uses_json.py").unwrap_err();
+    assert!(r.reason.contains("shadows"), "{r}");
+    // A local `os.py` in the workspace root shadows `os` for a script anywhere.
+    std::fs::write(root.join("os.py"), "def getcwd(): pass\n").unwrap();
+    std::fs::write(
+        root.join("scripts/cwd.py"),
+        "import os\nprint(os.getcwd())\n",
+    )
+    .unwrap();
+    let r = audit_file(&ws, "scripts/cwd.py").unwrap_err();
+    assert!(r.reason.contains("shadows"), "{r}");
+    // A local module that shadows nothing is audited as part of the script.
+    std::fs::write(root.join("scripts/helper.py"), "def go():\n    eval('1')\n").unwrap();
+    std::fs::write(root.join("scripts/main.py"), "import helper\nhelper.go()\n").unwrap();
+    let r = audit_file(&ws, "scripts/main.py").unwrap_err();
+    assert!(
+        r.reason.contains("helper") && r.reason.contains("eval"),
+        "{r}"
+    );
+    std::fs::write(root.join("scripts/helper.py"), "def go():\n    return 1\n").unwrap();
+    // A native or compiled module beside the source is loaded instead of it.
+    std::fs::write(
+        root.join("scripts/helper.cpython-312-x86_64-linux-gnu.so"),
+        "",
+    )
+    .unwrap();
+    let r = audit_file(&ws, "scripts/main.py").unwrap_err();
+    assert!(r.reason.contains(".so"), "{r}");
+    std::fs::remove_file(root.join("scripts/helper.cpython-312-x86_64-linux-gnu.so")).unwrap();
+    let ok = audit_file(&ws, "scripts/main.py").unwrap();
+    assert_eq!(ok.rel, std::path::Path::new("scripts/main.py"));
+    assert_eq!(ok.sha256.len(), 64);
+}
+
+#[test]
+fn the_shell_policy_audits_python_commands() {
+    let (dir, ws) = workspace();
+    std::fs::write(
+        dir.path().join("good.py"),
+        "import json\nprint(json.dumps([1]))\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("bad.py"),
+        "import os\nos.system('rm -rf ~')\n",
+    )
+    .unwrap();
+    let p = policy(&ws, &[]);
+    let cases: &[(&str, Verdict)] = &[
+        ("python3 -c 'print(1)'", Verdict::Ask),
+        ("python3 -c 'import os; os.system(\"x\")'", Verdict::Deny),
+        ("python -u -c 'print(1)'", Verdict::Ask),
+        ("python -uc 'eval(\"1\")'", Verdict::Deny),
+        ("python3 good.py --flag x", Verdict::Ask),
+        ("python3 ./good.py", Verdict::Ask),
+        ("python3 bad.py", Verdict::Deny),
+        ("python3 missing.py", Verdict::Deny),
+        ("python3 ../outside.py", Verdict::Deny),
+        ("python3", Verdict::Deny),
+        ("python3 -", Verdict::Deny),
+        ("python3 -i good.py", Verdict::Deny),
+        ("python3 -m http.server", Verdict::Deny),
+        ("python3 -m pytest", Verdict::Deny),
+        ("python3 -W ignore good.py", Verdict::Deny),
+        (
+            "python3 --check-hash-based-pycs always good.py",
+            Verdict::Deny,
+        ),
+        ("python3 \"$F\"", Verdict::Deny),
+        ("python3 -c \"$CODE\"", Verdict::Deny),
+        ("python3 *.py", Verdict::Deny),
+        ("echo hi | python3", Verdict::Deny),
+        ("python3 <<'EOF'\nimport os\nEOF", Verdict::Deny),
+        ("ls && python3 bad.py", Verdict::Deny),
+        ("env python3 bad.py", Verdict::Deny),
+        ("timeout 5 python3 bad.py", Verdict::Deny),
+        ("bash -c 'python3 bad.py'", Verdict::Deny),
+        ("python3.12 bad.py", Verdict::Deny),
+        ("/usr/bin/python3 bad.py", Verdict::Deny),
+        ("python3 --version", Verdict::Ask),
+        ("python3 ~/good.py", Verdict::Deny),
+        // The script audited must be the one run, with the interpreter audited.
+        ("cd scripts && python3 good.py", Verdict::Deny),
+        ("env -C scripts python3 good.py", Verdict::Deny),
+        ("PYTHONHOME=./fake python3 good.py", Verdict::Deny),
+        ("env PYTHONINSPECT=1 python3 good.py", Verdict::Deny),
+    ];
+    let mut wrong = Vec::new();
+    for (line, want) in cases {
+        let d = p.decide(line);
+        if d.verdict != *want {
+            wrong.push(format!("{line:?} → {:?}: {}", d.verdict, d.reason));
+        }
+        if *want == Verdict::Deny && d.tier != Tier::Rule {
+            wrong.push(format!("{line:?} denied at tier {:?}", d.tier));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // The refusal names the script, the line and what was reached.
+    let d = p.decide("python3 bad.py");
+    assert!(
+        d.reason.contains("bad.py") && d.reason.contains("line 2"),
+        "{}",
+        d.reason
+    );
+    assert!(d.reason.contains("os.system"), "{}", d.reason);
+    // A pass leaves python on the confirm list.
+    let d = p.decide("python3 good.py");
+    assert_eq!(d.tier, Tier::Default, "{}", d.reason);
+    assert!(d.reason.contains("confirm list"), "{}", d.reason);
+}
+
+#[test]
+fn no_rule_lifts_an_audit_refusal() {
+    let (dir, ws) = workspace();
+    std::fs::write(dir.path().join("good.py"), "print(1)\n").unwrap();
+    std::fs::write(dir.path().join("bad.py"), "__import__('os')\n").unwrap();
+    let p = policy(
+        &ws,
+        &[
+            (RuleKind::Allow, "run_shell(python3 *)"),
+            (RuleKind::Allow, "run_shell(env *)"),
+            (RuleKind::Allow, "run_shell(cd *)"),
+        ],
+    );
+    // With `cd` allowed, a line that changes directory before Python is still refused: the
+    // script audited would not be the one run.
+    std::fs::create_dir_all(dir.path().join("sub")).unwrap();
+    std::fs::write(
+        dir.path().join("sub/good.py"),
+        "import os\nos.system('x')\n",
+    )
+    .unwrap();
+    let d = p.decide("cd sub && python3 good.py");
+    assert_eq!(d.verdict, Verdict::Deny, "{}", d.reason);
+    assert!(d.reason.contains("changes directory"), "{}", d.reason);
+    assert_eq!(p.decide("cd sub").verdict, Verdict::Allow);
+    let d = p.decide("python3 good.py");
+    assert_eq!(d.verdict, Verdict::Allow, "{}", d.reason);
+    assert!(d.reason.contains("sha256"), "{}", d.reason);
+    for line in [
+        "python3 bad.py",
+        "env python3 bad.py",
+        "python3 -c 'eval(1)'",
+    ] {
+        let d = p.decide(line);
+        assert_eq!(d.verdict, Verdict::Deny, "{line}: {}", d.reason);
+        assert_eq!(d.tier, Tier::Rule, "{line}");
+    }
+}
+
+/// Approves, after rewriting the script the call runs (the world changing while a person
+/// thinks).
+struct RewritingApprover {
+    path: std::path::PathBuf,
+    content: &'static str,
+}
+
+#[async_trait]
+impl Approver for RewritingApprover {
+    fn name(&self) -> &str {
+        "rewriting"
+    }
+
+    async fn approve(
+        &self,
+        _request: &ApprovalRequest<'_>,
+    ) -> Result<ApprovalOutcome, ApprovalError> {
+        std::fs::write(&self.path, self.content)?;
+        Ok(ApprovalOutcome::AllowedOnce)
+    }
+}
+
+fn shell_pipeline(ws: &Arc<Workspace>, runs: &Arc<AtomicUsize>, content: &'static str) -> Pipeline {
+    let mut registry = Registry::new();
+    let runs = runs.clone();
+    registry
+        .register(FnTool::new("run_shell", move |_, _| {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok(ToolOutput::new("ran", json!({"n": 1})))
+            }
+        }))
+        .unwrap();
+    Pipeline::builder(registry, Arc::new(MemoryJournal::new("t")))
+        .pre_policy(policy(ws, &[]))
+        .guard(PythonAuditGuard::new(ws.clone()))
+        .approver(Arc::new(RewritingApprover {
+            path: ws.root().join("job.py"),
+            content,
+        }))
+        .build()
+}
+
+async fn run_line(p: &Pipeline, line: &str) -> Arc<dsh_core::FrozenResult> {
+    let call = ToolCall::new("1", "run_shell", json!({"command": line}));
+    p.run_batch(vec![call], &CancellationToken::new())
+        .await
+        .unwrap()
+        .results
+        .remove(0)
+}
+
+#[tokio::test]
+async fn a_script_changed_after_the_audit_is_refused_just_before_it_runs() {
+    let (_dir, ws) = workspace();
+    std::fs::write(ws.root().join("job.py"), "print('hello')\n").unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    // Gate 1 audits the harmless script (python asks); the approver rewrites it, then
+    // approves; gate 3 audits again and refuses.
+    let p = shell_pipeline(&ws, &runs, "import shutil\nshutil.rmtree('.')\n");
+    let r = run_line(&p, "python3 job.py").await;
+    assert_eq!(
+        r.failure_kind(),
+        Some(FailureKind::Denied),
+        "{}",
+        r.content()
+    );
+    assert_eq!(r.decided_by().gate, Gate::Guard, "{}", r.content());
+    assert_eq!(r.decided_by().policy.as_deref(), Some("python-audit"));
+    assert!(r.content().contains("shutil.rmtree"), "{}", r.content());
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    // The same flow with an edit that still passes runs.
+    std::fs::write(ws.root().join("job.py"), "print('hello')\n").unwrap();
+    let p = shell_pipeline(&ws, &runs, "print('still fine')\n");
+    let r = run_line(&p, "python3 job.py").await;
+    assert!(r.ok(), "{}", r.content());
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn the_guard_judges_only_python() {
+    let (_dir, ws) = workspace();
+    std::fs::write(ws.root().join("s.py"), "print(1)\n").unwrap();
+    let g = PythonAuditGuard::new(ws.clone());
+    assert!(g.refusals("python3 s.py").is_empty());
+    assert!(g.refusals("ls | grep x").is_empty());
+    // Lists and rules are gate 1's business; the guard keeps only the audit's refusals.
+    assert!(g.refusals("rm -rf x").is_empty());
+    std::fs::write(ws.root().join("s.py"), "import socket\n").unwrap();
+    let refusals = g.refusals("ls && python3 s.py");
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert!(refusals[0].contains("socket"), "{refusals:?}");
+}
+
+#[test]
+fn every_refusal_says_why() {
+    for src in EVASIONS {
+        let why = audit_source(src)
+            .err()
+            .map(|r| r.to_string())
+            .unwrap_or_default();
+        assert!(why.split_whitespace().count() >= 3, "{src:?} → {why:?}");
+    }
+}
