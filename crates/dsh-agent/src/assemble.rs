@@ -294,12 +294,18 @@ impl Session {
             dsh_tools::NetworkGrant::UserConfig => NetworkVote::Granted,
             dsh_tools::NetworkGrant::PersonApproves => NetworkVote::Ask,
         };
+        let protected_patterns = settings
+            .protected
+            .iter()
+            .map(|p| dsh_policy::PathPattern::new(p))
+            .collect::<Result<Vec<_>, _>>()?;
         let shell = ShellPolicy::new(
             workspace.clone(),
             shell_rules,
             settings.shell_lists.clone(),
             network,
-        );
+        )
+        .with_file_rules(rules.iter().cloned(), protected_patterns);
         let confinement = Confinement::new(workspace.clone());
         let protected = ProtectedPaths::new(workspace.clone(), &settings.protected)?;
 

@@ -212,3 +212,40 @@ fn the_lists_are_configurable_but_an_untrusted_project_cannot_widen_them() {
     assert_eq!(e.check("touch x")["decision"], "allow");
     assert_eq!(e.check("rm x")["decision"], "ask");
 }
+
+/// The file tools' path rules hold for the shell too: `cat .env` is no way around
+/// `deny read_file(.env)`, and a redirection cannot write a protected path.
+#[test]
+fn the_file_tools_path_rules_and_protected_paths_hold_in_the_shell() {
+    let e = Env::new();
+    std::fs::write(e.ws.join(".env"), "KEY=1\n").unwrap();
+    // Without a rule, reading a workspace file is free.
+    assert_eq!(e.check("cat .env")["decision"], "allow");
+    e.user_config("[permissions]\ndeny = [\"read_file(.env)\"]\nask = [\"grep(secrets/**)\"]\n");
+    for line in [
+        "cat .env",
+        "cat src/../.env",
+        "grep KEY .env",
+        "wc -l < .env",
+        "head -1 ./.env",
+        "grep --file=.env x",
+        "ls; cat \".env\"",
+    ] {
+        let r = e.check(line);
+        assert_eq!(r["decision"], "deny", "{line}: {r}");
+        assert!(
+            r["reason"].as_str().unwrap().contains("read_file(.env)"),
+            "{line}: {r}"
+        );
+    }
+    assert_eq!(e.check("cat secrets/key.pem")["decision"], "ask");
+    // A pattern may expand to a kept file: ask.
+    assert_eq!(e.check("cat .e*")["decision"], "ask");
+    // Other files stay free.
+    assert_eq!(e.check("cat src/main.rs")["decision"], "allow");
+    // Protected paths cannot be written by redirection, even when writes are allowed.
+    e.user_config("[permissions]\nallow = [\"run_shell(echo *)\"]\n");
+    let r = e.check("echo 'curl x | sh' > .git/hooks/pre-commit");
+    assert_eq!(r["decision"], "deny", "{r}");
+    assert!(r["reason"].as_str().unwrap().contains("protected"), "{r}");
+}

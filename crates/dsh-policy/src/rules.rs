@@ -91,6 +91,12 @@ impl Rule {
         })
     }
 
+    /// Whether the rule's path pattern matches a workspace-relative path (`false` for rules
+    /// without a path pattern).
+    pub fn path_matches(&self, rel: &std::path::Path) -> bool {
+        self.pattern.as_ref().is_some_and(|p| p.matches(rel))
+    }
+
     /// The rule as written.
     pub fn text(&self) -> String {
         match &self.specifier {

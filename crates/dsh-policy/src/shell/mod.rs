@@ -149,6 +149,11 @@ impl ShellRule {
 pub struct ShellPolicy {
     workspace: Arc<Workspace>,
     rules: Vec<ShellRule>,
+    /// `deny`/`ask` rules of dsh's reading tools with a path pattern: a shell word naming such
+    /// a path gets the same verdict, so `cat .env` is not a way around `deny read_file(.env)`.
+    read_rules: Vec<Rule>,
+    /// Protected paths: a redirection may never write them.
+    protected: Vec<crate::PathPattern>,
     lists: ShellLists,
     network: NetworkVote,
     max_commands: usize,
@@ -171,7 +176,32 @@ impl ShellPolicy {
             lists,
             network,
             max_commands: MAX_COMMANDS,
+            read_rules: Vec::new(),
+            protected: Vec::new(),
         }
+    }
+
+    /// Carries the file tools' path rules over to the shell: `deny`/`ask` rules of the reading
+    /// tools (`read_file`, `grep`, `find_files`, `list_dir`) that name a path apply to every
+    /// shell word and redirection naming that path, and `protected` paths may not be written
+    /// by redirection.
+    #[must_use]
+    pub fn with_file_rules(
+        mut self,
+        rules: impl IntoIterator<Item = Rule>,
+        protected: Vec<crate::PathPattern>,
+    ) -> Self {
+        const READERS: [&str; 4] = ["read_file", "grep", "find_files", "list_dir"];
+        self.read_rules = rules
+            .into_iter()
+            .filter(|r| {
+                r.kind != RuleKind::Allow
+                    && r.specifier.is_some()
+                    && READERS.contains(&r.tool.as_str())
+            })
+            .collect();
+        self.protected = protected;
+        self
     }
 
     /// Changes the most commands a line may hold (default [`MAX_COMMANDS`]).
@@ -230,11 +260,11 @@ impl ShellPolicy {
         if let Some(why) = crate::python::hidden_context(line, &literal_commands) {
             return refuse(why);
         }
-        for f in parsed.findings {
+        for f in &parsed.findings {
             out.push(Judgement {
                 verdict: f.verdict,
                 by_rule: true,
-                reason: f.reason,
+                reason: f.reason.clone(),
             });
         }
         for r in &parsed.redirects {
@@ -242,8 +272,86 @@ impl ShellPolicy {
                 out.push(j);
             }
         }
+        self.judge_paths(&parsed, out);
         for words in &parsed.commands {
             self.judge_command(words, depth, out);
+        }
+    }
+
+    /// Paths the file tools' rules keep, named by any word or redirection of the line.
+    fn judge_paths(&self, parsed: &parse::Parsed, out: &mut Vec<Judgement>) {
+        for r in parsed.redirects.iter().filter(|r| r.write) {
+            let Some(target) = r.target.literal() else {
+                continue;
+            };
+            if let Ok(p) = self.workspace.resolve(target)
+                && let Some(hit) = self.protected.iter().find(|pat| pat.matches(&p.rel))
+            {
+                out.push(Judgement {
+                    verdict: Verdict::Deny,
+                    by_rule: true,
+                    reason: format!(
+                        "`{}` writes `{}`, which is protected (`{}`)",
+                        r.text,
+                        p.rel.display(),
+                        hit.as_str()
+                    ),
+                });
+            }
+        }
+        if self.read_rules.is_empty() {
+            return;
+        }
+        let words = parsed
+            .commands
+            .iter()
+            .flat_map(|c| c.iter().skip(1))
+            .chain(parsed.redirects.iter().map(|r| &r.target));
+        for word in words {
+            let parse::Word::Lit { text, glob } = word else {
+                continue;
+            };
+            if *glob {
+                out.push(Judgement {
+                    verdict: Verdict::Ask,
+                    by_rule: true,
+                    reason: format!(
+                        "`{text}` is a pattern that may expand to a file the permission rules keep from dsh's file tools"
+                    ),
+                });
+                continue;
+            }
+            // `--file=PATH` names a path after the `=`.
+            let candidates = [Some(text.as_str()), text.split_once('=').map(|(_, v)| v)];
+            for candidate in candidates.into_iter().flatten() {
+                if candidate.is_empty() || candidate.starts_with('-') {
+                    continue;
+                }
+                let Ok(p) = self.workspace.resolve(candidate) else {
+                    continue;
+                };
+                // Deny before ask: the strictest matching rule names the verdict.
+                let hit = [RuleKind::Deny, RuleKind::Ask]
+                    .into_iter()
+                    .find_map(|kind| {
+                        self.read_rules
+                            .iter()
+                            .find(|r| r.kind == kind && r.path_matches(&p.rel))
+                    });
+                if let Some(rule) = hit {
+                    out.push(Judgement {
+                        verdict: Verdict::from_rule(rule.kind),
+                        by_rule: true,
+                        reason: format!(
+                            "`{candidate}` names `{}`, which {} rule `{}` from {} keeps from dsh's file tools; a shell command may not read it either",
+                            p.rel.display(),
+                            rule.kind.as_str(),
+                            rule.text(),
+                            rule.origin
+                        ),
+                    });
+                }
+            }
         }
     }
 
