@@ -62,13 +62,7 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
     let loaded = settings::load_config_with(common, overrides)?;
     let env = dsh_config::process_env();
     let model = &loaded.config.model;
-    // Explicit: a provider or endpoint other than the built-in default, or named by a flag or
-    // variable. Otherwise the provider is picked from the keys that are set.
-    let explicit = args.provider.is_some()
-        || args.base_url.is_some()
-        || env.contains_key("DSH_PROVIDER")
-        || model.provider != dsh_config::Provider::Openai
-        || model.base_url.trim_end_matches('/') != model.provider.default_base_url();
+    let explicit = loaded.model_explicit;
     let provider = dsh_model::from_config(model, &env, explicit).map_err(Failure::usage)?;
 
     let mut settings = settings::session_settings(common, &loaded)?;

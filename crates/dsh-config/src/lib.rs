@@ -129,6 +129,10 @@ pub struct Loaded {
     pub files: Vec<PathBuf>,
     /// [`Config::digest`] of `config`, for `session_start`.
     pub digest: String,
+    /// Some layer (a file, `DSH_PROVIDER`, a `*_BASE_URL` variable, a flag) named
+    /// `model.provider` or `model.base_url`: use the model configuration as it stands instead
+    /// of picking a provider from the keys that are set.
+    pub model_explicit: bool,
 }
 
 /// Loads the layered configuration for `opts.workspace`.
@@ -177,6 +181,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     builder.apply(env);
     builder.apply(flags_part(&opts.overrides)?);
 
+    let model_explicit = builder.model_explicit();
     let (config, notices) = builder.finish();
     let digest = config.digest();
     Ok(Loaded {
@@ -187,6 +192,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         notices,
         files,
         digest,
+        model_explicit,
     })
 }
 

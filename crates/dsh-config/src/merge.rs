@@ -139,6 +139,8 @@ pub(crate) struct Builder {
     /// Set when the managed file forbids the network.
     network_lock: Option<String>,
     notices: Vec<String>,
+    /// Some layer above the defaults named the provider or the endpoint.
+    model_explicit: bool,
 }
 
 impl Builder {
@@ -153,12 +155,18 @@ impl Builder {
             sandbox_lock: None,
             network_lock: None,
             notices: Vec::new(),
+            model_explicit: false,
         }
     }
 
     /// The provider as the layers applied so far leave it.
     pub(crate) fn provider(&self) -> Provider {
         self.provider
+    }
+
+    /// Whether a layer above the defaults named `model.provider` or `model.base_url`.
+    pub(crate) fn model_explicit(&self) -> bool {
+        self.model_explicit
     }
 
     pub(crate) fn apply(&mut self, mut part: Part) {
@@ -180,6 +188,9 @@ impl Builder {
             }
         } else {
             let m = &part.model;
+            if part.layer != Layer::Default && (m.provider.is_some() || m.base_url.is_some()) {
+                self.model_explicit = true;
+            }
             if let Some(p) = m.provider {
                 if p != self.provider {
                     // A different provider starts from its own defaults.
@@ -372,6 +383,13 @@ impl Builder {
                 sandbox.allow_network = net;
             } else if untrusted {
                 ignored.push("sandbox.allow_network = true".to_string());
+            } else if part.layer == Layer::Project {
+                // Lifting the network ban is the user's own decision (issue 4): even a trusted
+                // repository cannot make it for them.
+                self.notices.push(format!(
+                    "{} = true ignored: only your user configuration can allow the network",
+                    site.at("sandbox.allow_network")
+                ));
             } else if let Some(lock) = &self.network_lock {
                 self.notices.push(format!(
                     "{} = true ignored: the managed config forbids the network ({lock})",

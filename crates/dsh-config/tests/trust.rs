@@ -259,13 +259,13 @@ command = "mcp-git"
 max_steps = 200
 [sandbox]
 mode = "off"
-allow_network = true
 [journal]
 fsync = "record"
 "#,
     );
     let loaded = w.load();
     assert!(loaded.trusted);
+    assert!(loaded.model_explicit);
     assert!(loaded.notices.is_empty(), "{:?}", loaded.notices);
     let c = &loaded.config;
     assert_eq!(c.model.base_url, "https://gateway.invalid/v1");
@@ -278,7 +278,41 @@ fsync = "record"
     assert!(c.mcp.servers.contains_key("git"));
     assert_eq!(c.limits.max_steps, 200);
     assert_eq!(c.sandbox.mode, SandboxMode::Off);
-    assert!(c.sandbox.allow_network);
+    assert!(!c.sandbox.allow_network);
+}
+
+#[test]
+fn even_a_trusted_project_cannot_allow_the_network() {
+    let w = World::new();
+    w.trust();
+    w.project("[sandbox]\nallow_network = true\n");
+    let loaded = w.load();
+    assert!(loaded.trusted);
+    assert!(!loaded.config.sandbox.allow_network);
+    assert_eq!(loaded.notices.len(), 1, "{:?}", loaded.notices);
+    assert!(
+        loaded.notices[0].contains("only your user configuration"),
+        "{:?}",
+        loaded.notices
+    );
+}
+
+#[test]
+fn the_model_is_explicit_only_when_a_layer_names_it() {
+    let w = World::new();
+    assert!(!w.load().model_explicit);
+    let mut opts = w.options();
+    opts.env.insert("DSH_MODEL".into(), "m".into());
+    assert!(
+        !load(&opts).unwrap().model_explicit,
+        "a model name alone picks no provider"
+    );
+    opts.env.insert("DSH_PROVIDER".into(), "deepseek".into());
+    assert!(load(&opts).unwrap().model_explicit);
+    // An untrusted project cannot name it.
+    let w = World::new();
+    w.project("[model]\nprovider = \"ollama\"\n");
+    assert!(!w.load().model_explicit);
 }
 
 #[test]
