@@ -47,7 +47,14 @@ pub(crate) async fn check(common: &Common, tool: &str, args_json: &str) -> Resul
 pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
     let calls = read_calls(file)?;
     let settings = settings::load(common)?;
-    let session = Session::assemble(&settings).map_err(Failure::harness)?;
+    // With --json, the session's journal records stream to stdout as they are written (as
+    // `dsh exec --json` does) instead of the result objects.
+    let mirror: Option<Box<dyn std::io::Write + Send>> = if common.json {
+        Some(Box::new(std::io::stdout()))
+    } else {
+        None
+    };
+    let session = Session::assemble_with_mirror(&settings, mirror).map_err(Failure::harness)?;
     let cancel = CancellationToken::new();
     let interrupted = cancel.clone();
     let watcher = tokio::spawn(async move {
@@ -61,7 +68,9 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
         Ok(out) => (out.results, None),
         Err(e) => (e.committed.clone(), Some(e)),
     };
-    print_lines(results.iter().map(|r| r.to_json()))?;
+    if !common.json {
+        print_lines(results.iter().map(|r| r.to_json()))?;
+    }
     if let Some(e) = error {
         return Err(Failure::harness(anyhow::Error::new(e)));
     }

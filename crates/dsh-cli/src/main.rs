@@ -36,7 +36,9 @@ pub(crate) struct Common {
     /// still apply.
     #[arg(long, global = true)]
     yolo: bool,
-    /// Machine-readable output. `check` and `batch` always print JSON lines.
+    /// `exec` and `batch`: print the session's journal records, one JSON line each, as they
+    /// are written (instead of the final text or the result objects). `check` always prints
+    /// JSON.
     #[arg(long, global = true)]
     json: bool,
     /// The OS sandbox for run_shell: auto (as much as the OS offers, warning otherwise),

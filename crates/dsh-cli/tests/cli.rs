@@ -547,3 +547,32 @@ fn observations_belong_to_a_session_and_reads_authorize_edits() {
         "fn main() {}\n"
     );
 }
+
+#[test]
+fn batch_json_streams_the_journal_instead_of_results() {
+    let e = Env::new();
+    let (_, out) = e.batch(
+        &[json!({"name": "read_file", "args": {"path": "src/main.rs"}, "id": "r"})],
+        &["--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let t = dsh_core::journal::read_journal(&e.journals()[0]).unwrap();
+    let journal: Vec<Value> = t.records.into_iter().map(Value::Object).collect();
+    assert_eq!(lines, journal);
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "session_start",
+            "tool_call",
+            "tool_started",
+            "tool_result",
+            "session_end"
+        ]
+    );
+}
