@@ -84,13 +84,52 @@ fn apply(text: &str, args: &Args) -> Result<(String, usize), ToolError> {
     }
 }
 
+/// A unified diff of the edit. Only the region between the common leading and trailing lines
+/// is diffed (an edit changes a small part of a file; hashing all of a 10 MB file's lines was
+/// most of an edit's time), with hunk line numbers counted from the top of the file.
 fn diff(path: &str, before: &str, after: &str) -> String {
-    let d = similar::TextDiff::from_lines(before, after);
-    let mut text = d
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{path}"), &format!("b/{path}"))
-        .to_string();
+    const CONTEXT: usize = 3;
+    let old: Vec<&str> = before.split_inclusive('\n').collect();
+    let new: Vec<&str> = after.split_inclusive('\n').collect();
+    let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let room = old.len().min(new.len()) - prefix;
+    let suffix = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take(room)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let start = prefix.saturating_sub(CONTEXT);
+    let old_mid = old[start..(old.len() - suffix + CONTEXT).min(old.len())].concat();
+    let new_mid = new[start..(new.len() - suffix + CONTEXT).min(new.len())].concat();
+    let d = similar::TextDiff::from_lines(&old_mid, &new_mid);
+    let mut text = format!("--- a/{path}\n+++ b/{path}\n");
+    for group in d.grouped_ops(CONTEXT) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let (o, n) = (first.old_range().start, first.new_range().start);
+        let (o_len, n_len) = (last.old_range().end - o, last.new_range().end - n);
+        text.push_str(&format!(
+            "@@ -{},{o_len} +{},{n_len} @@\n",
+            start + o + 1,
+            start + n + 1
+        ));
+        for op in &group {
+            for change in d.iter_changes(op) {
+                text.push(match change.tag() {
+                    similar::ChangeTag::Equal => ' ',
+                    similar::ChangeTag::Delete => '-',
+                    similar::ChangeTag::Insert => '+',
+                });
+                text.push_str(change.value());
+                if !change.value().ends_with('\n') {
+                    text.push_str("\n\\ No newline at end of file\n");
+                }
+            }
+        }
+    }
     if text.chars().count() > MAX_DIFF_CHARS {
         let cut: String = text.chars().take(MAX_DIFF_CHARS).collect();
         text = format!(
@@ -213,6 +252,37 @@ mod tests {
     fn mixed_line_endings_match_the_literal_text_first() {
         let (out, n) = apply("a\r\nb\nc\n", &args("b\nc", "B\nC", false)).unwrap();
         assert_eq!((out.as_str(), n), ("a\r\nB\nC\n", 1));
+    }
+
+    #[test]
+    fn the_diff_numbers_hunks_from_the_top_of_the_file() {
+        let before: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        let after = before.replace("line 50\n", "LINE 50\n");
+        let d = diff("f.txt", &before, &after);
+        assert_eq!(
+            d,
+            "--- a/f.txt\n+++ b/f.txt\n@@ -47,7 +47,7 @@\n line 47\n line 48\n line 49\n-line 50\n+LINE 50\n line 51\n line 52\n line 53\n"
+        );
+        // Near the ends, and without a final newline.
+        let d = diff("f", "a\nb", "a\nc");
+        assert_eq!(
+            d,
+            "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
+        );
+    }
+
+    #[test]
+    fn the_diff_agrees_with_a_whole_file_diff() {
+        let before: String = (1..=40).map(|i| format!("l{i}\n")).collect();
+        let after = before
+            .replace("l2\n", "x2\n")
+            .replace("l30\n", "x30\ny30\n");
+        let whole = similar::TextDiff::from_lines(before.as_str(), after.as_str())
+            .unified_diff()
+            .context_radius(3)
+            .header("a/f", "b/f")
+            .to_string();
+        assert_eq!(diff("f", &before, &after), whole);
     }
 
     #[test]
