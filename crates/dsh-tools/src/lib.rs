@@ -131,6 +131,23 @@ fn path_arg(args: &Value, default: Option<&str>) -> Option<String> {
     }
 }
 
+/// The `path` argument (or `default` when it is absent) as one declared access — what
+/// [`dsh_core::Tool::accesses`] returns for the file tools. Nothing when the argument is not a
+/// string: the registry refuses such a call before any policy looks at it.
+fn path_access(args: &Value, default: Option<&str>, write: bool) -> Vec<dsh_core::Access> {
+    path_arg(args, default)
+        .map(|p| {
+            let path = std::path::PathBuf::from(p);
+            if write {
+                dsh_core::Access::Write { path }
+            } else {
+                dsh_core::Access::Read { path }
+            }
+        })
+        .into_iter()
+        .collect()
+}
+
 /// Runs blocking file-system work on tokio's blocking pool and waits for it to finish: a tool
 /// never returns while its work still runs. The work receives the call's cancellation token
 /// and must check it between units of work. A panic in the work is re-raised here, for the

@@ -1,7 +1,6 @@
 //! `edit_file{path, old_string, new_string, replace_all?}`: replace exact text in a file the
 //! session has read, keeping its line endings and permissions, and show the diff.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::confine::{Want, path_error};
 use crate::fs::seam::{FileSeam, Intent};
-use crate::{blocking, parse_args, path_arg};
+use crate::{blocking, parse_args, path_access};
 
 /// Files larger than this are not edited (the whole file is held in memory).
 pub const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
@@ -172,13 +171,7 @@ impl Tool for EditFile {
     }
 
     fn accesses(&self, args: &Value) -> Vec<Access> {
-        path_arg(args, None)
-            .map(|p| {
-                vec![Access::Write {
-                    path: PathBuf::from(p),
-                }]
-            })
-            .unwrap_or_default()
+        path_access(args, None, true)
     }
 
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {

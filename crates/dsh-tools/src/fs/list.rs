@@ -8,7 +8,6 @@
 use std::collections::BinaryHeap;
 use std::ffi::OsString;
 use std::fs::FileType;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -19,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::confine::{LOSSY_NOTE, OpenDir, display, resolve_dir};
-use crate::{Limits, blocking, cancelled, parse_args, path_arg};
+use crate::{Limits, blocking, cancelled, parse_args, path_access};
 
 /// The `list_dir` tool.
 #[derive(Clone, Debug)]
@@ -94,12 +93,7 @@ impl Tool for ListDir {
     }
 
     fn accesses(&self, args: &Value) -> Vec<Access> {
-        path_arg(args, None)
-            .map(|p| Access::Read {
-                path: PathBuf::from(p),
-            })
-            .into_iter()
-            .collect()
+        path_access(args, None, false)
     }
 
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {

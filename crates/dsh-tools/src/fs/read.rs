@@ -11,7 +11,6 @@
 //! shown is not valid UTF-8.
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -24,7 +23,7 @@ use serde_json::{Value, json};
 
 use crate::confine::{display, open_file};
 use crate::fs::seam::{FileSeam, Version};
-use crate::{Limits, blocking, cancelled, parse_args, path_arg};
+use crate::{Limits, blocking, cancelled, parse_args, path_access};
 
 /// Characters of one line shown; the rest is cut with a marker.
 pub const LINE_MAX_CHARS: usize = 2000;
@@ -115,12 +114,7 @@ impl Tool for ReadFile {
     }
 
     fn accesses(&self, args: &Value) -> Vec<Access> {
-        path_arg(args, None)
-            .map(|p| Access::Read {
-                path: PathBuf::from(p),
-            })
-            .into_iter()
-            .collect()
+        path_access(args, None, false)
     }
 
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {

@@ -1,6 +1,5 @@
 //! `write_file{path, content}`: create a file, or replace one the session has read.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -10,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::confine::{Want, path_error};
 use crate::fs::seam::{FileSeam, Intent};
-use crate::{blocking, parse_args, path_arg};
+use crate::{blocking, parse_args, path_access};
 
 /// The `write_file` tool.
 #[derive(Debug)]
@@ -62,13 +61,7 @@ impl Tool for WriteFile {
     }
 
     fn accesses(&self, args: &Value) -> Vec<Access> {
-        path_arg(args, None)
-            .map(|p| {
-                vec![Access::Write {
-                    path: PathBuf::from(p),
-                }]
-            })
-            .unwrap_or_default()
+        path_access(args, None, true)
     }
 
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {

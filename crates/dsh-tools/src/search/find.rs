@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::{PathGlob, TopK, lock, walker};
 use crate::confine::{LOSSY_NOTE, display, resolve_dir};
-use crate::{Limits, blocking, cancelled, parse_args, path_arg};
+use crate::{Limits, blocking, cancelled, parse_args, path_access};
 
 /// The `find_files` tool.
 #[derive(Clone, Debug)]
@@ -83,12 +83,7 @@ impl Tool for FindFiles {
     }
 
     fn accesses(&self, args: &Value) -> Vec<Access> {
-        path_arg(args, Some("."))
-            .map(|p| Access::Read {
-                path: PathBuf::from(p),
-            })
-            .into_iter()
-            .collect()
+        path_access(args, Some("."), false)
     }
 
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {

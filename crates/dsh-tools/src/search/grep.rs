@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use super::{PathGlob, TopK, lock, walker};
 use crate::confine::{Skipped, WalkOpener, describe, display, open_file};
 use crate::confine::{Want, path_error};
-use crate::{Limits, blocking, cancelled, parse_args, path_arg};
+use crate::{Limits, blocking, cancelled, parse_args, path_access};
 
 /// Characters of a matching line shown; longer lines are cut with a marker.
 pub const TEXT_MAX_CHARS: usize = 300;
@@ -113,12 +113,7 @@ impl Tool for Grep {
     }
 
     fn accesses(&self, args: &Value) -> Vec<Access> {
-        path_arg(args, Some("."))
-            .map(|p| Access::Read {
-                path: PathBuf::from(p),
-            })
-            .into_iter()
-            .collect()
+        path_access(args, Some("."), false)
     }
 
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {
