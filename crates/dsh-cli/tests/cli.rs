@@ -2,26 +2,31 @@
 //! from the real user config and state (DSH_CONFIG_HOME and DSH_HOME in temp dirs).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
+use common::{Dirs, json_lines, kind, stderr};
 use serde_json::{Value, json};
 
 struct Env {
-    _root: tempfile::TempDir,
-    ws: PathBuf,
-    home: PathBuf,
-    cfg: PathBuf,
-    outside: PathBuf,
+    dirs: Dirs,
+}
+
+impl std::ops::Deref for Env {
+    type Target = Dirs;
+    fn deref(&self) -> &Dirs {
+        &self.dirs
+    }
 }
 
 impl Env {
     fn new() -> Env {
-        let root = tempfile::tempdir().unwrap();
-        let ws = root.path().join("ws");
-        let outside = root.path().join("outside");
-        for d in [&ws, &outside, &ws.join("src"), &ws.join(".git")] {
+        let dirs = Dirs::new();
+        let ws = &dirs.ws;
+        for d in [ws.join("src"), ws.join(".git")] {
             std::fs::create_dir_all(d).unwrap();
         }
         std::fs::write(
@@ -31,35 +36,12 @@ impl Env {
         .unwrap();
         std::fs::write(ws.join(".env"), "API_KEY=hunter2\n").unwrap();
         std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
-        std::fs::write(outside.join("secret.txt"), "TOP SECRET\n").unwrap();
-        Env {
-            ws: ws.canonicalize().unwrap(),
-            home: root.path().join("home"),
-            cfg: root.path().join("cfg"),
-            outside: outside.canonicalize().unwrap(),
-            _root: root,
-        }
-    }
-
-    fn dsh(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        c.arg("--workspace")
-            .arg(&self.ws)
-            .args(args)
-            .env("DSH_HOME", &self.home)
-            .env("DSH_CONFIG_HOME", &self.cfg)
-            .stdin(Stdio::null());
-        c
+        std::fs::write(dirs.outside.join("secret.txt"), "TOP SECRET\n").unwrap();
+        Env { dirs }
     }
 
     fn user_config(&self, text: &str) {
-        std::fs::create_dir_all(&self.cfg).unwrap();
-        std::fs::write(self.cfg.join("config.toml"), text).unwrap();
-    }
-
-    fn project_config(&self, text: &str) {
-        std::fs::create_dir_all(self.ws.join(".dsh")).unwrap();
-        std::fs::write(self.ws.join(".dsh/config.toml"), text).unwrap();
+        self.write_user_config(text);
     }
 
     fn check(&self, tool: &str, args: Value) -> Value {
@@ -75,28 +57,8 @@ impl Env {
 
     /// Runs `dsh batch -` on the calls; returns the result objects and the output.
     fn batch(&self, calls: &[Value], extra: &[&str]) -> (Vec<Value>, Output) {
-        let mut args = extra.to_vec();
-        args.extend(["batch", "-"]);
-        let mut child = self
-            .dsh(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            let mut stdin = child.stdin.take().unwrap();
-            for c in calls {
-                writeln!(stdin, "{c}").unwrap();
-            }
-        }
-        let out = child.wait_with_output().unwrap();
-        let results = String::from_utf8(out.stdout.clone())
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        (results, out)
+        let out = self.batch_output(calls, extra, &[]);
+        (json_lines(&out), out)
     }
 
     fn one(&self, name: &str, args: Value, extra: &[&str]) -> Value {
@@ -114,14 +76,6 @@ impl Env {
         v.sort();
         v
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn kind(r: &Value) -> &str {
-    r["failure_kind"].as_str().unwrap_or("ok")
 }
 
 #[test]

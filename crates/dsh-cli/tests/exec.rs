@@ -2,11 +2,14 @@
 //! HTTP/SSE on 127.0.0.1. Only the model's *content* is scripted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::stderr;
 use dsh_testkit::model_server::{Reply, ScriptedServer, Turn};
 use serde_json::Value;
 
@@ -120,10 +123,6 @@ fn kinds(records: &[Value]) -> Vec<&str> {
         .collect()
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 #[test]
 fn a_multi_step_task_reads_greps_edits_and_answers() {
     let e = Env::new();
@@ -190,8 +189,7 @@ fn a_multi_step_task_reads_greps_edits_and_answers() {
         .filter(|r| r["kind"] == "tool_result")
         .collect();
     assert!(results.iter().all(|r| r["ok"] == true), "{results:?}");
-    let stop = records.iter().find(|r| r["kind"] == "stop").unwrap();
-    assert_eq!(stop["reason"], "final_answer");
+    assert_eq!(stop_reason(&records), "final_answer");
     let start = &records[0];
     assert_eq!(start["provider"], "openai");
     assert_eq!(start["model"], "scripted");
@@ -267,12 +265,7 @@ fn max_steps_stops_with_exit_3() {
     ]);
     let out = e.exec(&server.url, &["--max-steps", "2"], "look around");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let stop = e
-        .journal()
-        .into_iter()
-        .find(|r| r["kind"] == "stop")
-        .unwrap();
-    assert_eq!(stop["reason"], "max_steps");
+    assert_eq!(stop_reason(&e.journal()), "max_steps");
     assert_eq!(server.requests().len(), 2);
 }
 
@@ -284,8 +277,7 @@ fn the_same_call_repeated_stops_the_loop() {
     let out = e.exec(&server.url, &[], "read it");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let records = e.journal();
-    let stop = records.iter().find(|r| r["kind"] == "stop").unwrap();
-    assert_eq!(stop["reason"], "repeated_call");
+    assert_eq!(stop_reason(&records), "repeated_call");
     // The third identical request is not executed.
     assert_eq!(
         records.iter().filter(|r| r["kind"] == "tool_call").count(),
@@ -305,12 +297,7 @@ fn the_token_budget_stops_the_loop() {
     ]);
     let out = e.exec(&server.url, &[], "look");
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let stop = e
-        .journal()
-        .into_iter()
-        .find(|r| r["kind"] == "stop")
-        .unwrap();
-    assert_eq!(stop["reason"], "token_budget");
+    assert_eq!(stop_reason(&e.journal()), "token_budget");
 }
 
 #[test]
@@ -364,12 +351,7 @@ fn a_server_refusal_ends_with_its_own_message_and_exit_1() {
     let msg = stderr(&out);
     assert!(msg.contains("Incorrect API key provided"), "{msg}");
     assert!(msg.contains("OPENAI_API_KEY"), "{msg}");
-    let stop = e
-        .journal()
-        .into_iter()
-        .find(|r| r["kind"] == "stop")
-        .unwrap();
-    assert_eq!(stop["reason"], "model_error");
+    assert_eq!(stop_reason(&e.journal()), "model_error");
 }
 
 #[test]

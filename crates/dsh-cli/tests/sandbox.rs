@@ -8,97 +8,55 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{ErrorKind, Write};
+mod common;
+
+use std::io::ErrorKind;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::{Dirs, json_lines, kind, stderr};
 use serde_json::{Value, json};
 
 struct Env {
-    _root: tempfile::TempDir,
-    ws: PathBuf,
-    home: PathBuf,
-    cfg: PathBuf,
-    user_home: PathBuf,
-    outside: PathBuf,
+    dirs: Dirs,
+}
+
+impl std::ops::Deref for Env {
+    type Target = Dirs;
+    fn deref(&self) -> &Dirs {
+        &self.dirs
+    }
 }
 
 impl Env {
     fn new() -> Env {
-        let root = tempfile::tempdir().unwrap();
-        let ws = root.path().join("ws");
-        let outside = root.path().join("outside");
-        let user_home = root.path().join("user-home");
-        for d in [&ws, &outside, &user_home, &ws.join(".git")] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
-        let env = Env {
-            ws: ws.canonicalize().unwrap(),
-            home: root.path().join("dsh-home"),
-            cfg: root.path().join("cfg"),
-            user_home: user_home.canonicalize().unwrap(),
-            outside: outside.canonicalize().unwrap(),
-            _root: root,
-        };
+        let dirs = Dirs::new();
+        std::fs::create_dir_all(dirs.ws.join(".git")).unwrap();
+        std::fs::write(dirs.ws.join(".git/config"), "[core]\n").unwrap();
+        let env = Env { dirs };
         env.user_config("");
         env
-    }
-
-    fn dsh(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        c.arg("--workspace")
-            .arg(&self.ws)
-            .args(args)
-            .env("DSH_HOME", &self.home)
-            .env("DSH_CONFIG_HOME", &self.cfg)
-            .env("HOME", &self.user_home)
-            .stdin(Stdio::null());
-        c
     }
 
     /// Writes the user configuration. Unless `text` has its own `[permissions]`, every
     /// command is allowed by the rule `run_shell(*)`: these tests attack the sandbox, so the
     /// shell policy (tested in tests/shell_policy.rs) must let the attacks through.
     fn user_config(&self, text: &str) {
-        std::fs::create_dir_all(&self.cfg).unwrap();
         let text = if text.contains("[permissions]") {
             text.to_owned()
         } else {
             format!("[permissions]\nallow = [\"run_shell(*)\"]\n{text}")
         };
-        std::fs::write(self.cfg.join("config.toml"), text).unwrap();
+        self.write_user_config(&text);
     }
 
     /// Runs `dsh <extra> batch -` on the calls with `envs` added to dsh's environment.
     fn batch_env(&self, calls: &[Value], extra: &[&str], envs: &[(&str, &str)]) -> Vec<Value> {
-        let mut args = extra.to_vec();
-        args.extend(["batch", "-"]);
-        let mut cmd = self.dsh(&args);
-        for (k, v) in envs {
-            cmd.env(k, v);
-        }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            let mut stdin = child.stdin.take().unwrap();
-            for c in calls {
-                writeln!(stdin, "{c}").unwrap();
-            }
-        }
-        let out = child.wait_with_output().unwrap();
+        let out = self.batch_output(calls, extra, envs);
         assert_eq!(out.status.code(), Some(0), "dsh failed: {}", stderr(&out));
-        let results: Vec<Value> = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let results = json_lines(&out);
         assert_eq!(results.len(), calls.len(), "one result per call");
         results
     }
@@ -116,14 +74,6 @@ impl Env {
         self.batch(&[json!({"name": "run_shell", "args": args})], extra)
             .remove(0)
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn kind(r: &Value) -> &str {
-    r["failure_kind"].as_str().unwrap_or("ok")
 }
 
 fn content(r: &Value) -> &str {

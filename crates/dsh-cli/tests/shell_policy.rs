@@ -4,59 +4,33 @@
 //! (DSH_HOME, DSH_CONFIG_HOME and HOME in temp dirs).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
 
+use common::{Dirs, json_lines, kind, stderr};
 use serde_json::{Value, json};
 
 struct Env {
-    _root: tempfile::TempDir,
-    ws: PathBuf,
-    home: PathBuf,
-    cfg: PathBuf,
-    user_home: PathBuf,
+    dirs: Dirs,
+}
+
+impl std::ops::Deref for Env {
+    type Target = Dirs;
+    fn deref(&self) -> &Dirs {
+        &self.dirs
+    }
 }
 
 impl Env {
     fn new() -> Env {
-        let root = tempfile::tempdir().unwrap();
-        let ws = root.path().join("ws");
-        let user_home = root.path().join("user-home");
-        for d in [&ws, &ws.join("src"), &user_home] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(ws.join("src/main.rs"), "fn main() {}\n// foo\n").unwrap();
-        std::fs::write(ws.join("Cargo.toml"), "[package]\n").unwrap();
-        Env {
-            ws: ws.canonicalize().unwrap(),
-            home: root.path().join("dsh-home"),
-            cfg: root.path().join("cfg"),
-            user_home: user_home.canonicalize().unwrap(),
-            _root: root,
-        }
-    }
-
-    fn dsh(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        c.arg("--workspace")
-            .arg(&self.ws)
-            .args(args)
-            .env("DSH_HOME", &self.home)
-            .env("DSH_CONFIG_HOME", &self.cfg)
-            .env("HOME", &self.user_home)
-            .stdin(Stdio::null());
-        c
+        let dirs = Dirs::new();
+        std::fs::create_dir_all(dirs.ws.join("src")).unwrap();
+        std::fs::write(dirs.ws.join("src/main.rs"), "fn main() {}\n// foo\n").unwrap();
+        std::fs::write(dirs.ws.join("Cargo.toml"), "[package]\n").unwrap();
+        Env { dirs }
     }
 
     fn user_config(&self, text: &str) {
-        std::fs::create_dir_all(&self.cfg).unwrap();
-        std::fs::write(self.cfg.join("config.toml"), text).unwrap();
-    }
-
-    fn project_config(&self, text: &str) {
-        std::fs::create_dir_all(self.ws.join(".dsh")).unwrap();
-        std::fs::write(self.ws.join(".dsh/config.toml"), text).unwrap();
+        self.write_user_config(text);
     }
 
     fn check(&self, command: &str) -> Value {
@@ -67,32 +41,11 @@ impl Env {
     }
 
     fn shell(&self, command: &str, extra: &[&str]) -> Value {
-        let mut args = extra.to_vec();
-        args.extend(["batch", "-"]);
-        let mut child = self
-            .dsh(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            let mut stdin = child.stdin.take().unwrap();
-            let call = json!({"name": "run_shell", "args": {"command": command}});
-            writeln!(stdin, "{call}").unwrap();
-        }
-        let out = child.wait_with_output().unwrap();
+        let call = json!({"name": "run_shell", "args": {"command": command}});
+        let out = self.batch_output(&[call], extra, &[]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        serde_json::from_slice(&out.stdout).unwrap()
+        json_lines(&out).remove(0)
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn kind(r: &Value) -> &str {
-    r["failure_kind"].as_str().unwrap_or("ok")
 }
 
 #[test]

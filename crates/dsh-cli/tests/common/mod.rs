@@ -1,0 +1,114 @@
+//! What the end-to-end test files share: isolated directories and running the real `dsh`
+//! binary in them. Each test file keeps its own fixtures and configuration conventions.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// A throwaway world: a workspace, a directory outside it, dsh's state (`DSH_HOME`), the
+/// user configuration directory (`DSH_CONFIG_HOME`) and a `HOME`, all in one temp dir, so a
+/// test never touches the real user config or state.
+pub struct Dirs {
+    _root: tempfile::TempDir,
+    pub ws: PathBuf,
+    pub outside: PathBuf,
+    pub home: PathBuf,
+    pub cfg: PathBuf,
+    pub user_home: PathBuf,
+}
+
+impl Dirs {
+    pub fn new() -> Dirs {
+        let root = tempfile::tempdir().unwrap();
+        let (ws, outside, user_home) = (
+            root.path().join("ws"),
+            root.path().join("outside"),
+            root.path().join("user-home"),
+        );
+        for d in [&ws, &outside, &user_home] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        Dirs {
+            ws: ws.canonicalize().unwrap(),
+            outside: outside.canonicalize().unwrap(),
+            user_home: user_home.canonicalize().unwrap(),
+            home: root.path().join("dsh-home"),
+            cfg: root.path().join("cfg"),
+            _root: root,
+        }
+    }
+
+    /// The temp dir holding everything.
+    pub fn root(&self) -> &Path {
+        self._root.path()
+    }
+
+    /// `dsh --workspace WS ARGS…` with the isolated environment and no stdin.
+    pub fn dsh(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
+        c.arg("--workspace")
+            .arg(&self.ws)
+            .args(args)
+            .env("DSH_HOME", &self.home)
+            .env("DSH_CONFIG_HOME", &self.cfg)
+            .env("HOME", &self.user_home)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Writes the user configuration file as given.
+    pub fn write_user_config(&self, text: &str) {
+        std::fs::create_dir_all(&self.cfg).unwrap();
+        std::fs::write(self.cfg.join("config.toml"), text).unwrap();
+    }
+
+    /// Writes the workspace's `.dsh/config.toml`.
+    pub fn project_config(&self, text: &str) {
+        std::fs::create_dir_all(self.ws.join(".dsh")).unwrap();
+        std::fs::write(self.ws.join(".dsh/config.toml"), text).unwrap();
+    }
+
+    /// Runs `dsh EXTRA… batch -` with the calls on stdin and `envs` added.
+    pub fn batch_output(&self, calls: &[Value], extra: &[&str], envs: &[(&str, &str)]) -> Output {
+        let mut args = extra.to_vec();
+        args.extend(["batch", "-"]);
+        let mut cmd = self.dsh(&args);
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            let mut stdin = child.stdin.take().unwrap();
+            for c in calls {
+                writeln!(stdin, "{c}").unwrap();
+            }
+        }
+        child.wait_with_output().unwrap()
+    }
+}
+
+/// Every stdout line, as JSON.
+pub fn json_lines(out: &Output) -> Vec<Value> {
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A result's `failure_kind`, or `ok`.
+pub fn kind(r: &Value) -> &str {
+    r["failure_kind"].as_str().unwrap_or("ok")
+}
