@@ -266,10 +266,11 @@ impl Session {
             registry.register_arc(tool)?;
         }
         // Commands get a private TMPDIR per session, under DSH_HOME like the spill store.
+        let temp_dir = settings.dsh_home.join("tmp").join(&id);
         registry.register_arc(Arc::new(dsh_tools::RunShell::new(
             workspace.clone(),
             spill.clone(),
-            settings.dsh_home.join("tmp").join(&id),
+            temp_dir.clone(),
             settings.shell.clone(),
         )))?;
 
@@ -305,7 +306,9 @@ impl Session {
             settings.shell_lists.clone(),
             network,
         )
-        .with_file_rules(rules.iter().cloned(), protected_patterns);
+        .with_file_rules(rules.iter().cloned(), protected_patterns)
+        .with_temp_dir(temp_dir)
+        .with_pass_env(settings.shell.pass_env.clone());
         let confinement = Confinement::new(workspace.clone());
         let protected = ProtectedPaths::new(workspace.clone(), &settings.protected)?;
 

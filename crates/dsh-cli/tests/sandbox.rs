@@ -70,6 +70,18 @@ impl Env {
         self.shell_args(json!({"command": command}), &["--yolo"])
     }
 
+    /// `bash FILE` for a script holding `command`: the shell policy sees `bash FILE` (allowed
+    /// by this test's rule) and never the command, so only the sandbox stands in its way —
+    /// a redirection outside the workspace written on the line itself is denied before it
+    /// could reach the sandbox.
+    fn script(&self, command: &str) -> String {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!(".attack-{n}.sh");
+        std::fs::write(self.ws.join(&name), command).unwrap();
+        format!("bash {name}")
+    }
+
     fn shell_args(&self, args: Value, extra: &[&str]) -> Value {
         self.batch(&[json!({"name": "run_shell", "args": args})], extra)
             .remove(0)
@@ -153,7 +165,7 @@ fn writing_outside_the_workspace_fails() {
         ),
         "echo x > /tmp/dsh-sandbox-escape-$$ && echo WROTE /tmp".to_owned(),
     ] {
-        let r = e.shell(&command);
+        let r = e.shell(&e.script(&command));
         assert_sandboxed(&r);
         assert_ne!(r["exit_code"], 0, "{command}: {r}");
         assert!(!content(&r).contains("WROTE"), "{r}");
@@ -172,7 +184,7 @@ fn truncating_or_removing_files_outside_fails() {
         format!("rm -f {}", victim.display()),
         format!("mv {} here.txt", victim.display()),
     ] {
-        let r = e.shell(&command);
+        let r = e.shell(&e.script(&command));
         assert_sandboxed(&r);
         assert_ne!(r["exit_code"], 0, "{command}: {r}");
     }
@@ -182,8 +194,9 @@ fn truncating_or_removing_files_outside_fails() {
 #[test]
 fn writing_to_home_fails() {
     let e = Env::new();
-    let r =
-        e.shell("echo \"home=$HOME\"; echo x > \"$HOME/.bashrc\"; mkdir -p ~/.cache/x; echo rc=$?");
+    let r = e.shell(&e.script(
+        "echo \"home=$HOME\"; echo x > \"$HOME/.bashrc\"; mkdir -p ~/.cache/x; echo rc=$?",
+    ));
     assert_sandboxed(&r);
     assert!(
         content(&r).contains(&format!("home={}", e.user_home.display())),
@@ -254,9 +267,9 @@ fn tcp_connections_fail_and_the_listener_never_accepts() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
-    let r = e.shell(&format!(
+    let r = e.shell(&e.script(&format!(
         "exec 3>/dev/tcp/127.0.0.1/{port} && echo CONNECTED; echo rc=$?"
-    ));
+    )));
     assert_sandboxed(&r);
     assert!(!content(&r).contains("CONNECTED"), "{r}");
     assert!(content(&r).contains("rc=1"), "{r}");
@@ -325,7 +338,7 @@ fn the_network_is_refused_with_yolo_and_lifted_only_by_the_user_config() {
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let args = json!({
-        "command": format!("exec 3>/dev/tcp/127.0.0.1/{port} && echo CONNECTED"),
+        "command": e.script(&format!("exec 3>/dev/tcp/127.0.0.1/{port} && echo CONNECTED")),
         "network": true
     });
     let r = e.shell_args(args.clone(), &["--yolo"]);
@@ -360,9 +373,9 @@ fn the_network_is_refused_with_yolo_and_lifted_only_by_the_user_config() {
         }
     }
     // The next command without `network: true` is banned again.
-    let r = e.shell(&format!(
+    let r = e.shell(&e.script(&format!(
         "exec 3>/dev/tcp/127.0.0.1/{port} && echo CONNECTED"
-    ));
+    )));
     assert!(!content(&r).contains("CONNECTED"), "{r}");
 }
 
@@ -500,7 +513,7 @@ fn exit_codes_and_signals_are_reported() {
 fn sandbox_required_runs_with_landlock() {
     let e = Env::new();
     let r = e.shell_args(
-        json!({"command": format!("echo x > {}/f; echo in > f", e.outside.display())}),
+        json!({"command": e.script(&format!("echo x > {}/f; echo in > f", e.outside.display()))}),
         &["--yolo", "--sandbox", "required"],
     );
     assert_sandboxed(&r);
@@ -513,7 +526,7 @@ fn sandbox_off_runs_unconfined_and_says_so_in_the_result_and_the_journal() {
     let e = Env::new();
     let target = e.outside.join("written");
     let r = e.shell_args(
-        json!({"command": format!("echo x > {}", target.display())}),
+        json!({"command": e.script(&format!("echo x > {}", target.display()))}),
         &["--yolo", "--sandbox", "off"],
     );
     assert_eq!(kind(&r), "ok", "{r}");

@@ -127,6 +127,49 @@ pub fn audit_code(ws: &Workspace, code: &str) -> Result<(), Refusal> {
     Auditor::new(&dirs, 0, &mut HashSet::new()).audit(code)
 }
 
+/// Audits `python -c CODE` run in `dir` (absolute, inside the workspace) with the directories
+/// `path` (`PYTHONPATH`) searched for local modules too.
+pub fn audit_code_in(
+    ws: &Workspace,
+    dir: &Path,
+    path: &[PathBuf],
+    code: &str,
+) -> Result<(), Refusal> {
+    let mut dirs = vec![dir.to_path_buf()];
+    dirs.extend(path.iter().cloned());
+    Auditor::new(&dirs, 0, &mut HashSet::new())
+        .with_workspace(ws)
+        .audit(code)
+}
+
+/// [`audit_file`], with the directories `path` (`PYTHONPATH`) searched for local modules too.
+pub fn audit_file_in(
+    ws: &Workspace,
+    script: &str,
+    path: &[PathBuf],
+) -> Result<AuditedFile, Refusal> {
+    let (src, resolved, sha256) = read_script(ws, script)?;
+    let mut seen = HashSet::new();
+    seen.insert(resolved.abs.clone());
+    let mut dirs = Vec::new();
+    if let Some(parent) = resolved.abs.parent() {
+        dirs.push(parent.to_path_buf());
+    }
+    for d in path.iter().chain(std::iter::once(&ws.root().to_path_buf())) {
+        if !dirs.contains(d) {
+            dirs.push(d.clone());
+        }
+    }
+    Auditor::new(&dirs, 0, &mut seen)
+        .with_workspace(ws)
+        .audit(&src)?;
+    Ok(AuditedFile {
+        abs: resolved.abs,
+        rel: resolved.rel,
+        sha256,
+    })
+}
+
 /// Audits the script `path` (relative to the workspace root, or absolute inside it): it
 /// must exist, be a regular file inside the workspace, and pass [`audit_source`] with local
 /// modules looked for beside it and in the workspace root.
@@ -838,5 +881,5 @@ fn short(s: &str) -> String {
 mod command;
 mod guard;
 
-pub(crate) use command::{hidden_context, judge};
+pub(crate) use command::{Verdict, hidden_context, is_python, judge};
 pub use guard::PythonAuditGuard;

@@ -1,6 +1,8 @@
-//! The free commands' flag tables and the wrappers that run another command.
+//! The free commands' flag tables, the destructive modes and output files of listed
+//! programs, the shells that are not bash, and the wrappers that run another command.
 
-use super::parse::Word;
+use super::places::Write;
+use super::words::Word;
 
 /// What a free (safe-list) command may be given and keep its free pass.
 pub(crate) struct FlagTable {
@@ -17,7 +19,7 @@ pub(crate) struct FlagTable {
     pub why: &'static str,
 }
 
-const PLAIN: FlagTable = FlagTable {
+pub(crate) const PLAIN: FlagTable = FlagTable {
     data_args: false,
     not_free_short: "",
     not_free_long: &[],
@@ -146,10 +148,12 @@ pub(crate) const FIND_BARE: &[&str] = &[
 pub(crate) enum Wrapped<'a> {
     /// Not a wrapper (or a wrapper given nothing to run: judge it by name).
     No,
-    /// Runs `payload`; `note` when the payload can never be free (e.g. `xargs`).
+    /// Runs `payload`; `note` when the payload can never be free (e.g. `xargs`), with the
+    /// assignments the wrapper makes (`env X=1 …`: name, value, as written).
     Runs {
         payload: &'a [Word],
         ask_note: Option<&'static str>,
+        assigns: Vec<(String, Word, String)>,
     },
     /// Refused outright.
     Deny(String),
@@ -170,34 +174,50 @@ pub(crate) fn unwrap(words: &[Word]) -> Wrapped<'_> {
         "sudo" | "su" | "doas" | "pkexec" | "run0" => {
             Wrapped::Deny(format!("`{name}` runs a command as another user"))
         }
-        "bash" | "sh" | "zsh" | "dash" | "ksh" if lit(0) == Some("-c") => match args.get(1) {
+        "bash" if lit(0) == Some("-c") => match args.get(1) {
             Some(s) => Wrapped::Shell(s),
             None => Wrapped::No,
         },
         "env" => {
             let mut i = 0;
+            let mut assigns = Vec::new();
             while let Some(a) = lit(i) {
                 match a {
-                    "-i" | "--ignore-environment" | "-0" | "--null" | "-" => i += 1,
-                    "-u" => i += 2,
+                    "-0" | "--null" => i += 1,
+                    "-i" | "--ignore-environment" | "-" => {
+                        return Wrapped::Deny(format!(
+                            "`env {a}` clears the environment, dropping the settings dsh gives every command (GIT_CONFIG_*: safe.bareRepository=explicit, core.fsmonitor=false)"
+                        ));
+                    }
+                    "-u" | "--unset" => {
+                        if let Some(why) = lit(i + 1).and_then(super::assign::unset_refusal) {
+                            return Wrapped::Deny(why);
+                        }
+                        i += 2;
+                    }
                     "-S" | "--split-string" | "-C" | "--chdir" => {
                         return Wrapped::Ask(format!(
                             "`env {a}` changes what runs in ways the policy does not follow"
                         ));
                     }
-                    _ if a.starts_with("--unset=") => i += 1,
+                    _ if a.starts_with("--unset=") => {
+                        if let Some(why) = super::assign::unset_refusal(&a["--unset=".len()..]) {
+                            return Wrapped::Deny(why);
+                        }
+                        i += 1;
+                    }
                     _ if a.starts_with('-') => {
                         return Wrapped::Ask(format!(
                             "`env {a}` is an option the policy does not know"
                         ));
                     }
                     _ if a.contains('=') => {
-                        let var = a.split('=').next().unwrap_or_default();
-                        if super::parse::dangerous_var(var) {
-                            return Wrapped::Deny(format!(
-                                "`env {a}` assigns {var}, which changes how commands are found or run"
-                            ));
-                        }
+                        let (name, value) = a.split_once('=').unwrap_or_default();
+                        let value = match &args[i] {
+                            Word::Lit { glob: false, .. } => Word::lit(value),
+                            other => Word::Dyn(other.text().to_owned()),
+                        };
+                        assigns.push((name.to_owned(), value, a.to_owned()));
                         i += 1;
                     }
                     _ => break,
@@ -209,7 +229,16 @@ pub(crate) fn unwrap(words: &[Word]) -> Wrapped<'_> {
                     w.text()
                 ));
             }
-            payload(args, i, None)
+            match payload(args, i, None) {
+                Wrapped::Runs {
+                    payload, ask_note, ..
+                } => Wrapped::Runs {
+                    payload,
+                    ask_note,
+                    assigns,
+                },
+                other => other,
+            }
         }
         "timeout" => {
             let mut i = 0;
@@ -238,6 +267,11 @@ pub(crate) fn unwrap(words: &[Word]) -> Wrapped<'_> {
             let mut i = 0;
             while let Some(a) = lit(i) {
                 match a {
+                    "-c" if name == "exec" => {
+                        return Wrapped::Deny(
+                            "`exec -c` clears the environment, dropping the settings dsh gives every command (GIT_CONFIG_*: safe.bareRepository=explicit, core.fsmonitor=false)".to_owned(),
+                        );
+                    }
                     "-a" if name == "exec" => i += 2,
                     "-c" | "-n" | "-t" if name == "ionice" => i += 2,
                     _ if a.starts_with('-') => i += 1,
@@ -276,7 +310,129 @@ fn payload<'a>(args: &'a [Word], at: usize, ask_note: Option<&'static str>) -> W
         Some(p) if !p.is_empty() => Wrapped::Runs {
             payload: p,
             ask_note,
+            assigns: Vec::new(),
         },
         _ => Wrapped::No,
     }
+}
+
+/// Why `name` is refused as a shell other than bash: the parser speaks bash, so unwrapping
+/// another shell's `-c` would judge a different program than the one that runs.
+pub(crate) fn other_shell(name: &str) -> Option<String> {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    matches!(
+        base,
+        "sh" | "dash" | "ash" | "zsh" | "ksh" | "mksh" | "pdksh" | "oksh" | "yash" | "posh"
+            | "fish" | "csh" | "tcsh" | "busybox" | "toybox" | "elvish" | "nu" | "xonsh"
+            | "rc" | "es"
+    )
+    .then(|| {
+        format!(
+            "`{base}` is a shell whose grammar is not bash's, so what it would run cannot be judged; use `bash -c`"
+        )
+    })
+}
+
+/// A destructive mode of a safe- or confirm-list program, which makes it act as a program
+/// the lists do not hold: why, naming the flag.
+pub(crate) fn acts_as_unlisted(name: &str, args: &[Word]) -> Option<String> {
+    let flags = || args.iter().filter_map(Word::literal);
+    match name {
+        "find" => flags().find(|a| *a == "-delete").map(|_| {
+            "`-delete` makes `find` delete files, as `rm` would; `rm` is not on the lists"
+                .to_owned()
+        }),
+        "date" => flags()
+            .take_while(|a| *a != "--")
+            .find(|a| {
+                *a == "--set"
+                    || a.starts_with("--set=")
+                    || (a.starts_with('-') && !a.starts_with("--") && short_flag(a, 's', "dfrI"))
+            })
+            .map(|f| {
+                format!(
+                    "`{f}` makes `date` set the system clock; a clock setter is not on the lists"
+                )
+            }),
+        _ => None,
+    }
+}
+
+/// Whether the short-flag cluster `arg` (`-us`) holds `flag` before any flag taking a value.
+fn short_flag(arg: &str, flag: char, value_flags: &str) -> bool {
+    for c in arg.chars().skip(1) {
+        if c == flag {
+            return true;
+        }
+        if value_flags.contains(c) {
+            return false;
+        }
+    }
+    false
+}
+
+/// The files a listed program writes through its own flags (`find -fprint F`, `tree -o F`,
+/// `sort -o F`, `git … --output=F`, `git format-patch -o DIR`, `git archive -o F`,
+/// `pytest --junitxml=F`, `tee F`): each is judged like a redirection to it.
+pub(crate) fn output_files(name: &str, args: &[Word]) -> Vec<Write> {
+    let mut out = Vec::new();
+    let mut push = |target: Word, how: String| out.push(Write { target, how });
+    let at = |i: usize| args.get(i);
+    let git_sub = if name == "git" {
+        super::doors::git_subcommand(args)
+    } else {
+        None
+    };
+    let mut i = 0;
+    while let Some(w) = at(i) {
+        i += 1;
+        // A word known only at run time still shows its flag: `--output=$X`.
+        let a = w
+            .literal()
+            .unwrap_or_else(|| w.text().trim_start_matches(['"', '\'']));
+        let (flag, attached) = match a.split_once('=') {
+            Some((f, _)) if f.starts_with("--") => (f, true),
+            _ => (a, false),
+        };
+        let takes: bool = match name {
+            "find" => matches!(flag, "-fprint" | "-fprint0" | "-fprintf" | "-fls"),
+            "tree" => flag == "-o" || flag == "--output",
+            "sort" => flag == "-o" || flag == "--output",
+            "pytest" => matches!(
+                flag,
+                "--junitxml" | "--junit-xml" | "--resultlog" | "--result-log" | "--basetemp"
+            ),
+            "git" => {
+                flag == "--output"
+                    || flag == "--output-directory"
+                    || (flag == "-o"
+                        && matches!(git_sub.map(|(s, _)| s), Some("format-patch" | "archive")))
+            }
+            "tee" => !a.starts_with('-'),
+            _ => false,
+        };
+        if !takes {
+            continue;
+        }
+        if name == "tee" {
+            push(w.clone(), format!("tee {a}"));
+            continue;
+        }
+        if attached {
+            // The value after `=` as a word of its own.
+            let value = a.split_once('=').map(|(_, v)| v).unwrap_or_default();
+            let target = match w {
+                Word::Lit { glob, .. } => Word::Lit {
+                    text: value.to_owned(),
+                    glob: *glob,
+                },
+                Word::Dyn(t) => Word::Dyn(t.clone()),
+            };
+            push(target, format!("{name} {a}"));
+        } else if let Some(target) = at(i) {
+            push(target.clone(), format!("{name} {a} {}", target.text()));
+            i += 1;
+        }
+    }
+    out
 }

@@ -30,16 +30,21 @@
 //! anything: it satisfies a `deny`/`ask` rule's word, never an `allow` rule's. A rule from an
 //! untrusted project may only tighten a command's verdict.
 
+mod assign;
 mod commands;
+mod doors;
+mod judge;
 mod parse;
+mod places;
+mod words;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use dsh_core::{PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace, async_trait};
 
 use crate::rules::{Rule, RuleKind};
-use commands::Wrapped;
-use parse::{Word, short};
+use words::Word;
 
 /// Lines longer than this are refused.
 pub const MAX_LINE_BYTES: usize = 16 * 1024;
@@ -107,6 +112,8 @@ pub struct Judgement {
     pub verdict: Verdict,
     /// Decided by a rule or a structural check (tier `Rule`), not the default lists.
     pub by_rule: bool,
+    /// A structural check no rule lifts, not even one matching a wrapper around it.
+    pub firm: bool,
     pub reason: String,
 }
 
@@ -157,6 +164,10 @@ pub struct ShellPolicy {
     lists: ShellLists,
     network: NetworkVote,
     max_commands: usize,
+    /// The session's private temporary directory (`$TMPDIR` of every command), if known.
+    temp_dir: Option<PathBuf>,
+    /// Variables dsh passes to commands (`shell.pass_env`).
+    pass_env: Vec<String>,
 }
 
 impl ShellPolicy {
@@ -178,7 +189,25 @@ impl ShellPolicy {
             max_commands: MAX_COMMANDS,
             read_rules: Vec::new(),
             protected: Vec::new(),
+            temp_dir: None,
+            pass_env: Vec::new(),
         }
+    }
+
+    /// The session's private temporary directory: `$TMPDIR` in a line stands for it, and a
+    /// redirection into it asks like one inside the workspace.
+    #[must_use]
+    pub fn with_temp_dir(mut self, dir: PathBuf) -> Self {
+        self.temp_dir = Some(dir);
+        self
+    }
+
+    /// The variables dsh passes to commands (`shell.pass_env`): expanding one whose name
+    /// looks like a credential asks.
+    #[must_use]
+    pub fn with_pass_env(mut self, names: Vec<String>) -> Self {
+        self.pass_env = names;
+        self
     }
 
     /// Carries the file tools' path rules over to the shell: `deny`/`ask` rules of the reading
@@ -211,490 +240,11 @@ impl ShellPolicy {
         self
     }
 
-    /// Judges one line.
+    /// Judges one line, started in the workspace root.
     pub fn decide(&self, line: &str) -> Decision {
         let mut parts = Vec::new();
-        self.judge_line(line, 0, &mut parts);
+        self.judge_line(line, &[PathBuf::new()], 0, &mut parts);
         summarize(parts)
-    }
-
-    fn judge_line(&self, line: &str, depth: usize, out: &mut Vec<Judgement>) {
-        let mut refuse = |reason: String| {
-            out.push(Judgement {
-                verdict: Verdict::Deny,
-                by_rule: true,
-                reason,
-            });
-        };
-        if line.len() > MAX_LINE_BYTES {
-            return refuse(format!(
-                "the line is {} bytes long; lines over {MAX_LINE_BYTES} bytes are refused (write a script file and ask to run it)",
-                line.len()
-            ));
-        }
-        if let Some(c) = line.chars().find(|&c| suspicious_char(c)) {
-            return refuse(format!(
-                "the line holds the control or invisible character U+{:04X}, which is refused",
-                u32::from(c)
-            ));
-        }
-        if line.trim().is_empty() {
-            return refuse("the line is empty".to_owned());
-        }
-        let parsed = match parse::parse(line) {
-            Ok(p) => p,
-            Err(why) => return refuse(format!("`{}`: {why}", short(line))),
-        };
-        if parsed.commands.len() > self.max_commands {
-            return refuse(format!(
-                "the line runs {} commands; more than {} are refused",
-                parsed.commands.len(),
-                self.max_commands
-            ));
-        }
-        let literal_commands: Vec<Vec<Option<&str>>> = parsed
-            .commands
-            .iter()
-            .map(|c| c.iter().map(Word::literal).collect())
-            .collect();
-        if let Some(why) = crate::python::hidden_context(line, &literal_commands) {
-            return refuse(why);
-        }
-        for f in &parsed.findings {
-            out.push(Judgement {
-                verdict: f.verdict,
-                by_rule: true,
-                reason: f.reason.clone(),
-            });
-        }
-        for r in &parsed.redirects {
-            if let Some(j) = self.judge_redirect(r) {
-                out.push(j);
-            }
-        }
-        self.judge_paths(&parsed, out);
-        for words in &parsed.commands {
-            self.judge_command(words, depth, out);
-        }
-    }
-
-    /// Paths the file tools' rules keep, named by any word or redirection of the line.
-    fn judge_paths(&self, parsed: &parse::Parsed, out: &mut Vec<Judgement>) {
-        for r in parsed.redirects.iter().filter(|r| r.write) {
-            let Some(target) = r.target.literal() else {
-                continue;
-            };
-            if let Ok(p) = self.workspace.resolve(target)
-                && let Some(hit) = self.protected.iter().find(|pat| pat.matches(&p.rel))
-            {
-                out.push(Judgement {
-                    verdict: Verdict::Deny,
-                    by_rule: true,
-                    reason: format!(
-                        "`{}` writes `{}`, which is protected (`{}`)",
-                        r.text,
-                        p.rel.display(),
-                        hit.as_str()
-                    ),
-                });
-            }
-        }
-        if self.read_rules.is_empty() {
-            return;
-        }
-        let words = parsed
-            .commands
-            .iter()
-            .flat_map(|c| c.iter().skip(1))
-            .chain(parsed.redirects.iter().map(|r| &r.target));
-        for word in words {
-            let parse::Word::Lit { text, glob } = word else {
-                continue;
-            };
-            if *glob {
-                out.push(Judgement {
-                    verdict: Verdict::Ask,
-                    by_rule: true,
-                    reason: format!(
-                        "`{text}` is a pattern that may expand to a file the permission rules keep from dsh's file tools"
-                    ),
-                });
-                continue;
-            }
-            // `--file=PATH` names a path after the `=`.
-            let candidates = [Some(text.as_str()), text.split_once('=').map(|(_, v)| v)];
-            for candidate in candidates.into_iter().flatten() {
-                if candidate.is_empty() || candidate.starts_with('-') {
-                    continue;
-                }
-                let Ok(p) = self.workspace.resolve(candidate) else {
-                    continue;
-                };
-                // Deny before ask: the strictest matching rule names the verdict.
-                let hit = [RuleKind::Deny, RuleKind::Ask]
-                    .into_iter()
-                    .find_map(|kind| {
-                        self.read_rules
-                            .iter()
-                            .find(|r| r.kind == kind && r.path_matches(&p.rel))
-                    });
-                if let Some(rule) = hit {
-                    out.push(Judgement {
-                        verdict: Verdict::from_rule(rule.kind),
-                        by_rule: true,
-                        reason: format!(
-                            "`{candidate}` names `{}`, which {} rule `{}` from {} keeps from dsh's file tools; a shell command may not read it either",
-                            p.rel.display(),
-                            rule.kind.as_str(),
-                            rule.text(),
-                            rule.origin
-                        ),
-                    });
-                }
-            }
-        }
-    }
-
-    fn judge_redirect(&self, r: &parse::Redirect) -> Option<Judgement> {
-        let ask = |verdict, reason| {
-            Some(Judgement {
-                verdict,
-                by_rule: true,
-                reason,
-            })
-        };
-        let Some(target) = r.target.literal() else {
-            return ask(
-                Verdict::Ask,
-                format!("`{}` redirects to a file named at run time", r.text),
-            );
-        };
-        if target == "/dev/null" {
-            return None;
-        }
-        let inside = self.path_inside(target).is_ok();
-        match (r.write, inside) {
-            (true, false) => ask(
-                Verdict::Ask,
-                format!("`{}` writes outside the workspace", r.text),
-            ),
-            (true, true) => ask(
-                Verdict::Ask,
-                format!("`{}` writes a file by redirection", r.text),
-            ),
-            (false, false) => ask(
-                Verdict::Ask,
-                format!("`{}` reads from outside the workspace", r.text),
-            ),
-            (false, true) => None,
-        }
-    }
-
-    /// One command: a matching rule decides; else the default lists.
-    fn judge_command(&self, words: &[Word], depth: usize, out: &mut Vec<Judgement>) {
-        if words.is_empty() {
-            return;
-        }
-        let text = short(&words.iter().map(Word::text).collect::<Vec<_>>().join(" "));
-        // Running as another user, or with a dangerous variable: no rule lifts it.
-        if let Wrapped::Deny(why) = commands::unwrap(words) {
-            out.push(Judgement {
-                verdict: Verdict::Deny,
-                by_rule: true,
-                reason: why,
-            });
-            return;
-        }
-        // Python: the script or `-c` code is audited first; a refusal holds whatever the
-        // rules say, a pass leaves the verdict to them and the lists (see `crate::python`).
-        let literals: Vec<Option<&str>> = words
-            .iter()
-            .map(|w| match w {
-                Word::Lit { text, glob: false } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        let audit = crate::python::judge(&self.workspace, &literals).map(|r| match r {
-            Ok(note) => Judgement {
-                verdict: Verdict::Allow,
-                by_rule: false,
-                reason: format!("{}`{text}`: {note}", crate::python::TAG),
-            },
-            Err(why) => Judgement {
-                verdict: Verdict::Deny,
-                by_rule: true,
-                reason: format!("{}`{text}`: {why}", crate::python::TAG),
-            },
-        });
-        if let Some(j) = audit {
-            let refused = j.verdict == Verdict::Deny;
-            out.push(j);
-            if refused {
-                return;
-            }
-        }
-        let mut defaults = Vec::new();
-        self.judge_default(words, &text, depth, &mut defaults);
-        let default = defaults
-            .iter()
-            .map(|j| j.verdict)
-            .max()
-            .unwrap_or(Verdict::Allow);
-        // Matching rules, less those from an untrusted project that would loosen.
-        let matching: Vec<&Rule> = self
-            .rules
-            .iter()
-            .filter(|r| !(r.tighten_only && Verdict::from_rule(r.rule.kind) < default))
-            .map(|r| &r.rule)
-            .filter(|r| rule_matches(r, words))
-            .collect();
-        let strictest = matching.iter().max_by_key(|r| Verdict::from_rule(r.kind));
-        match strictest {
-            Some(rule) => {
-                let verdict = Verdict::from_rule(rule.kind);
-                let did = match verdict {
-                    Verdict::Allow => "allowed",
-                    Verdict::Ask => "asks",
-                    Verdict::Deny => "denied",
-                };
-                out.push(Judgement {
-                    verdict,
-                    by_rule: true,
-                    reason: format!(
-                        "`{text}` {did} by rule `{}` from {}",
-                        rule.text(),
-                        rule.origin
-                    ),
-                });
-                // A rule on a wrapper (`env *`) does not lift an audit refusal of its payload.
-                out.extend(defaults.into_iter().filter(|j| {
-                    j.verdict == Verdict::Deny && j.reason.starts_with(crate::python::TAG)
-                }));
-            }
-            None => out.extend(defaults),
-        }
-    }
-
-    /// What the default lists (and the structure of the command) say.
-    fn judge_default(&self, words: &[Word], text: &str, depth: usize, out: &mut Vec<Judgement>) {
-        let structural = |verdict, reason: String| Judgement {
-            verdict,
-            by_rule: true,
-            reason,
-        };
-        let Some(name) = words[0].literal() else {
-            out.push(structural(
-                Verdict::Deny,
-                format!(
-                    "`{text}`: the command name is computed at run time, so it cannot be checked"
-                ),
-            ));
-            return;
-        };
-        match commands::unwrap(words) {
-            Wrapped::Deny(why) => return out.push(structural(Verdict::Deny, why)),
-            Wrapped::Ask(why) => return out.push(structural(Verdict::Ask, why)),
-            Wrapped::Shell(script) => {
-                let Some(script) = script.literal() else {
-                    return out.push(structural(
-                        Verdict::Deny,
-                        format!("`{text}` runs a string computed at run time"),
-                    ));
-                };
-                if depth >= MAX_DEPTH {
-                    return out.push(structural(
-                        Verdict::Deny,
-                        format!("`{text}` nests shells too deeply to follow"),
-                    ));
-                }
-                return self.judge_line(script, depth + 1, out);
-            }
-            Wrapped::Runs { payload, ask_note } => {
-                let start = out.len();
-                self.judge_command(payload, depth + 1, out);
-                if let Some(note) = ask_note {
-                    for j in &mut out[start..] {
-                        if j.verdict == Verdict::Allow {
-                            j.verdict = Verdict::Ask;
-                            j.by_rule = true;
-                            j.reason = format!("`{text}`: {note}");
-                        }
-                    }
-                }
-                return;
-            }
-            Wrapped::No => {}
-        }
-        if matches!(name, "eval" | "source" | ".") {
-            return out.push(structural(
-                Verdict::Deny,
-                format!("`{text}`: `{name}` runs code the policy cannot see; allow it with a rule"),
-            ));
-        }
-        let origin = &self.lists.origin;
-        if self.lists.safe.iter().any(|s| s == name) {
-            match self.free_pass(name, &words[1..], depth, out) {
-                Ok(()) => out.push(Judgement {
-                    verdict: Verdict::Allow,
-                    by_rule: false,
-                    reason: format!("`{text}` is on the safe list ({origin})"),
-                }),
-                Err(why) => out.push(structural(Verdict::Ask, format!("`{text}`: {why}"))),
-            }
-        } else if self.lists.confirm.iter().any(|s| s == name) {
-            out.push(Judgement {
-                verdict: Verdict::Ask,
-                by_rule: false,
-                reason: format!("`{text}` is on the confirm list ({origin})"),
-            });
-            if name == "find" {
-                // Its `-exec` payloads are still judged.
-                let _ = self.find_pass(&words[1..], depth, out);
-            }
-        } else {
-            out.push(Judgement {
-                verdict: Verdict::Deny,
-                by_rule: false,
-                reason: format!("`{text}` is not on the safe or confirm lists ({origin})"),
-            });
-        }
-    }
-
-    /// Whether a safe-list command keeps its free pass with these arguments.
-    fn free_pass(
-        &self,
-        name: &str,
-        args: &[Word],
-        depth: usize,
-        out: &mut Vec<Judgement>,
-    ) -> Result<(), String> {
-        if name == "find" {
-            return self.find_pass(args, depth, out);
-        }
-        let table = commands::table(name).unwrap_or(commands::FlagTable {
-            data_args: false,
-            not_free_short: "",
-            not_free_long: &[],
-            value_short: "",
-            why: "",
-        });
-        let mut options = true;
-        for arg in args {
-            let Some(a) = arg.literal() else {
-                if table.data_args {
-                    continue;
-                }
-                return Err(format!(
-                    "`{}` is computed at run time, so the file it names cannot be checked",
-                    arg.text()
-                ));
-            };
-            if options && a == "--" {
-                options = false;
-            } else if options && a.starts_with("--") {
-                let (flag, value) = match a.split_once('=') {
-                    Some((f, v)) => (f, Some(v)),
-                    None => (a, None),
-                };
-                if table.not_free_long.contains(&flag) {
-                    return Err(format!("`{flag}` {}, so it is not read-only", table.why));
-                }
-                if let Some(v) = value.filter(|_| !table.data_args) {
-                    self.path_inside(v)?;
-                }
-            } else if options && a.len() > 1 && a.starts_with('-') {
-                for (i, c) in a.char_indices().skip(1) {
-                    if table.not_free_short.contains(c) {
-                        return Err(format!("`-{c}` {}, so it is not read-only", table.why));
-                    }
-                    if table.value_short.contains(c) {
-                        let rest = &a[i + c.len_utf8()..];
-                        if !rest.is_empty() && !table.data_args {
-                            self.path_inside(rest)?;
-                        }
-                        break;
-                    }
-                }
-            } else if !table.data_args {
-                self.path_inside(a)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// `find`'s expression: writing primaries lose the pass; `-exec` payloads are judged.
-    fn find_pass(
-        &self,
-        args: &[Word],
-        depth: usize,
-        out: &mut Vec<Judgement>,
-    ) -> Result<(), String> {
-        let mut i = 0;
-        // Starting points.
-        while let Some(w) = args.get(i) {
-            match w.literal() {
-                Some(a) if a.starts_with('-') || a == "(" || a == "!" => break,
-                Some(a) => self.path_inside(a)?,
-                None => {
-                    return Err(format!(
-                        "`{}` is computed at run time, so the file it names cannot be checked",
-                        w.text()
-                    ));
-                }
-            }
-            i += 1;
-        }
-        while let Some(w) = args.get(i) {
-            let Some(a) = w.literal() else {
-                return Err(format!("`{}` is computed at run time", w.text()));
-            };
-            i += 1;
-            if commands::FIND_WRITES.contains(&a) {
-                return Err(format!(
-                    "`{a}` writes or deletes files, so it is not read-only"
-                ));
-            } else if commands::FIND_EXEC.contains(&a) {
-                let end = args[i..]
-                    .iter()
-                    .position(|w| matches!(w.literal(), Some(";" | "+")))
-                    .ok_or_else(|| format!("`{a}` has no terminating `;` or `+`"))?;
-                self.judge_command(&args[i..i + end], depth + 1, out);
-                i += end + 1;
-            } else if commands::FIND_VALUE.contains(&a) {
-                i += 1;
-            } else if commands::FIND_FILE.contains(&a) || a.starts_with("-newer") {
-                match args.get(i).and_then(Word::literal) {
-                    Some(v) => self.path_inside(v)?,
-                    None => return Err(format!("`{a}` names a file computed at run time")),
-                }
-                i += 1;
-            } else if !commands::FIND_BARE.contains(&a) {
-                return Err(format!("`find` option `{a}` is not in its flag table"));
-            }
-        }
-        Ok(())
-    }
-
-    /// Ok when `path` resolves inside the workspace.
-    fn path_inside(&self, path: &str) -> Result<(), String> {
-        if path.starts_with('~') {
-            return Err(format!("`{path}` is outside the workspace"));
-        }
-        if path.is_empty() || path == "{}" {
-            return Ok(());
-        }
-        if path.contains('{') {
-            return Err(format!(
-                "`{path}` may be a brace expansion, so the files it names cannot be checked"
-            ));
-        }
-        match self.workspace.resolve(path) {
-            Ok(_) => Ok(()),
-            Err(dsh_core::PathError::Outside { .. }) => {
-                Err(format!("`{path}` is outside the workspace"))
-            }
-            Err(e) => Err(format!("`{path}` cannot be checked: {e}")),
-        }
     }
 }
 

@@ -14,6 +14,16 @@ pub const BASE: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ",
 ];
 
+/// Git settings every command gets, so that a bare repository or a planted
+/// `core.fsmonitor` in the workspace cannot run code through an approved `git status`. They
+/// are given twice: as `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`, and in
+/// `GIT_CONFIG_PARAMETERS` (the form `git -c` uses), which a line that sets its own
+/// `GIT_CONFIG_COUNT` does not replace.
+pub const GIT_SETTINGS: &[(&str, &str)] = &[
+    ("safe.bareRepository", "explicit"),
+    ("core.fsmonitor", "false"),
+];
+
 /// `PATH` when dsh's own environment has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
@@ -35,11 +45,18 @@ pub fn refusal(name: &str) -> Option<&'static str> {
     if upper == "TMPDIR" {
         return Some("dsh sets TMPDIR to the session's own directory");
     }
+    if upper.starts_with("GIT_CONFIG") {
+        return Some("dsh sets git's configuration variables itself");
+    }
+    if upper == "CDPATH" {
+        return Some("it changes where `cd` goes, which the shell policy follows");
+    }
     None
 }
 
 /// The environment of a command: from `source` (dsh's environment), the [`BASE`] names and
-/// the `pass` names that are not refused, then `TMPDIR = tmpdir`. Sorted by name.
+/// the `pass` names that are not refused, then `TMPDIR = tmpdir` and [`GIT_SETTINGS`]. Sorted
+/// by name.
 pub fn command_env<I>(source: I, pass: &[String], tmpdir: &Path) -> Vec<(OsString, OsString)>
 where
     I: IntoIterator<Item = (OsString, OsString)>,
@@ -54,6 +71,17 @@ where
         env.push(("PATH".into(), DEFAULT_PATH.into()));
     }
     env.push(("TMPDIR".into(), tmpdir.as_os_str().to_owned()));
+    env.push((
+        "GIT_CONFIG_COUNT".into(),
+        GIT_SETTINGS.len().to_string().into(),
+    ));
+    let mut parameters = Vec::new();
+    for (i, (key, value)) in GIT_SETTINGS.iter().enumerate() {
+        env.push((format!("GIT_CONFIG_KEY_{i}").into(), (*key).into()));
+        env.push((format!("GIT_CONFIG_VALUE_{i}").into(), (*value).into()));
+        parameters.push(format!("'{key}={value}'"));
+    }
+    env.push(("GIT_CONFIG_PARAMETERS".into(), parameters.join(" ").into()));
     env.sort();
     env.dedup_by(|a, b| a.0 == b.0);
     env
@@ -88,14 +116,28 @@ mod tests {
             "OPENAI_API_KEY".to_owned(),
         ];
         let env = command_env(source, &pass, Path::new("/s/tmp"));
-        assert_eq!(names(&env), ["CARGO_HOME", "HOME", "PATH", "TMPDIR"]);
+        assert_eq!(
+            names(&env),
+            [
+                "CARGO_HOME",
+                "GIT_CONFIG_COUNT",
+                "GIT_CONFIG_KEY_0",
+                "GIT_CONFIG_KEY_1",
+                "GIT_CONFIG_PARAMETERS",
+                "GIT_CONFIG_VALUE_0",
+                "GIT_CONFIG_VALUE_1",
+                "HOME",
+                "PATH",
+                "TMPDIR"
+            ]
+        );
         assert!(env.contains(&("TMPDIR".into(), "/s/tmp".into())));
     }
 
     #[test]
     fn a_missing_path_gets_a_default() {
         let env = command_env(Vec::new(), &[], Path::new("/t"));
-        assert_eq!(names(&env), ["PATH", "TMPDIR"]);
+        assert!(names(&env).contains(&"PATH".to_owned()));
     }
 
     #[test]
@@ -108,6 +150,8 @@ mod tests {
             "BASH_FUNC_x%%",
             "ANTHROPIC_API_KEY",
             "TMPDIR",
+            "GIT_CONFIG_COUNT",
+            "CDPATH",
         ] {
             assert!(refusal(name).is_some(), "{name}");
         }

@@ -1,0 +1,600 @@
+//! Judging a parsed line: its findings, writes and assignments, then every command — doors
+//! and the Python audit first (no rule lifts them), then a matching rule, else the lists.
+
+use std::path::{Path, PathBuf};
+
+use super::commands::{self, Wrapped};
+use super::parse::{self, Parsed};
+use super::places::{Place, from, lexical};
+use super::words::{Word, short};
+use super::{
+    Judgement, MAX_DEPTH, MAX_LINE_BYTES, ShellPolicy, Verdict, rule_matches, suspicious_char,
+};
+use crate::rules::Rule;
+
+/// Where a command runs and how it was reached.
+#[derive(Clone, Copy)]
+pub(crate) struct At<'a> {
+    /// Every directory it may run in (workspace-relative).
+    pub dirs: &'a [PathBuf],
+    /// How deep in `bash -c` and wrappers.
+    pub depth: usize,
+    /// Reached as a wrapper's payload (`env cd x`, `command cd x`).
+    pub payload: bool,
+}
+
+/// An assignment a command runs with: in front of it, under `env`, or earlier on the line.
+pub(crate) type Env<'a> = [(&'a str, &'a Word)];
+
+fn structural(verdict: Verdict, reason: String) -> Judgement {
+    Judgement {
+        verdict,
+        by_rule: true,
+        firm: false,
+        reason,
+    }
+}
+
+/// A structural verdict no rule lifts.
+pub(crate) fn firm(verdict: Verdict, reason: String) -> Judgement {
+    Judgement {
+        verdict,
+        by_rule: true,
+        firm: true,
+        reason,
+    }
+}
+
+impl ShellPolicy {
+    pub(crate) fn judge_line(
+        &self,
+        line: &str,
+        start: &[PathBuf],
+        depth: usize,
+        out: &mut Vec<Judgement>,
+    ) {
+        let mut refuse = |reason: String| out.push(firm(Verdict::Deny, reason));
+        if line.len() > MAX_LINE_BYTES {
+            return refuse(format!(
+                "the line is {} bytes long; lines over {MAX_LINE_BYTES} bytes are refused (write a script file and ask to run it)",
+                line.len()
+            ));
+        }
+        if let Some(c) = line.chars().find(|&c| suspicious_char(c)) {
+            return refuse(format!(
+                "the line holds the control or invisible character U+{:04X}, which is refused",
+                u32::from(c)
+            ));
+        }
+        if line.trim().is_empty() {
+            return refuse("the line is empty".to_owned());
+        }
+        let tmpdir = self.temp_dir.as_deref().and_then(Path::to_str);
+        let cd = |from: &Path, args: &[Word]| self.cd(from, args);
+        let parsed = match parse::parse(line, start.to_vec(), tmpdir, &cd) {
+            Ok(p) => p,
+            Err(why) => return refuse(format!("`{}`: {why}", short(line))),
+        };
+        if parsed.commands.len() > self.max_commands {
+            return refuse(format!(
+                "the line runs {} commands; more than {} are refused",
+                parsed.commands.len(),
+                self.max_commands
+            ));
+        }
+        let literal_commands: Vec<Vec<Option<&str>>> = parsed
+            .commands
+            .iter()
+            .map(|c| c.words.iter().map(Word::literal).collect())
+            .collect();
+        if let Some(why) = crate::python::hidden_context(line, &literal_commands) {
+            return refuse(why);
+        }
+        for f in &parsed.findings {
+            out.push(firm(f.verdict, f.reason.clone()));
+        }
+        self.judge_expansions(&parsed, out);
+        for r in &parsed.redirects {
+            self.judge_redirect(r, &parsed.dirs[r.dirs], out);
+        }
+        self.judge_read_rules(&parsed, out);
+        // Assignments on their own hold for the rest of the line.
+        let line_env: Vec<(&str, &Word)> = parsed
+            .assigns
+            .iter()
+            .map(|(a, _)| (a.name.as_str(), &a.value))
+            .collect();
+        for (a, dirs) in &parsed.assigns {
+            self.judge_assignment(&a.name, &a.value, &a.text, &parsed.dirs[*dirs], out);
+        }
+        for c in &parsed.commands {
+            let dirs = &parsed.dirs[c.dirs];
+            for a in &c.assigns {
+                self.judge_assignment(&a.name, &a.value, &a.text, dirs, out);
+            }
+            let mut env = line_env.clone();
+            env.extend(c.assigns.iter().map(|a| (a.name.as_str(), &a.value)));
+            let at = At {
+                dirs,
+                depth,
+                payload: false,
+            };
+            self.judge_command(&c.words, &env, at, out);
+        }
+    }
+
+    /// Expansions of a variable dsh passes to commands whose name looks like a credential.
+    fn judge_expansions(&self, parsed: &Parsed, out: &mut Vec<Judgement>) {
+        for (name, text) in &parsed.expanded {
+            if self.pass_env.iter().any(|p| p == name) && looks_like_credential(name) {
+                out.push(firm(
+                    Verdict::Ask,
+                    format!(
+                        "`{text}` expands `{name}`, which dsh passes to commands (`shell.pass_env`) and whose name looks like a credential; its value would reach the command's output"
+                    ),
+                ));
+            }
+        }
+    }
+
+    /// Where `cd ARGS` leads from `from`: a directory inside the workspace that is not
+    /// protected and is reached without a symlink; anything else is refused.
+    pub(crate) fn cd(&self, from: &Path, args: &[Word]) -> Result<PathBuf, String> {
+        let mut rest = args;
+        while let Some(flag) = rest.first().and_then(Word::exact) {
+            match flag {
+                "-L" | "-P" => rest = &rest[1..],
+                "--" => {
+                    rest = &rest[1..];
+                    break;
+                }
+                "-" => break,
+                f if f.starts_with('-') => {
+                    return Err(format!("`cd {f}` is an option the policy does not follow"));
+                }
+                _ => break,
+            }
+        }
+        let dir = match rest {
+            [] => {
+                return Err(
+                    "`cd` alone goes to the home directory, outside the workspace".to_owned(),
+                );
+            }
+            [one] => one,
+            _ => return Err("`cd` is given more than one directory".to_owned()),
+        };
+        let Some(target) = dir.exact() else {
+            return Err(format!(
+                "`cd {}` goes to a directory named at run time, which the policy cannot follow",
+                dir.text()
+            ));
+        };
+        if target == "-" {
+            return Err("`cd -` goes back to a directory the policy does not follow".to_owned());
+        }
+        match self.place(from, target) {
+            Place::Inside(rel) => {
+                let lexical_rel = lexical(&from.join(target));
+                if !Path::new(target).is_absolute() && lexical_rel != rel {
+                    return Err(format!(
+                        "`cd {target}`{} passes through a symlink (it leads to `{}`), so bash's directory and the real one differ",
+                        super::places::from(from),
+                        rel.display()
+                    ));
+                }
+                if let Some(hit) = self
+                    .protected
+                    .iter()
+                    .find(|p| p.matches(&rel) || p.matches(&rel.join("x")))
+                {
+                    return Err(format!(
+                        "`cd {target}` enters `{}`, which is protected (`{}`)",
+                        rel.display(),
+                        hit.as_str()
+                    ));
+                }
+                Ok(rel)
+            }
+            Place::Unknown(why) => Err(format!("`cd {target}` cannot be checked: {why}")),
+            _ => Err(format!(
+                "`cd {target}`{} leaves the workspace",
+                super::places::from(from)
+            )),
+        }
+    }
+
+    /// One command: the structural checks no rule lifts, then a matching rule, else the lists.
+    pub(crate) fn judge_command(
+        &self,
+        words: &[Word],
+        env: &Env<'_>,
+        at: At<'_>,
+        out: &mut Vec<Judgement>,
+    ) {
+        if words.is_empty() {
+            return;
+        }
+        let text = short(&words.iter().map(Word::text).collect::<Vec<_>>().join(" "));
+        if words[0].exact() == Some("unset")
+            && let Some(why) = words[1..]
+                .iter()
+                .find_map(|w| super::assign::unset_refusal(w.text()))
+        {
+            return out.push(firm(Verdict::Deny, format!("`{text}`: {why}")));
+        }
+        // Running as another user, or with a dangerous variable: no rule lifts it.
+        if let Wrapped::Deny(why) = commands::unwrap(words) {
+            return out.push(firm(Verdict::Deny, why));
+        }
+        // Programs that run other programs from their configuration or flags.
+        let before = out.len();
+        self.judge_doors(words, env, at.dirs, out);
+        let door_denied = out[before..].iter().any(|j| j.verdict == Verdict::Deny);
+        // Python: the script or `-c` code is audited first; a refusal holds whatever the
+        // rules say, a pass leaves the verdict to them and the lists (see `crate::python`).
+        if let Some(name) = words[0].exact()
+            && crate::python::is_python(name)
+        {
+            if let Some(as_program) = self.judge_python(words, env, at, &text, out) {
+                let (program, rest) = as_program;
+                let mut rewritten = vec![Word::lit(program)];
+                rewritten.extend(words[rest..].iter().cloned());
+                return self.judge_command(&rewritten, env, at, out);
+            }
+            if out[before..].iter().any(|j| j.verdict == Verdict::Deny) {
+                return;
+            }
+        }
+        if door_denied {
+            return;
+        }
+        let mut defaults = Vec::new();
+        self.judge_default(words, &text, env, at, &mut defaults);
+        let default = defaults
+            .iter()
+            .map(|j| j.verdict)
+            .max()
+            .unwrap_or(Verdict::Allow);
+        // Matching rules, less those from an untrusted project that would loosen.
+        let matching: Vec<&Rule> = self
+            .rules
+            .iter()
+            .filter(|r| !(r.tighten_only && Verdict::from_rule(r.rule.kind) < default))
+            .map(|r| &r.rule)
+            .filter(|r| rule_matches(r, words))
+            .collect();
+        let strictest = matching.iter().max_by_key(|r| Verdict::from_rule(r.kind));
+        match strictest {
+            Some(rule) => {
+                let verdict = Verdict::from_rule(rule.kind);
+                let did = match verdict {
+                    Verdict::Allow => "allowed",
+                    Verdict::Ask => "asks",
+                    Verdict::Deny => "denied",
+                };
+                out.push(Judgement {
+                    verdict,
+                    by_rule: true,
+                    firm: false,
+                    reason: format!(
+                        "`{text}` {did} by rule `{}` from {}",
+                        rule.text(),
+                        rule.origin
+                    ),
+                });
+                // A rule on a wrapper (`env *`) lifts neither an audit refusal of its payload
+                // nor a structural refusal inside it.
+                out.extend(defaults.into_iter().filter(|j| j.firm));
+            }
+            None => out.extend(defaults),
+        }
+    }
+
+    /// The Python audit of an interpreter command, from every directory it may run in.
+    /// `Some((program, from))` when it is to be judged as another program (`python -m pytest`).
+    fn judge_python(
+        &self,
+        words: &[Word],
+        env: &Env<'_>,
+        at: At<'_>,
+        text: &str,
+        out: &mut Vec<Judgement>,
+    ) -> Option<(&'static str, usize)> {
+        let literals: Vec<Option<&str>> = words.iter().map(Word::exact).collect();
+        for dir in at.dirs {
+            let path = self.python_path(dir, env);
+            let verdict = crate::python::judge(&self.workspace, dir, &literals, &path)?;
+            let tag = crate::python::TAG;
+            match verdict {
+                crate::python::Verdict::Passed(note) => out.push(Judgement {
+                    verdict: Verdict::Allow,
+                    by_rule: false,
+                    firm: false,
+                    reason: format!("{tag}`{text}`{}: {note}", from(dir)),
+                }),
+                crate::python::Verdict::Refused(why) => out.push(firm(
+                    Verdict::Deny,
+                    format!("{tag}`{text}`{}: {why}", from(dir)),
+                )),
+                crate::python::Verdict::AsProgram { program, from } => {
+                    return Some((program, from));
+                }
+            }
+        }
+        None
+    }
+
+    /// What the default lists (and the structure of the command) say.
+    fn judge_default(
+        &self,
+        words: &[Word],
+        text: &str,
+        env: &Env<'_>,
+        at: At<'_>,
+        out: &mut Vec<Judgement>,
+    ) {
+        let Some(name) = words[0].literal() else {
+            out.push(structural(
+                Verdict::Deny,
+                format!(
+                    "`{text}`: the command name is computed at run time, so it cannot be checked"
+                ),
+            ));
+            return;
+        };
+        match commands::unwrap(words) {
+            Wrapped::Deny(why) => return out.push(firm(Verdict::Deny, why)),
+            Wrapped::Ask(why) => return out.push(structural(Verdict::Ask, why)),
+            Wrapped::Shell(script) => {
+                let Some(script) = script.exact() else {
+                    return out.push(structural(
+                        Verdict::Deny,
+                        format!("`{text}` runs a string computed at run time"),
+                    ));
+                };
+                if at.depth >= MAX_DEPTH {
+                    return out.push(structural(
+                        Verdict::Deny,
+                        format!("`{text}` nests shells too deeply to follow"),
+                    ));
+                }
+                return self.judge_line(script, at.dirs, at.depth + 1, out);
+            }
+            Wrapped::Runs {
+                payload,
+                ask_note,
+                assigns,
+            } => {
+                let mut inner_env = env.to_vec();
+                for (name, value, written) in &assigns {
+                    self.judge_assignment(name, value, &format!("env {written}"), at.dirs, out);
+                    inner_env.push((name.as_str(), value));
+                }
+                let start = out.len();
+                let inner = At {
+                    depth: at.depth + 1,
+                    payload: true,
+                    ..at
+                };
+                self.judge_command(payload, &inner_env, inner, out);
+                if let Some(note) = ask_note {
+                    for j in &mut out[start..] {
+                        if j.verdict == Verdict::Allow {
+                            j.verdict = Verdict::Ask;
+                            j.by_rule = true;
+                            j.firm = false;
+                            j.reason = format!("`{text}`: {note}");
+                        }
+                    }
+                }
+                return;
+            }
+            Wrapped::No => {}
+        }
+        if name == "cd" {
+            // Its checks ran during the walk, where the directory it sets is followed.
+            return out.push(if at.payload {
+                firm(
+                    Verdict::Deny,
+                    format!(
+                        "`{text}`: `cd` under a wrapper changes directory in a way the policy does not follow"
+                    ),
+                )
+            } else {
+                Judgement {
+                    verdict: Verdict::Allow,
+                    by_rule: false,
+                    firm: false,
+                    reason: format!("`{text}` changes directory inside the workspace"),
+                }
+            });
+        }
+        if matches!(name, "pushd" | "popd") {
+            return out.push(structural(
+                Verdict::Deny,
+                format!("`{text}`: `{name}` keeps a directory stack the policy does not follow; use `cd DIR &&`"),
+            ));
+        }
+        if matches!(name, "eval" | "source" | ".") {
+            return out.push(structural(
+                Verdict::Deny,
+                format!("`{text}`: `{name}` runs code the policy cannot see; allow it with a rule"),
+            ));
+        }
+        if let Some(why) = commands::other_shell(name) {
+            return out.push(Judgement {
+                verdict: Verdict::Deny,
+                by_rule: false,
+                firm: false,
+                reason: format!("`{text}`: {why}"),
+            });
+        }
+        let origin = &self.lists.origin;
+        let safe = self.lists.safe.iter().any(|s| s == name);
+        let confirm = self.lists.confirm.iter().any(|s| s == name);
+        if safe || confirm {
+            // A destructive mode of a listed program is judged as the program it acts as.
+            if let Some(why) = commands::acts_as_unlisted(name, &words[1..]) {
+                return out.push(Judgement {
+                    verdict: Verdict::Deny,
+                    by_rule: false,
+                    firm: false,
+                    reason: format!("`{text}`: {why}"),
+                });
+            }
+            // git's output flags are judged with its doors, from its `-C` directory.
+            if name != "git" {
+                for w in commands::output_files(name, &words[1..]) {
+                    self.judge_write(&w, at.dirs, out);
+                }
+            }
+        }
+        if safe {
+            match self.free_pass(name, &words[1..], at, out) {
+                Ok(()) => out.push(Judgement {
+                    verdict: Verdict::Allow,
+                    by_rule: false,
+                    firm: false,
+                    reason: format!("`{text}` is on the safe list ({origin})"),
+                }),
+                Err(why) => out.push(structural(Verdict::Ask, format!("`{text}`: {why}"))),
+            }
+        } else if confirm {
+            out.push(Judgement {
+                verdict: Verdict::Ask,
+                by_rule: false,
+                firm: false,
+                reason: format!("`{text}` is on the confirm list ({origin})"),
+            });
+            if name == "find" {
+                // Its `-exec` payloads are still judged.
+                let _ = self.find_pass(&words[1..], at, out);
+            }
+        } else {
+            out.push(Judgement {
+                verdict: Verdict::Deny,
+                by_rule: false,
+                firm: false,
+                reason: format!("`{text}` is not on the safe or confirm lists ({origin})"),
+            });
+        }
+    }
+
+    /// Whether a safe-list command keeps its free pass with these arguments.
+    fn free_pass(
+        &self,
+        name: &str,
+        args: &[Word],
+        at: At<'_>,
+        out: &mut Vec<Judgement>,
+    ) -> Result<(), String> {
+        if name == "find" {
+            return self.find_pass(args, at, out);
+        }
+        let table = commands::table(name).unwrap_or(commands::PLAIN);
+        let mut options = true;
+        for arg in args {
+            let Some(a) = arg.literal() else {
+                if table.data_args {
+                    continue;
+                }
+                return Err(format!(
+                    "`{}` is computed at run time, so the file it names cannot be checked",
+                    arg.text()
+                ));
+            };
+            if options && a == "--" {
+                options = false;
+            } else if options && a.starts_with("--") {
+                let (flag, value) = match a.split_once('=') {
+                    Some((f, v)) => (f, Some(v)),
+                    None => (a, None),
+                };
+                if table.not_free_long.contains(&flag) {
+                    return Err(format!("`{flag}` {}, so it is not read-only", table.why));
+                }
+                if let Some(v) = value.filter(|_| !table.data_args) {
+                    self.path_inside(at.dirs, v)?;
+                }
+            } else if options && a.len() > 1 && a.starts_with('-') {
+                for (i, c) in a.char_indices().skip(1) {
+                    if table.not_free_short.contains(c) {
+                        return Err(format!("`-{c}` {}, so it is not read-only", table.why));
+                    }
+                    if table.value_short.contains(c) {
+                        let rest = &a[i + c.len_utf8()..];
+                        if !rest.is_empty() && !table.data_args {
+                            self.path_inside(at.dirs, rest)?;
+                        }
+                        break;
+                    }
+                }
+            } else if !table.data_args {
+                self.path_inside(at.dirs, a)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `find`'s expression: writing primaries lose the pass; `-exec` payloads are judged.
+    fn find_pass(&self, args: &[Word], at: At<'_>, out: &mut Vec<Judgement>) -> Result<(), String> {
+        let mut i = 0;
+        // Starting points.
+        while let Some(w) = args.get(i) {
+            match w.literal() {
+                Some(a) if a.starts_with('-') || a == "(" || a == "!" => break,
+                Some(a) => self.path_inside(at.dirs, a)?,
+                None => {
+                    return Err(format!(
+                        "`{}` is computed at run time, so the file it names cannot be checked",
+                        w.text()
+                    ));
+                }
+            }
+            i += 1;
+        }
+        let inner = At {
+            depth: at.depth + 1,
+            payload: true,
+            ..at
+        };
+        while let Some(w) = args.get(i) {
+            let Some(a) = w.literal() else {
+                return Err(format!("`{}` is computed at run time", w.text()));
+            };
+            i += 1;
+            if commands::FIND_WRITES.contains(&a) {
+                return Err(format!(
+                    "`{a}` writes or deletes files, so it is not read-only"
+                ));
+            } else if commands::FIND_EXEC.contains(&a) {
+                let end = args[i..]
+                    .iter()
+                    .position(|w| matches!(w.literal(), Some(";" | "+")))
+                    .ok_or_else(|| format!("`{a}` has no terminating `;` or `+`"))?;
+                self.judge_command(&args[i..i + end], &[], inner, out);
+                i += end + 1;
+            } else if commands::FIND_VALUE.contains(&a) {
+                i += 1;
+            } else if commands::FIND_FILE.contains(&a) || a.starts_with("-newer") {
+                match args.get(i).and_then(Word::literal) {
+                    Some(v) => self.path_inside(at.dirs, v)?,
+                    None => return Err(format!("`{a}` names a file computed at run time")),
+                }
+                i += 1;
+            } else if !commands::FIND_BARE.contains(&a) {
+                return Err(format!("`find` option `{a}` is not in its flag table"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a variable's name looks like it holds a credential.
+pub(crate) fn looks_like_credential(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"]
+        .iter()
+        .any(|w| upper.contains(w))
+}
