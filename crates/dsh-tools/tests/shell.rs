@@ -111,9 +111,22 @@ fn the_environment_is_an_allowlist_plus_tmpdir() {
         &["CARGO_HOME".into(), "BASH_FUNC_f%%".into(), "ENV".into()],
         Path::new("/state/tmp/s"),
     );
-    let names: Vec<&str> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+    let names: Vec<&str> = env
+        .iter()
+        .map(|(k, _)| k.to_str().unwrap())
+        .filter(|k| !k.starts_with("GIT_CONFIG"))
+        .collect();
     assert_eq!(names, ["CARGO_HOME", "HOME", "LANG", "PATH", "TMPDIR"]);
-    assert_eq!(env[4].1, "/state/tmp/s");
+    let value = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    assert_eq!(value("TMPDIR").unwrap(), "/state/tmp/s");
+    // Git's safety settings ride along with every command.
+    assert_eq!(value("GIT_CONFIG_COUNT").unwrap(), "2");
+    assert_eq!(value("GIT_CONFIG_KEY_0").unwrap(), "safe.bareRepository");
+    assert_eq!(value("GIT_CONFIG_VALUE_1").unwrap(), "false");
+    assert_eq!(
+        value("GIT_CONFIG_PARAMETERS").unwrap(),
+        "'safe.bareRepository=explicit' 'core.fsmonitor=false'"
+    );
 }
 
 #[test]
