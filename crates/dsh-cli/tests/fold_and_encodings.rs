@@ -52,3 +52,31 @@ fn yolo_batch_cannot_write_protected_paths_spelled_as_a_folding_file_system_reso
         0
     );
 }
+
+/// `read_file` decodes a Latin-1 file under its notice; `edit_file` in the same batch writes it
+/// back in Windows-1252, every byte outside the edit (CRLF, `é`, `€`) unchanged.
+#[test]
+fn batch_reads_and_edits_a_latin1_file_byte_exactly() {
+    let d = Dirs::new();
+    let before = b"caf\xe9 \x80 5\r\nprice: 5\r\nna\xefve\r\n";
+    std::fs::write(d.ws.join("legacy.txt"), before).unwrap();
+    let calls = [
+        json!({"id": "read", "name": "read_file", "args": {"path": "legacy.txt"}}),
+        json!({"id": "edit", "name": "edit_file", "args": {
+            "path": "legacy.txt", "old_string": "price: 5", "new_string": "Preis: 6 \u{20ac} \u{fc}"}}),
+    ];
+    let results = batch(&d, &calls, &["--yolo"]);
+    let (read, edit) = (&results[0], &results[1]);
+    assert_eq!(kind(read), "ok", "{read}");
+    assert_eq!(
+        read["content"],
+        "[dsh: decoded as windows-1252; edits are written back in windows-1252]\n     1\tcaf\u{e9} \u{20ac} 5\r\n     2\tprice: 5\r\n     3\tna\u{ef}ve\r"
+    );
+    assert_eq!(read["value"]["encoding"], "windows-1252");
+    assert_eq!(kind(edit), "ok", "{edit}");
+    assert_eq!(edit["value"]["encoding"], "windows-1252");
+    assert_eq!(
+        std::fs::read(d.ws.join("legacy.txt")).unwrap(),
+        b"caf\xe9 \x80 5\r\nPreis: 6 \x80 \xfc\r\nna\xefve\r\n"
+    );
+}
