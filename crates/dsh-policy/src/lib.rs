@@ -25,7 +25,7 @@ mod spill;
 
 pub use confine::Confinement;
 pub use glob::{PathPattern, PatternError};
-pub use protect::ProtectedPaths;
+pub use protect::{ProtectedPaths, protected_match};
 pub use python::PythonAuditGuard;
 pub use rules::{PermissionRules, Rule, RuleError, RuleKind};
 pub use shell::{NetworkVote, ShellLists, ShellPolicy, ShellRule};

@@ -1,15 +1,42 @@
 //! Protected paths: writes to them are refused (default `.git/**` and `.dsh/**`).
+//!
+//! A protected path is matched the way the file system will resolve it, not as spelled: a
+//! workspace may sit on a case-folding, normalization-insensitive mount (macOS, Windows, a
+//! shared volume on Linux), where `.Git/hooks/x`, `.git./config` or an NFD spelling of a name
+//! opens the protected file. [`protected_match`] is that comparison, for the file tools (this
+//! policy) and for shell redirections (the shell policy) alike. It errs towards refusing: on a
+//! case-sensitive Linux file system `.Git` is a directory of its own, and is refused all the
+//! same. Permission rules keep comparing names exactly.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use dsh_core::{
     Access, Denial, Guard, PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace, async_trait,
 };
 
-use crate::glob::{PathPattern, PatternError};
+use crate::glob::{PathPattern, PatternError, fold_path};
+
+/// The first of `patterns` that protects `rel`, a resolved workspace-relative path (as
+/// [`dsh_core::ResolvedPath::rel`]), or `None`.
+///
+/// A pattern protects a path when it matches it exactly ([`PathPattern::matches`]) or when
+/// both, folded name by name, match: each name lowercased (Unicode-aware), NFC-normalized (so
+/// NFC and NFD spellings are one name) and stripped of trailing dots and spaces, except a name
+/// made only of dots (`.`, `..`). So `.git/**` protects `.Git/hooks/x`, `.GIT/config`,
+/// `.git./config` and `.git /config`, and `café/**` protects `cafe\u{301}/x`; `src/git.rs`,
+/// `.github/x` and `gitignore` stay unprotected.
+pub fn protected_match<'a>(patterns: &'a [PathPattern], rel: &Path) -> Option<&'a PathPattern> {
+    if let Some(hit) = patterns.iter().find(|p| p.matches(rel)) {
+        return Some(hit);
+    }
+    let folded = fold_path(rel);
+    patterns.iter().find(|p| p.matches_folded(&folded))
+}
 
 /// Refuses any call that declares a write to a protected path, matched on the resolved,
-/// workspace-relative path (so `src/../.git/config` and a symlink to `.git` are caught). A
+/// workspace-relative path (so `src/../.git/config` and a symlink to `.git` are caught) and
+/// folded as the file system folds it ([`protected_match`]: `.Git/config` is caught too). A
 /// gate-1 `Rule` deny *and* a guard. Paths that do not resolve are left to [`crate::Confinement`].
 #[derive(Clone, Debug)]
 pub struct ProtectedPaths {
@@ -41,7 +68,7 @@ impl ProtectedPaths {
                 return None;
             };
             let resolved = self.workspace.resolve(path.to_str()?).ok()?;
-            let hit = self.patterns.iter().find(|p| p.matches(&resolved.rel))?;
+            let hit = protected_match(&self.patterns, &resolved.rel)?;
             Some(format!(
                 "`{}` is protected (`{}`); it cannot be written by the agent",
                 path.display(),

@@ -133,6 +133,100 @@ async fn writes_to_protected_paths_are_denied_however_they_are_spelled() {
     assert!(run(&p, "write", "src/new.rs").await.ok());
 }
 
+/// A workspace can sit on a case-folding, normalization-insensitive mount (macOS, Windows), where
+/// all of these open the protected file: they are refused on every OS, with the pattern named.
+#[tokio::test]
+async fn protected_paths_are_matched_as_a_folding_file_system_resolves_them() {
+    let f = fixture();
+    let p = pipeline(&f, &[(RuleKind::Allow, "write", "user")], true);
+    for (path, pattern) in [
+        (".Git/hooks/x", ".git/**"),
+        (".GIT/config", ".git/**"),
+        (".DSH/config.toml", ".dsh/**"),
+        (".git./config", ".git/**"),
+        (".git /config", ".git/**"),
+        (".git. . ./hooks/pre-commit", ".git/**"),
+        // `\u{0074}` is `t`: the same name spelled with an escape, and with its case changed.
+        (".gi\u{0074}/config", ".git/**"),
+        (".gI\u{0054}/config", ".git/**"),
+        ("src/../.Git/config", ".git/**"),
+    ] {
+        let r = run(&p, "write", path).await;
+        assert_eq!(r.failure_kind(), Some(FailureKind::Denied), "{path}");
+        let by = r.decided_by();
+        assert_eq!(
+            (by.gate, by.policy.as_deref()),
+            (Gate::PrePolicy, Some("protected_paths")),
+            "{path}"
+        );
+        assert!(
+            by.reason.contains(&format!("(`{pattern}`)")),
+            "{path}: {}",
+            by.reason
+        );
+        let check = p
+            .check(&ToolCall::new("1", "write", json!({"path": path})))
+            .await;
+        assert_eq!(check.decision, Decision::Deny, "{path}");
+    }
+    // Names that only look alike stay writable.
+    for path in [
+        "src/git.rs",
+        ".github/workflows/x.yml",
+        "gitignore",
+        ".gitignore",
+        ".gits/x",
+        "x.git/config",
+        "src/.dsh-notes",
+    ] {
+        assert!(run(&p, "write", path).await.ok(), "{path}");
+    }
+    assert_eq!(f.runs.load(Ordering::SeqCst), 7);
+}
+
+/// `café` spelled NFC in the pattern and NFD in the path, or the other way round, is one name.
+#[tokio::test]
+async fn nfc_and_nfd_spellings_of_a_protected_name_are_both_refused() {
+    let f = fixture();
+    let (nfc, nfd) = ("caf\u{e9}", "cafe\u{301}");
+    for (pattern, path) in [
+        (format!("{nfc}/**"), format!("{nfd}/x")),
+        (format!("{nfd}/**"), format!("{nfc}/x")),
+        (format!("{nfc}/**"), "CAF\u{c9}/x".to_owned()),
+        (format!("{nfd}/**"), "CAFE\u{301}./x".to_owned()),
+    ] {
+        let protect = ProtectedPaths::new(f.ws.clone(), &[pattern.as_str()]).unwrap();
+        let p = Pipeline::builder(tools(&f.runs, 1), Arc::new(MemoryJournal::new("t")))
+            .pre_policy(protect.clone())
+            .pre_policy(rules(&f.ws, &[(RuleKind::Allow, "write", "user")]))
+            .guard(protect)
+            .build();
+        let r = run(&p, "write", &path).await;
+        assert_eq!(r.failure_kind(), Some(FailureKind::Denied), "{path}");
+        assert!(r.decided_by().reason.contains(&pattern), "{path}");
+        assert!(run(&p, "write", "cafe/x").await.ok());
+    }
+}
+
+/// The one comparison the shell policy also uses for redirections.
+#[test]
+fn protected_match_names_the_first_pattern_that_protects_a_path() {
+    use dsh_policy::{PathPattern, protected_match};
+    use std::path::Path;
+    let patterns: Vec<PathPattern> = ["secrets", ".git/**", ".dsh/**"]
+        .iter()
+        .map(|p| PathPattern::new(p).unwrap())
+        .collect();
+    let hit = |rel: &str| protected_match(&patterns, Path::new(rel)).map(PathPattern::as_str);
+    assert_eq!(hit(".Git/hooks/pre-commit"), Some(".git/**"));
+    assert_eq!(hit(".dsh./config.toml"), Some(".dsh/**"));
+    assert_eq!(hit("deep/SECRETS /key.pem"), Some("secrets"));
+    assert_eq!(hit(".github/workflows/ci.yml"), None);
+    assert_eq!(hit("src/git.rs"), None);
+    // Permission rules keep comparing exactly: only protected paths fold.
+    assert!(!patterns[1].matches(Path::new(".Git/hooks/pre-commit")));
+}
+
 #[tokio::test]
 async fn the_guards_hold_even_if_gate_one_is_skipped() {
     // Only the guards mounted, with a listener that allows everything: still denied at gate 3.

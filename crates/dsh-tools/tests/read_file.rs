@@ -29,7 +29,7 @@ async fn pages_by_lines_with_right_aligned_numbers_and_says_how_to_continue() {
     );
     assert_eq!(
         value,
-        json!({"path": "src/ten.txt", "start_line": 3, "end_line": 6, "total_lines": 10, "truncated": true})
+        json!({"path": "src/ten.txt", "start_line": 3, "end_line": 6, "total_lines": 10, "truncated": true, "encoding": "utf-8"})
     );
 }
 
@@ -41,7 +41,7 @@ async fn a_whole_small_file_has_no_notice() {
     assert_eq!(content, "     1\talpha\n     2\tbeta");
     assert_eq!(
         value,
-        json!({"path": "a.txt", "start_line": 1, "end_line": 2, "total_lines": 2, "truncated": false})
+        json!({"path": "a.txt", "start_line": 1, "end_line": 2, "total_lines": 2, "truncated": false, "encoding": "utf-8"})
     );
     // The last page ends exactly at the end: not truncated.
     let (content, value) = e
@@ -98,7 +98,7 @@ async fn the_byte_cap_stops_a_page_and_says_how_to_page_on() {
         .await;
     assert_eq!(
         value,
-        json!({"path": "wide.txt", "start_line": 95, "end_line": 100, "total_lines": 100, "truncated": false})
+        json!({"path": "wide.txt", "start_line": 95, "end_line": 100, "total_lines": 100, "truncated": false, "encoding": "utf-8"})
     );
 }
 
@@ -128,7 +128,7 @@ async fn a_big_file_is_streamed_and_its_total_is_null_when_not_counted() {
         .await;
     assert_eq!(
         value,
-        json!({"path": "big.log", "start_line": 1, "end_line": 20, "total_lines": null, "truncated": true})
+        json!({"path": "big.log", "start_line": 1, "end_line": 20, "total_lines": null, "truncated": true, "encoding": "utf-8"})
     );
     assert!(
         content.ends_with("[showing lines 1-20; the file goes on; continue with offset=21]"),
@@ -156,7 +156,7 @@ async fn an_empty_file_and_an_offset_past_the_end() {
     assert_eq!(content, "[the file is empty]");
     assert_eq!(
         value,
-        json!({"path": "empty.txt", "start_line": 1, "end_line": 0, "total_lines": 0, "truncated": false})
+        json!({"path": "empty.txt", "start_line": 1, "end_line": 0, "total_lines": 0, "truncated": false, "encoding": "utf-8"})
     );
     let msg = e
         .fails(
@@ -194,26 +194,41 @@ async fn binary_files_are_refused_and_said_to_be_binary() {
         .await;
     assert!(
         msg.starts_with(
-            "`a.out` looks binary (it contains NUL bytes); read_file shows UTF-8 text only"
+            "`a.out` looks binary (it contains NUL bytes); read_file shows text only (UTF-8, UTF-16 with a byte order mark, Windows-1252)"
         ),
         "{msg}"
     );
-    // No NUL, but not UTF-8 on line 2 (Latin-1 text).
-    e.write("latin1.txt", b"ok\ncaf\xe9\n");
+    // No NUL in the first 8 KiB, but control bytes throughout and not UTF-8.
+    let noisy: Vec<u8> = (0..10_000u32)
+        .map(|i| [0x01, 0xE9, 0x02, 0x80][(i % 4) as usize])
+        .collect();
+    e.write("noisy.bin", &noisy);
     let msg = e
         .fails(
             "read_file",
-            json!({"path": "latin1.txt"}),
+            json!({"path": "noisy.bin"}),
             FailureKind::ToolError,
         )
         .await;
-    assert!(msg.contains("line 2 is not valid UTF-8 text"), "{msg}");
-    // Lines before the offset are not decoded: the text after them reads fine.
-    e.write("mixed.txt", b"caf\xe9\nplain\n");
-    let (content, _) = e
-        .ok("read_file", json!({"path": "mixed.txt", "offset": 2}))
+    assert!(
+        msg.starts_with(
+            "`noisy.bin` looks binary (it is neither UTF-8 nor text in UTF-16 or Windows-1252)"
+        ),
+        "{msg}"
+    );
+    // A UTF-16 byte order mark before bytes that are not UTF-16 (a lone surrogate).
+    e.write("bad16.txt", b"\xff\xfea\x00\x00\xd8b\x00");
+    let msg = e
+        .fails(
+            "read_file",
+            json!({"path": "bad16.txt"}),
+            FailureKind::ToolError,
+        )
         .await;
-    assert_eq!(content, "     2\tplain");
+    assert!(
+        msg.starts_with("`bad16.txt` looks binary (it is not valid utf-16le at byte 4)"),
+        "{msg}"
+    );
 }
 
 #[tokio::test]
@@ -281,4 +296,32 @@ async fn directories_fifos_devices_and_missing_files_are_refused_with_advice() {
         msg,
         "`nope.rs` does not exist; check the name with list_dir or find_files"
     );
+}
+
+/// A UTF-8 file with one stray byte is not shown as Windows-1252 (which would garble every
+/// UTF-8 character): its valid lines read as UTF-8, the broken one is refused as before.
+#[tokio::test]
+async fn utf8_with_a_stray_byte_stays_utf8_and_only_its_broken_line_is_refused() {
+    let e = env();
+    e.write("stray.txt", b"caf\xc3\xa9\nbroken \xe9\nplain\n");
+    let (content, value) = e
+        .ok("read_file", json!({"path": "stray.txt", "limit": 1}))
+        .await;
+    assert_eq!(
+        content,
+        "     1\tcaf\u{e9}\n[showing lines 1-1 of 3; continue with offset=2]"
+    );
+    assert_eq!(value["encoding"], "utf-8");
+    let msg = e
+        .fails(
+            "read_file",
+            json!({"path": "stray.txt"}),
+            FailureKind::ToolError,
+        )
+        .await;
+    assert!(msg.contains("line 2 is not valid UTF-8 text"), "{msg}");
+    let (content, _) = e
+        .ok("read_file", json!({"path": "stray.txt", "offset": 3}))
+        .await;
+    assert_eq!(content, "     3\tplain");
 }

@@ -211,7 +211,7 @@ async fn write_file_after_a_read_replaces_the_file() {
     let (content, value) = e.ok("write_file", write("notes.txt", "new text\n")).await;
     assert_eq!(
         value,
-        json!({"path": "notes.txt", "bytes": 9, "created": false})
+        json!({"path": "notes.txt", "bytes": 9, "created": false, "encoding": "utf-8"})
     );
     assert_eq!(content, "replaced notes.txt (9 bytes)");
     assert_eq!(e.text("notes.txt"), "new text\n");
@@ -225,7 +225,7 @@ async fn write_file_creates_a_new_file_and_its_missing_directories() {
         .await;
     assert_eq!(
         value,
-        json!({"path": "a/b/c/new.rs", "bytes": 13, "created": true})
+        json!({"path": "a/b/c/new.rs", "bytes": 13, "created": true, "encoding": "utf-8"})
     );
     assert_eq!(content, "created a/b/c/new.rs (13 bytes)");
     assert_eq!(e.text("a/b/c/new.rs"), "fn main() {}\n");
@@ -523,23 +523,33 @@ async fn replacement_is_atomic_and_leaves_no_temporary_file() {
     assert_eq!(names, ["big.txt"], "nothing but the file is left");
 }
 
+/// The encoding is decided on the first MiB; a UTF-8 file that stops being UTF-8 after it
+/// cannot be decoded exactly, so edit_file refuses it (files in legacy encodings: encodings.rs).
 #[tokio::test]
-async fn a_non_utf8_file_is_refused_by_edit_as_invalid_args() {
+async fn a_file_that_is_utf8_only_in_its_first_mib_is_refused_by_edit_as_invalid_args() {
     let e = env();
-    // Line 1 reads fine (and observes the file); line 2 is Latin-1.
-    let bytes = b"ok\ncaf\xe9\n";
-    e.write("latin1.txt", bytes);
-    e.ok("read_file", json!({"path": "latin1.txt", "limit": 1}))
+    let lines = 400_000;
+    let mut bytes = "ok\n".repeat(lines).into_bytes();
+    bytes.extend_from_slice(b"caf\xe9\n");
+    e.write("late.txt", &bytes);
+    // Line 1 reads fine (and observes the file).
+    e.ok("read_file", json!({"path": "late.txt", "limit": 1}))
         .await;
     let msg = e
         .fails(
             "edit_file",
-            edit("latin1.txt", "ok", "fine"),
+            edit("late.txt", "ok\nok\n", "fine\n"),
             FailureKind::InvalidArgs,
         )
         .await;
-    assert!(msg.contains("not UTF-8"), "{msg}");
-    assert_eq!(std::fs::read(e.path("latin1.txt")).unwrap(), bytes);
+    assert!(
+        msg.starts_with(&format!(
+            "`late.txt` cannot be edited: it is not valid utf-8 at byte {}; edit_file only changes text files",
+            3 * lines + 3
+        )),
+        "{msg}"
+    );
+    assert_eq!(std::fs::read(e.path("late.txt")).unwrap(), bytes);
 }
 
 // ---------------------------------------------------------------------------------------------

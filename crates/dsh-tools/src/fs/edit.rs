@@ -1,5 +1,9 @@
 //! `edit_file{path, old_string, new_string, replace_all?}`: replace exact text in a file the
-//! session has read, keeping its line endings and permissions, and show the diff.
+//! session has read, keeping its line endings, encoding and permissions, and show the diff.
+//!
+//! A file in UTF-16 or Windows-1252 is edited as text and written back in its encoding, so its
+//! bytes outside the edit stay exactly as they were; a `new_string` with a character the
+//! encoding has not is refused ([`crate::fs::seam`]).
 
 use std::sync::Arc;
 
@@ -11,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::confine::{Want, path_error};
+use crate::fs::encoding::Encoding;
 use crate::fs::seam::{FileSeam, Intent};
 use crate::{blocking, parse_args, path_access};
 
@@ -145,7 +150,9 @@ impl Tool for EditFile {
             "edit_file",
             "Replace exact text in a file you have read with read_file in this session. old_string \
              must match exactly once (include surrounding lines to make it unique) unless \
-             replace_all is true. Returns a diff.",
+             replace_all is true. A file read_file decoded from another encoding (its first \
+             line said so) is written back in that encoding; text that encoding cannot hold is \
+             refused. Returns a diff.",
         )
         .input_schema(json!({
             "type": "object",
@@ -163,9 +170,10 @@ impl Tool for EditFile {
             "properties": {
                 "path": {"type": "string"},
                 "replacements": {"type": "integer", "minimum": 1},
-                "diff": {"type": "string"}
+                "diff": {"type": "string"},
+                "encoding": {"enum": ["utf-8", "utf-16le", "utf-16be", "windows-1252"]}
             },
-            "required": ["path", "replacements", "diff"],
+            "required": ["path", "replacements", "diff", "encoding"],
             "additionalProperties": false
         }))
     }
@@ -183,7 +191,7 @@ impl Tool for EditFile {
                 .resolve(&args.path)
                 .map_err(|e| path_error(e, Want::File))?;
             let rel = resolved.rel.display().to_string();
-            let ((n, shown), _) =
+            let ((n, shown), changed) =
                 seam.change(&ws, &resolved, Intent::Edit, MAX_EDIT_BYTES, |current| {
                     let before = current.text.as_deref().unwrap_or_default();
                     let (after, n) = apply(before, &args)?;
@@ -191,9 +199,14 @@ impl Tool for EditFile {
                     Ok((after, (n, shown)))
                 })?;
             let plural = if n == 1 { "" } else { "s" };
+            let encoding = changed.encoding;
+            let kept = match encoding {
+                Encoding::Utf8 => String::new(),
+                other => format!(", written back in {other}"),
+            };
             Ok(ToolOutput::new(
-                format!("edited {rel}: {n} replacement{plural}\n{shown}"),
-                json!({"path": rel, "replacements": n, "diff": shown}),
+                format!("edited {rel}: {n} replacement{plural}{kept}\n{shown}"),
+                json!({"path": rel, "replacements": n, "diff": shown, "encoding": encoding.name()}),
             ))
         })
         .await

@@ -1,7 +1,8 @@
-//! File tools: one file per tool, and the file seam (observed versions) that the reading and
-//! changing tools share.
+//! File tools: one file per tool, the file seam (observed versions) that the reading and
+//! changing tools share, and the text encodings they all read and write back alike.
 
 pub(crate) mod edit;
+pub(crate) mod encoding;
 pub(crate) mod list;
 pub(crate) mod read;
 pub(crate) mod seam;

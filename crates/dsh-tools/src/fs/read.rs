@@ -1,4 +1,4 @@
-//! `read_file{path, offset?, limit?}`: one page of a UTF-8 text file, with line numbers.
+//! `read_file{path, offset?, limit?}`: one page of a text file, with line numbers.
 //!
 //! The file is streamed, never slurped: lines before `offset` are counted with `memchr` and
 //! dropped, each shown line keeps at most [`LINE_MAX_CHARS`] characters (the rest of a long
@@ -7,10 +7,15 @@
 //! are counted on for at most [`COUNT_AHEAD`] bytes to report `total_lines`; past that the
 //! total is `null` rather than a guess. Memory stays bounded whatever the file's size.
 //!
-//! A file is refused as binary when its first 8 KiB hold a NUL byte, or when a line to be
-//! shown is not valid UTF-8.
+//! The file's encoding is decided first, from its first [`DETECT_BYTES`](crate::fs::encoding::DETECT_BYTES)
+//! ([`crate::fs::encoding`]: UTF-8, UTF-16 with a byte order mark, or Windows-1252), exactly as
+//! `edit_file` and `write_file` decide it. A file that is not UTF-8 is decoded as it is read
+//! (memory stays bounded) and its page starts with one notice line naming the encoding,
+//! [`encoding_notice`]; like the other `[…]` lines it has no line number, so the numbers are
+//! the file's own. A file is refused as binary when detection says so (a NUL byte in the first
+//! 8 KiB, say), or when a UTF-8 file's line to be shown is not valid UTF-8 after all.
 
-use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -22,13 +27,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::confine::{display, open_file};
+use crate::fs::encoding::{Detected, Encoding, Transcoder, detect};
 use crate::fs::seam::{FileSeam, Version};
 use crate::{Limits, blocking, cancelled, parse_args, path_access};
 
 /// Characters of one line shown; the rest is cut with a marker.
 pub const LINE_MAX_CHARS: usize = 2000;
-/// Bytes looked at for a NUL before anything is shown.
-const SNIFF_BYTES: u64 = 8 * 1024;
 /// Bytes past the page scanned to count the remaining lines.
 pub const COUNT_AHEAD: u64 = 8 * 1024 * 1024;
 /// Read buffer: large enough that skipping lines is `memchr` over big chunks.
@@ -76,11 +80,13 @@ impl Tool for ReadFile {
         ToolSpec::new(
             "read_file",
             format!(
-                "Read a UTF-8 text file, with line numbers. Pages by lines: `offset` is the first \
+                "Read a text file, with line numbers. Pages by lines: `offset` is the first \
                  line (1-based, default 1), `limit` the line count (default and max {}). Lines \
-                 longer than {LINE_MAX_CHARS} chars are cut. Refuses binary files, directories \
-                 (use list_dir) and devices.",
-                self.max_lines
+                 over {LINE_MAX_CHARS} chars are cut. UTF-16 (with BOM) and Windows-1252 files \
+                 are decoded under an unnumbered first line `{}`. Refuses binary files, \
+                 directories (use list_dir) and devices.",
+                self.max_lines,
+                encoding_notice("ENC"),
             ),
         )
         .input_schema(json!({
@@ -100,9 +106,10 @@ impl Tool for ReadFile {
                 "start_line": {"type": "integer", "minimum": 1},
                 "end_line": {"type": "integer", "minimum": 0},
                 "total_lines": {"type": ["integer", "null"], "minimum": 0},
-                "truncated": {"type": "boolean"}
+                "truncated": {"type": "boolean"},
+                "encoding": {"enum": ["utf-8", "utf-16le", "utf-16be", "windows-1252"]}
             },
-            "required": ["path", "start_line", "end_line", "total_lines", "truncated"],
+            "required": ["path", "start_line", "end_line", "total_lines", "truncated", "encoding"],
             "additionalProperties": false
         }))
         .read_only(true)
@@ -133,7 +140,7 @@ enum Stop {
 
 impl ReadFile {
     fn read(&self, args: &Args, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
-        let (file, resolved) = open_file(&self.ws, &args.path)?;
+        let (mut file, resolved) = open_file(&self.ws, &args.path)?;
         // The version read is the one opened (a change after this makes a later write or
         // edit stale, the safe direction); it is recorded only if the read succeeds.
         let opened = file
@@ -142,15 +149,16 @@ impl ReadFile {
         let (shown_path, _) = display(&resolved.rel);
         let io_error = |e: io::Error| ToolError::failed(format!("reading `{}`: {e}", args.path));
 
-        let mut head = Vec::with_capacity(SNIFF_BYTES as usize);
-        (&file)
-            .take(SNIFF_BYTES)
-            .read_to_end(&mut head)
-            .map_err(io_error)?;
-        if memchr::memchr(0, &head).is_some() {
-            return Err(binary(&args.path, "it contains NUL bytes"));
-        }
-        let mut reader = BufReader::with_capacity(BUFFER_BYTES, Cursor::new(head).chain(file));
+        let encoding = match detect(&mut file).map_err(io_error)? {
+            Detected::Text(encoding) => encoding,
+            Detected::Binary(why) => return Err(binary(&args.path, &why)),
+        };
+        file.seek(SeekFrom::Start(0)).map_err(io_error)?;
+        let source: Box<dyn Read> = match encoding {
+            Encoding::Utf8 => Box::new(file),
+            other => Box::new(Transcoder::new(file, other)),
+        };
+        let mut reader = BufReader::with_capacity(BUFFER_BYTES, source);
 
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args
@@ -240,6 +248,9 @@ impl ReadFile {
         while content.ends_with('\n') {
             content.pop();
         }
+        if encoding != Encoding::Utf8 {
+            content.insert_str(0, &format!("{}\n", encoding_notice(encoding.name())));
+        }
         if let Some(seam) = &self.seam {
             seam.observe(&resolved.abs, Version::of(&opened));
         }
@@ -251,14 +262,20 @@ impl ReadFile {
                 "end_line": end,
                 "total_lines": total,
                 "truncated": truncated,
+                "encoding": encoding.name(),
             }),
         ))
     }
 }
 
+/// The first line of a page of a file that is not UTF-8.
+pub fn encoding_notice(encoding: &str) -> String {
+    format!("[dsh: decoded as {encoding}; edits are written back in {encoding}]")
+}
+
 fn binary(path: &str, why: &str) -> ToolError {
     ToolError::failed(format!(
-        "`{path}` looks binary ({why}); read_file shows UTF-8 text only. Use grep to find text in it, or run_shell with a tool made for this format"
+        "`{path}` looks binary ({why}); read_file shows text only (UTF-8, UTF-16 with a byte order mark, Windows-1252). Use grep to find text in it, or run_shell with a tool made for this format"
     ))
 }
 

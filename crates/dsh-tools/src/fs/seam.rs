@@ -8,6 +8,11 @@
 //! changed since → `stale_version` (checked before any text matching). Creating a file that
 //! does not exist needs no observation. Every successful change records the new version.
 //!
+//! A change keeps the file's encoding ([`crate::fs::encoding`]): an edit is applied to the
+//! decoded text, and the new text — of an edit or of a replacing write — is encoded back as the
+//! file was (UTF-16 with its byte order mark, Windows-1252). Text the encoding cannot hold is
+//! refused and the file left as it was; nothing is ever transcoded silently. A new file is UTF-8.
+//!
 //! Changes are made atomically and confined on Unix: the parent directory is opened without
 //! following a final symlink and checked to be inside the workspace on its handle; the new
 //! content goes to a temporary file created *in that directory handle*, is flushed, and is
@@ -16,11 +21,13 @@
 
 use std::collections::HashMap;
 use std::fs::{File, Metadata};
-use std::io::{Read, Write};
+use std::io::{Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use dsh_core::{ResolvedPath, ToolError, ToolErrorKind, Workspace};
+
+use crate::fs::encoding::{Detected, Encoding, Unencodable, decode_all, detect, encode};
 
 /// A file's identity at one moment. Opaque.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +96,19 @@ pub(crate) struct Current {
     pub(crate) text: Option<String>,
     /// Its permission bits, kept for the replacement.
     pub(crate) mode: Option<u32>,
+    /// Its encoding, which the new content is written in (UTF-8 for a new file).
+    pub(crate) encoding: Encoding,
+}
+
+/// What a change did.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Changed {
+    /// The file did not exist.
+    pub(crate) created: bool,
+    /// The encoding it was written in.
+    pub(crate) encoding: Encoding,
+    /// The bytes written.
+    pub(crate) bytes: usize,
 }
 
 impl FileSeam {
@@ -108,8 +128,9 @@ impl FileSeam {
     }
 
     /// Checks `intent` against the session's observations, lets `change` compute the new
-    /// content from what is there, and writes it atomically — all under one lock. Returns
-    /// what `change` returned besides the content, and whether the file was created.
+    /// content from what is there, encodes it as the file was encoded, and writes it atomically
+    /// — all under one lock. Returns what `change` returned besides the content, and what was
+    /// done.
     pub(crate) fn change<T>(
         &self,
         ws: &Workspace,
@@ -117,7 +138,7 @@ impl FileSeam {
         intent: Intent,
         max_bytes: u64,
         change: impl FnOnce(&Current) -> Result<(String, T), ToolError>,
-    ) -> Result<(T, bool), ToolError> {
+    ) -> Result<(T, Changed), ToolError> {
         let _guard = self
             .change
             .lock()
@@ -135,6 +156,7 @@ impl FileSeam {
             (None, Intent::Write) => Current {
                 text: None,
                 mode: None,
+                encoding: Encoding::Utf8,
             },
             (Some((version, _)), _) => {
                 match self.observed(&resolved.abs) {
@@ -157,24 +179,59 @@ impl FileSeam {
                     Some(_) => {}
                 }
                 let (file, mode) = dir.open_target(max_bytes)?;
-                let text = match intent {
-                    Intent::Edit => Some(read_text(file, given, max_bytes)?),
-                    Intent::Write => None,
+                let (text, encoding) = match intent {
+                    Intent::Edit => {
+                        let (text, encoding) = read_text(file, given, max_bytes)?;
+                        (Some(text), encoding)
+                    }
+                    Intent::Write => (None, encoding_of(file, given)?),
                 };
                 Current {
                     text,
                     mode: Some(mode),
+                    encoding,
                 }
             }
         };
         let (content, extra) = change(&current)?;
-        let version = dir.replace(content.as_bytes(), current.mode)?;
+        let bytes = encode(current.encoding, content).map_err(|e| unencodable(given, &e))?;
+        let version = dir.replace(&bytes, current.mode)?;
         self.observe(&resolved.abs, version);
-        Ok((extra, found.is_none()))
+        Ok((
+            extra,
+            Changed {
+                created: found.is_none(),
+                encoding: current.encoding,
+                bytes: bytes.len(),
+            },
+        ))
     }
 }
 
-fn read_text(mut file: File, given: &str, max_bytes: u64) -> Result<String, ToolError> {
+fn unencodable(given: &str, e: &Unencodable) -> ToolError {
+    ToolError::new(
+        ToolErrorKind::InvalidArgs,
+        format!(
+            "`{given}` is kept in {enc}, and the new text has `{ch}` (U+{code:04X}), which {enc} cannot encode; nothing was changed. Use only characters {enc} has (or an escape the file's format understands), or convert the file to UTF-8 first (e.g. with iconv in run_shell)",
+            enc = e.encoding,
+            ch = e.ch.escape_debug(),
+            code = u32::from(e.ch),
+        ),
+    )
+}
+
+/// The encoding of an existing file about to be replaced whole; a file that does not look
+/// like text is replaced with UTF-8, as any new content is.
+fn encoding_of(mut file: File, given: &str) -> Result<Encoding, ToolError> {
+    match detect(&mut file) {
+        Ok(Detected::Text(encoding)) => Ok(encoding),
+        Ok(Detected::Binary(_)) => Ok(Encoding::Utf8),
+        Err(e) => Err(ToolError::failed(format!("cannot read `{given}`: {e}"))),
+    }
+}
+
+/// The whole text of a file to edit, decoded exactly, and its encoding.
+fn read_text(mut file: File, given: &str, max_bytes: u64) -> Result<(String, Encoding), ToolError> {
     let mut bytes = Vec::new();
     (&mut file)
         .take(max_bytes + 1)
@@ -188,12 +245,21 @@ fn read_text(mut file: File, given: &str, max_bytes: u64) -> Result<String, Tool
             ),
         ));
     }
-    String::from_utf8(bytes).map_err(|_| {
+    let refuse = |why: &str| {
         ToolError::new(
             ToolErrorKind::InvalidArgs,
-            format!("`{given}` is not UTF-8 text; edit_file only changes text files"),
+            format!(
+                "`{given}` cannot be edited: {why}; edit_file only changes text files it can decode and write back exactly (UTF-8, UTF-16 with a byte order mark, Windows-1252)"
+            ),
         )
-    })
+    };
+    let encoding = match detect(&mut Cursor::new(bytes.as_slice())) {
+        Ok(Detected::Text(encoding)) => encoding,
+        Ok(Detected::Binary(why)) => return Err(refuse(&format!("it looks binary ({why})"))),
+        Err(e) => return Err(ToolError::failed(format!("cannot read `{given}`: {e}"))),
+    };
+    let text = decode_all(encoding, bytes).map_err(|e| refuse(&e.to_string()))?;
+    Ok((text, encoding))
 }
 
 fn denied(given: &str, why: &str) -> ToolError {

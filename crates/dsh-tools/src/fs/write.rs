@@ -1,4 +1,10 @@
 //! `write_file{path, content}`: create a file, or replace one the session has read.
+//!
+//! A replaced file keeps its encoding: content for a file in UTF-16 or Windows-1252 is written
+//! in that encoding, and refused if it has a character the encoding has not. Converting a file
+//! to UTF-8 behind the user's back would break whatever else reads it (a legacy build, an
+//! editor set to the file's code page), and the model was told the encoding when it read the
+//! file. A new file is UTF-8.
 
 use std::sync::Arc;
 
@@ -8,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::confine::{Want, path_error};
+use crate::fs::encoding::Encoding;
 use crate::fs::seam::{FileSeam, Intent};
 use crate::{blocking, parse_args, path_access};
 
@@ -37,7 +44,9 @@ impl Tool for WriteFile {
         ToolSpec::new(
             "write_file",
             "Create a file, or replace a whole file you have read with read_file in this session. \
-             Missing directories are created. Prefer edit_file for changes to part of a file.",
+             Missing directories are created. A replaced file read_file decoded from another \
+             encoding is written in that encoding (text it cannot hold is refused); new files \
+             are UTF-8. Prefer edit_file for changes to part of a file.",
         )
         .input_schema(json!({
             "type": "object",
@@ -53,9 +62,10 @@ impl Tool for WriteFile {
             "properties": {
                 "path": {"type": "string"},
                 "bytes": {"type": "integer", "minimum": 0},
-                "created": {"type": "boolean"}
+                "created": {"type": "boolean"},
+                "encoding": {"enum": ["utf-8", "utf-16le", "utf-16be", "windows-1252"]}
             },
-            "required": ["path", "bytes", "created"],
+            "required": ["path", "bytes", "created", "encoding"],
             "additionalProperties": false
         }))
     }
@@ -72,15 +82,19 @@ impl Tool for WriteFile {
             let resolved = ws
                 .resolve(&args.path)
                 .map_err(|e| path_error(e, Want::File))?;
-            let bytes = args.content.len();
-            let ((), created) = seam.change(&ws, &resolved, Intent::Write, u64::MAX, |_| {
+            let ((), changed) = seam.change(&ws, &resolved, Intent::Write, u64::MAX, |_| {
                 Ok((args.content, ()))
             })?;
             let rel = resolved.rel.display().to_string();
-            let verb = if created { "created" } else { "replaced" };
+            let verb = if changed.created { "created" } else { "replaced" };
+            let (bytes, encoding) = (changed.bytes, changed.encoding);
+            let written = match encoding {
+                Encoding::Utf8 => String::new(),
+                other => format!(", written in {other}"),
+            };
             Ok(ToolOutput::new(
-                format!("{verb} {rel} ({bytes} bytes)"),
-                json!({"path": rel, "bytes": bytes, "created": created}),
+                format!("{verb} {rel} ({bytes} bytes{written})"),
+                json!({"path": rel, "bytes": bytes, "created": changed.created, "encoding": encoding.name()}),
             ))
         })
         .await
