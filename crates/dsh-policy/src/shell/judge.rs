@@ -183,10 +183,8 @@ impl ShellPolicy {
                         rel.display()
                     ));
                 }
-                if let Some(hit) = self
-                    .protected
-                    .iter()
-                    .find(|p| p.matches(&rel) || p.matches(&rel.join("x")))
+                if let Some(hit) = crate::protected_match(&self.protected, &rel)
+                    .or_else(|| crate::protected_match(&self.protected, &rel.join("x")))
                 {
                     return Err(format!(
                         "`cd {target}` enters `{}`, which is protected (`{}`)",

@@ -134,7 +134,7 @@ impl ShellPolicy {
                 Place::Sink => {}
                 Place::Temp => asks = true,
                 Place::Inside(rel) => {
-                    if let Some(hit) = self.protected.iter().find(|p| p.matches(&rel)) {
+                    if let Some(hit) = crate::protected_match(&self.protected, &rel) {
                         return out.push(deny(format!(
                             "`{how}` writes `{}`, which is protected (`{}`)",
                             rel.display(),
