@@ -330,6 +330,7 @@ fn item2_loader_assignments_are_denied_whatever_the_command() {
         ("VISUAL='rm x' git commit", "deny", "VISUAL"),
         ("env PYTHONHOME=x python3 tests/t.py", "deny", "PYTHONHOME"),
         ("export LD_PRELOAD=x; ls", "deny", "LD_PRELOAD"),
+        ("for PATH in /tmp; do ls; done", "deny", "PATH"),
         ("PYTHONPATH=/tmp python3 tests/t.py", "deny", "PYTHONPATH"),
         ("NODE_PATH=/usr/lib/evil node a.js", "deny", "NODE_PATH"),
         // The ordinary ones keep the command's verdict.

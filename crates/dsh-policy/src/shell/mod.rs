@@ -9,18 +9,48 @@
 //! structural verdict, with tier `Rule` when any rule or structural check decided a part of
 //! it, else `Default`.
 //!
-//! Structural checks, whatever the rules say: control characters, invisible or bidirectional
-//! Unicode, lines over 16 KiB, more than 256 commands, a line that does not parse, and
-//! assignments to `PATH`, `LD_PRELOAD`, `BASH_ENV`, … are refused; a redirection that writes a
-//! file (other than `/dev/null`) asks at tier `Rule` (so no allow rule lifts it, inside the
-//! workspace or out: the sandbox is the backstop for what a person approves); a redirection
-//! that reads outside the workspace asks; a construct the policy does not know asks; `sudo`,
-//! `su`, `doas` and `env PATH=…` are refused whatever the rules say.
+//! **Approval is for ordinary use of a confirm-list program, never a disguise test.** Where
+//! the danger is structural the policy denies at tier `Rule` — no allow rule lifts it, not
+//! even one matching a wrapper around it — and the reason names the setting, flag or path:
+//! - control characters, invisible or bidirectional Unicode, lines over 16 KiB, more than 256
+//!   commands, constructs nested over 200 deep, a line that does not parse;
+//! - doors: a setting, flag or variable that makes `git`, `make`, `npm` or `node` run a
+//!   different program than the one a person sees (`doors.rs`); an unknown `git -c` key asks
+//!   at tier `Rule`;
+//! - assignments that change what programs load or run (`LD_*`, `PATH`, `BASH_ENV`,
+//!   `PYTHONHOME`, `PAGER=vim`, …), wherever they stand (`assign.rs`);
+//! - writes no approval could make succeed: a redirection or an output flag (`sort -o`,
+//!   `find -fprint`, `git --output`, …) into a place outside the workspace and the session's
+//!   temporary directory (`$TMPDIR` is known; `$HOME`, `$(…)` are not), into a device other
+//!   than `/dev/null`/`/dev/stdout`/`/dev/stderr`, or into a protected path, matched as a
+//!   case-folding file system resolves it (`places.rs`); writes inside ask at tier `Rule`;
+//! - expansions that evaluate a value: `${x@P}`, `${x@E}`, `${!x}` (but not `${!arr[@]}` or
+//!   `${!prefix*}`); arithmetic on a variable the line sets from something it does not spell
+//!   out (input, a file name, a substitution) asks, since `a[$(cmd)]` in it would run; an
+//!   expansion of a `shell.pass_env` variable named like a credential asks;
+//! - `sudo`, `su`, `doas`; `env -i`/`exec -c` and `unset GIT_CONFIG_*` (they drop the git
+//!   settings dsh gives every command).
 //!
-//! Python (`python script.py`, `python -c CODE`, any `pythonX.Y`) is audited first by
-//! [`crate::python`]: a refusal is a `Rule` deny that no rule lifts (not even one that matches a
-//! wrapper such as `env *`); a pass leaves the command to the rules and lists. A line that runs
-//! Python after `cd`, under `env -C`/`-S` or with a `PYTHON*` assignment is refused.
+//! A safe-list program in a destructive mode is judged as the program it acts as: `find
+//! -delete` as `rm`, `date -s` as a clock setter (denied by the lists, naming the flag).
+//! Shells other than bash (`sh`, `dash`, `zsh`, `busybox`, …) are unlisted: the parser speaks
+//! bash, so only `bash -c LITERAL` is unwrapped.
+//!
+//! **The working directory is followed** (`parse.rs`): `cd DIR` inside the workspace (not a
+//! protected path, not through a symlink) is allowed, and the directory it sets applies to
+//! every later path judgement of the same list — path arguments, redirections, output flags,
+//! protected paths, the file tools' rules carried over to shell words and the Python audit.
+//! It ends at subshell, pipeline-stage, background and `$(…)` boundaries; where either
+//! directory is possible (`a || cd x; b`, or after `;`, since a failed `cd` leaves the shell
+//! where it was) every path is judged from both. `cd` outside the workspace or into a
+//! protected path, `cd -`, `cd` alone, `cd` in a loop or under a wrapper, `pushd`/`popd` are
+//! refused.
+//!
+//! Python (`python script.py`, `python -c CODE`, `python -m MODULE`, any `pythonX.Y`) is
+//! audited first by [`crate::python`], from the directory it runs in and with `PYTHONPATH`
+//! directories inside the workspace searched for local modules: a refusal is a `Rule` deny
+//! that no rule lifts; a pass leaves the command to the rules and lists; `python -m pytest`
+//! and `-m pip` are judged as `pytest` and `pip`.
 //!
 //! Rule matching: a rule's specifier is words, matched against a command's words after quote
 //! removal. A trailing `*` (or `word:*`) matches any further words. Without it an `allow`

@@ -226,7 +226,7 @@ impl Walker<'_> {
             }
             "while_statement" | "for_statement" | "c_style_for_statement" => {
                 if node.kind() == "for_statement" {
-                    self.for_variable(node);
+                    self.for_variable(node, d);
                 }
                 if node.kind() == "c_style_for_statement" {
                     self.finding(
@@ -643,7 +643,7 @@ impl Walker<'_> {
     }
 
     /// `for x in …`: x is tainted unless every value is a plain literal.
-    fn for_variable(&mut self, node: Node) {
+    fn for_variable(&mut self, node: Node, d: Dirs) {
         let Some(var) = node.child_by_field_name("variable") else {
             return;
         };
@@ -652,10 +652,19 @@ impl Walker<'_> {
             .children_by_field_name("value", &mut cursor)
             .all(|v| self.r.word(v).exact().is_some_and(|t| !t.contains('[')));
         let values = node.child_by_field_name("value").is_some();
+        let name = self.text(var);
         if !plain || !values {
-            let name = self.text(var);
-            self.tainted.insert(name);
+            self.tainted.insert(name.clone());
         }
+        // The loop assigns its variable like `NAME=VALUE` would (`for PATH in /tmp`).
+        self.out.assigns.push((
+            Assign {
+                value: Word::Dyn(format!("${name}")),
+                text: format!("for {name} in …"),
+                name,
+            },
+            d,
+        ));
     }
 
     /// `read`, `mapfile`, `printf -v`, `getopts` set variables from input.
