@@ -56,15 +56,21 @@
 //! `open()` is allowed, for reading and writing: what a script writes is the sandbox's
 //! business (its writes are confined to the workspace), not the trace's.
 
+mod imports;
 mod lists;
+mod syntax;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use dsh_core::{PathError, Workspace};
 use sha2::{Digest, Sha256};
 use tree_sitter::{Node, Parser};
+
+use syntax::{
+    MAX_CHAIN, all_nodes, chain, field_text, is_field, plain_string, short, text, unparen,
+};
 
 /// Scripts bigger than this are refused.
 pub const MAX_SCRIPT_BYTES: u64 = 1024 * 1024;
@@ -292,176 +298,6 @@ impl<'a> Auditor<'a> {
             }
         }
         Ok(())
-    }
-
-    fn import(&mut self, node: Node, src: &[u8]) -> Result<(), Refusal> {
-        let line = node.start_position().row + 1;
-        let mut cursor = node.walk();
-        for name in node.children_by_field_name("name", &mut cursor) {
-            let (dotted, alias) = match name.kind() {
-                "aliased_import" => (
-                    field_text(name, "name", src),
-                    Some(field_text(name, "alias", src)),
-                ),
-                _ => (text(name, src), None),
-            };
-            self.module(&dotted, line)?;
-            match alias {
-                Some(a) => {
-                    self.modules.insert(a.clone());
-                    self.bind(a, dotted);
-                }
-                None => {
-                    let top = dotted.split('.').next().unwrap_or_default().to_owned();
-                    self.modules.insert(top.clone());
-                    self.bind(top.clone(), top);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn import_from(&mut self, node: Node, src: &[u8]) -> Result<(), Refusal> {
-        let line = node.start_position().row + 1;
-        let Some(module) = node.child_by_field_name("module_name") else {
-            return Err(Refusal::at(line, "an import the audit cannot read"));
-        };
-        if module.kind() == "relative_import" {
-            return Err(Refusal::at(
-                line,
-                format!(
-                    "`{}` is a relative import of a local module, which the audit does not follow",
-                    text(node, src)
-                ),
-            ));
-        }
-        let module = text(module, src);
-        self.module(&module, line)?;
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.children(&mut cursor).collect();
-        if children.iter().any(|c| c.kind() == "wildcard_import")
-            && !lists::SAFE_STAR.contains(&module.as_str())
-        {
-            return Err(Refusal::at(
-                line,
-                format!(
-                    "`from {module} import *` binds names the audit cannot see; import them by name"
-                ),
-            ));
-        }
-        let mut cursor = node.walk();
-        for name in node.children_by_field_name("name", &mut cursor) {
-            let (imported, alias) = match name.kind() {
-                "aliased_import" => (
-                    field_text(name, "name", src),
-                    field_text(name, "alias", src),
-                ),
-                _ => (text(name, src), text(name, src)),
-            };
-            let full = format!("{module}.{imported}");
-            if lists::module_denied(&full) || lists::attr_denied(&module, &imported) {
-                return Err(Refusal::at(
-                    line,
-                    format!("`{full}` is refused (imported as `{alias}`)"),
-                ));
-            }
-            if lists::name_denied_anywhere(&imported)
-                || lists::DENIED_BUILTINS.contains(&imported.as_str())
-            {
-                return Err(Refusal::at(line, format!("importing `{full}` is refused")));
-            }
-            self.bind(alias, full);
-        }
-        Ok(())
-    }
-
-    fn bind(&mut self, name: String, target: String) {
-        self.aliases.entry(name).or_default().push(target);
-    }
-
-    /// An imported module: refused, a shadowing local file, or a local module to audit.
-    fn module(&mut self, dotted: &str, line: usize) -> Result<(), Refusal> {
-        if lists::module_denied(dotted) {
-            return Err(Refusal::at(
-                line,
-                format!("importing the module `{dotted}` is refused"),
-            ));
-        }
-        let top = dotted.split('.').next().unwrap_or_default();
-        for dir in self.dirs {
-            // A compiled or native module (`top.pyc`, `top.cpython-312-x86_64-linux-gnu.so`)
-            // is found before or instead of `top.py`, and the audit cannot read it.
-            if let Some(opaque) = compiled_sibling(dir, top) {
-                return Err(Refusal::at(
-                    line,
-                    format!(
-                        "`{top}` may be loaded from `{}`, which the audit cannot read",
-                        opaque.display()
-                    ),
-                ));
-            }
-            let file = dir.join(format!("{top}.py"));
-            let package = dir.join(top);
-            let local = if file.exists() {
-                Some(file)
-            } else if package.exists() {
-                Some(package)
-            } else {
-                None
-            };
-            let Some(local) = local else { continue };
-            if lists::STDLIB.contains(&top) {
-                return Err(Refusal::at(
-                    line,
-                    format!(
-                        "the local `{}` shadows the standard module `{top}`; it is refused",
-                        local.display()
-                    ),
-                ));
-            }
-            if local.is_dir() {
-                return Err(Refusal::at(
-                    line,
-                    format!(
-                        "`{top}` is a local package ({}), which the audit does not follow",
-                        local.display()
-                    ),
-                ));
-            }
-            self.local(&local, top, line)?;
-        }
-        Ok(())
-    }
-
-    /// Audits a local module the script imports, as part of the script.
-    fn local(&mut self, file: &Path, top: &str, line: usize) -> Result<(), Refusal> {
-        let Some(ws) = self.ws else {
-            return Err(Refusal::at(
-                line,
-                format!("`{top}` is a local module, which cannot be audited here"),
-            ));
-        };
-        if self.seen.contains(file) {
-            return Ok(());
-        }
-        if self.depth >= MAX_LOCAL_DEPTH {
-            return Err(Refusal::at(
-                line,
-                format!("`{top}`: local modules import each other too deeply to follow"),
-            ));
-        }
-        let given = file.to_string_lossy().into_owned();
-        audit_file_at(ws, &given, self.depth + 1, self.seen)
-            .map(|_| ())
-            .map_err(|r| {
-                Refusal::at(
-                    line,
-                    format!(
-                        "the local module `{top}` ({}) is refused: {r}",
-                        file.display()
-                    ),
-                )
-            })
     }
 
     /// A bare name (not an attribute's field, a keyword or part of an import).
@@ -713,126 +549,6 @@ fn check_encoding(src: &str) -> Result<(), Refusal> {
         }
     }
     Ok(())
-}
-
-/// A compiled or native module file for `top` in `dir` (`top.pyc`, `top.*.so`, …).
-fn compiled_sibling(dir: &Path, top: &str) -> Option<PathBuf> {
-    let prefix = format!("{top}.");
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .find(|n| {
-            let ext = n.rsplit('.').next().unwrap_or_default();
-            n.starts_with(&prefix)
-                && matches!(
-                    ext,
-                    "pyc" | "pyo" | "so" | "pyd" | "dll" | "pyw" | "zip" | "egg"
-                )
-        })
-        .map(|n| dir.join(n))
-}
-
-fn all_nodes(root: Node<'_>) -> Vec<Node<'_>> {
-    let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        out.push(node);
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.children(&mut cursor).collect();
-        stack.extend(children.into_iter().rev());
-    }
-    out
-}
-
-fn text(node: Node, src: &[u8]) -> String {
-    String::from_utf8_lossy(&src[node.byte_range()]).into_owned()
-}
-
-fn field_text(node: Node, field: &str, src: &[u8]) -> String {
-    node.child_by_field_name(field)
-        .map(|n| text(n, src))
-        .unwrap_or_default()
-}
-
-fn is_field(parent: Node, field: &str, child: Node) -> bool {
-    parent
-        .child_by_field_name(field)
-        .is_some_and(|f| f.id() == child.id())
-}
-
-fn unparen(mut node: Node) -> Node {
-    while node.kind() == "parenthesized_expression" {
-        match node.named_child(0) {
-            Some(inner) => node = inner,
-            None => break,
-        }
-    }
-    node
-}
-
-/// The longest attribute chain the audit follows; a longer one is refused (it keeps the audit
-/// linear in the size of the source).
-const MAX_CHAIN: usize = 64;
-
-/// `a.b.c` as its names, when the chain starts at a plain name; `Err` when it is longer than
-/// [`MAX_CHAIN`].
-fn chain(node: Node, src: &[u8]) -> Result<Option<Vec<String>>, ()> {
-    let mut names = Vec::new();
-    let mut at = node;
-    loop {
-        if names.len() > MAX_CHAIN {
-            return Err(());
-        }
-        match at.kind() {
-            "identifier" => {
-                names.push(text(at, src));
-                names.reverse();
-                return Ok(Some(names));
-            }
-            "attribute" => {
-                names.push(field_text(at, "attribute", src));
-                match at.child_by_field_name("object") {
-                    Some(object) => at = unparen(object),
-                    None => return Ok(None),
-                }
-            }
-            _ => return Ok(None),
-        }
-    }
-}
-
-/// The value of a string literal without interpolation or escapes.
-fn plain_string(node: Node, src: &[u8]) -> Option<String> {
-    if node.kind() != "string" {
-        return None;
-    }
-    let mut cursor = node.walk();
-    let mut value = String::new();
-    for child in node.children(&mut cursor) {
-        match child.kind() {
-            "string_start" | "string_end" => {}
-            "string_content" => {
-                let mut c = child.walk();
-                if child.named_children(&mut c).next().is_some() {
-                    // Escape sequences.
-                    return None;
-                }
-                value.push_str(&text(child, src));
-            }
-            _ => return None,
-        }
-    }
-    Some(value)
-}
-
-fn short(s: &str) -> String {
-    let one: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
-    if one.chars().count() > 60 {
-        format!("{}...", one.chars().take(57).collect::<String>())
-    } else {
-        one
-    }
 }
 
 mod command;
