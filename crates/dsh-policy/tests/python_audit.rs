@@ -489,3 +489,185 @@ fn every_refusal_says_why() {
         assert!(why.split_whitespace().count() >= 3, "{src:?} → {why:?}");
     }
 }
+
+/// One script and the verdict wanted: `None` when it must pass, else words its refusal must
+/// contain (what made the decision).
+type Case = (&'static str, Option<&'static str>);
+
+/// Audits every case as a script in one real workspace and reports every wrong verdict.
+fn check_cases(cases: &[Case]) {
+    let (dir, ws) = workspace();
+    let mut wrong = Vec::new();
+    for (i, (src, want)) in cases.iter().enumerate() {
+        let name = format!("case_{i}.py");
+        std::fs::write(dir.path().join(&name), src).unwrap();
+        match (audit_file(&ws, &name), want) {
+            (Ok(_), None) => {}
+            (Ok(_), Some(w)) => {
+                wrong.push(format!("passed, wanted a refusal naming {w:?}: {src:?}"))
+            }
+            (Err(r), None) => wrong.push(format!("refused ({r}): {src:?}")),
+            (Err(r), Some(w)) if !r.reason.contains(w) => {
+                wrong.push(format!("refused without naming {w:?} ({r}): {src:?}"));
+            }
+            (Err(_), Some(_)) => {}
+        }
+        std::fs::remove_file(dir.path().join(&name)).unwrap();
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+const NETWORK: &[Case] = &[
+    (
+        "import asyncio\nasyncio.open_connection('h', 80)",
+        Some("`asyncio.open_connection`"),
+    ),
+    (
+        "import asyncio\nasyncio.start_server(cb, 'h', 1)",
+        Some("`asyncio.start_server`"),
+    ),
+    (
+        "import asyncio\nasyncio.open_unix_connection('/s')",
+        Some("`asyncio.open_unix_connection`"),
+    ),
+    (
+        "import asyncio\nasyncio.start_unix_server(cb, '/s')",
+        Some("`asyncio.start_unix_server`"),
+    ),
+    (
+        "from asyncio import open_connection",
+        Some("`asyncio.open_connection`"),
+    ),
+    (
+        "import asyncio as a\na.streams.open_connection('h', 1)",
+        Some("open_connection"),
+    ),
+    (
+        "import asyncio\nloop = asyncio.get_event_loop()\nloop.create_connection(P, 'h', 80)",
+        Some("`.create_connection`"),
+    ),
+    (
+        "import asyncio\nasyncio.get_running_loop().create_server(P, 'h', 1)",
+        Some("`.create_server`"),
+    ),
+    (
+        "loop.create_datagram_endpoint(P, remote_addr=('h', 1))",
+        Some("`.create_datagram_endpoint`"),
+    ),
+    ("loop.sock_connect(s, ('h', 1))", Some("`.sock_connect`")),
+    (
+        "loop.create_unix_connection(P, '/s')",
+        Some("`.create_unix_connection`"),
+    ),
+    ("import http.client", Some("`http.client`")),
+    ("from http import client", Some("`http.client`")),
+    (
+        "from http.client import HTTPConnection",
+        Some("`http.client`"),
+    ),
+    ("import urllib.request as r", Some("`urllib.request`")),
+    ("from urllib import request", Some("`urllib.request`")),
+    (
+        "from urllib.request import urlopen",
+        Some("`urllib.request`"),
+    ),
+    (
+        "import urllib.parse\nurllib.request.urlopen('http://x')",
+        Some("refused module `urllib.request`"),
+    ),
+    (
+        "import http.cookiejar\nimport http\nhttp.client.HTTPConnection('x')",
+        Some("refused module `http.client`"),
+    ),
+    ("import ftplib", Some("`ftplib`")),
+    ("import smtplib as s", Some("`smtplib`")),
+    ("import telnetlib", Some("`telnetlib`")),
+    ("import xmlrpc.client", Some("`xmlrpc.client`")),
+    ("from xmlrpc import client", Some("the module `xmlrpc`")),
+    ("import ssl", Some("`ssl`")),
+    ("import imaplib", Some("`imaplib`")),
+    ("import urllib.robotparser", Some("`urllib.robotparser`")),
+    ("__import__('ssl')", Some("`__import__`")),
+    (
+        "from logging.handlers import SocketHandler",
+        Some("SocketHandler"),
+    ),
+    (
+        "import logging.handlers\nlogging.handlers.HTTPHandler('h', '/')",
+        Some("`.HTTPHandler`"),
+    ),
+    // Ordinary code.
+    (
+        "import urllib.parse\nprint(urllib.parse.quote('a b'))",
+        None,
+    ),
+    (
+        "from urllib.parse import urlparse\nprint(urlparse('http://x/y').path)",
+        None,
+    ),
+    (
+        "import asyncio\nasync def main():\n    await asyncio.sleep(0)\nasyncio.run(main())",
+        None,
+    ),
+    ("import http\nprint(http.HTTPStatus.OK)", None),
+    (
+        "from logging.handlers import RotatingFileHandler\nprint(RotatingFileHandler)",
+        None,
+    ),
+];
+
+#[test]
+fn network_routes_without_socket_are_refused() {
+    check_cases(NETWORK);
+}
+
+const BUILTINS: &[Case] = &[
+    (
+        "class Model:\n    def eval(self):\n        return 1\n    def exec(self):\n        return self.eval()\n    @staticmethod\n    def compile(x):\n        return x\nm = Model()\nprint(m.eval(), m.exec(), Model.compile(1))",
+        None,
+    ),
+    ("model = make()\nmodel.eval()\nmodel.train()", None),
+    ("import re\nr = re.compile('x')\nprint(r.match('x'))", None),
+    ("from re import compile as rc\nprint(rc('x'))", None),
+    (
+        "from re import compile\ncompile('x')",
+        Some("builtin `compile`"),
+    ),
+    ("obj = make()\nobj.compile()\nobj.exec()", None),
+    (
+        "class Q:\n    def run(self):\n        return self.exec()\n    def exec(self):\n        return 1",
+        None,
+    ),
+    ("print(f(eval=True, compile=False))", None),
+    (
+        "eval('1')",
+        Some("the builtin `eval` is refused: it runs code built at run time"),
+    ),
+    ("f = eval", Some("builtin `eval`")),
+    ("@exec\ndef f(): pass", Some("builtin `exec`")),
+    ("compile('1', 'f', 'eval')", Some("builtin `compile`")),
+    ("__import__('os')", Some("builtin `__import__`")),
+    ("import builtins\nbuiltins.eval('1')", Some("`builtins`")),
+    (
+        "def eval(x):\n    return x\neval('1')",
+        Some("`def eval` outside a class rebinds the builtin `eval`"),
+    ),
+    (
+        "class A:\n    def run(self):\n        return eval('1')",
+        Some("builtin `eval`"),
+    ),
+    (
+        "class A:\n    def run(self):\n        def exec(x):\n            return x\n        return exec",
+        Some("`def exec`"),
+    ),
+    ("import os\nos.execv('/bin/sh', [])", Some("`os.execv`")),
+    ("from os import execv as e", Some("`os.execv`")),
+    ("import os as o\no.execlp('sh', 'sh')", Some("`os.execlp`")),
+    ("getattr(m, 'exec')", Some("`exec`")),
+    ("x.__import__('os')", Some("`.__import__`")),
+];
+
+#[test]
+fn builtins_are_refused_but_methods_named_like_them_pass() {
+    check_cases(BUILTINS);
+}

@@ -80,8 +80,10 @@ impl Auditor<'_> {
                     format!("`{full}` is refused (imported as `{alias}`)"),
                 ));
             }
+            // `re.compile` is re's own; a bare `compile` stays refused wherever it is used.
+            let own = module == "re" && imported == "compile";
             if lists::name_denied_anywhere(&imported)
-                || lists::DENIED_BUILTINS.contains(&imported.as_str())
+                || (lists::DENIED_BUILTINS.contains(&imported.as_str()) && !own)
             {
                 return Err(Refusal::at(line, format!("importing `{full}` is refused")));
             }

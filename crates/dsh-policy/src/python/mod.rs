@@ -22,17 +22,27 @@
 //!   workspace root) named like a standard one (a shadow), or a local package; other local
 //!   modules are audited as part of the script;
 //! - a refused attribute of a partially allowed module (`os.system`, `os.remove`, `os.exec*`,
-//!   `os.chdir`, `shutil.rmtree`, `shutil.move`, `sys.modules`, `sys.path`, …), found through
+//!   `os.chdir`, `os.link`, `os.symlink`, `shutil.rmtree`, `shutil.move`, `sys.modules`,
+//!   `sys.path`, `asyncio.open_connection`, …), found through
 //!   `import x as y`, `from x import y as z`, a private re-export (`tempfile._os.system`) or
-//!   any chain of attributes from an imported name; using an imported module as a value
-//!   (`m = os`, `f(json)`), since what happens to it next cannot be followed by name;
-//! - method names that destroy or start processes on *any* object (`Path(p).unlink()`,
-//!   `x.system()`, `.rmtree`, `.Popen`, …) and names that walk into interpreter internals
-//!   (`__class__`, `__subclasses__`, `__globals__`, `__dict__`, `__builtins__`, frames, …);
+//!   any chain of attributes from an imported name (`import http` then `http.client.…`
+//!   reaches the refused `http.client`); using an imported module as a value (`m = os`,
+//!   `f(json)`), since what happens to it next cannot be followed by name;
+//! - method names that destroy, link, start processes or open connections on *any* object
+//!   (`Path(p).unlink()`, `.rmdir`, `.symlink_to`, `.hardlink_to`, `.lchmod`, `x.system()`,
+//!   `.rmtree`, `.Popen`, an event loop's `.create_connection`/`.create_server`/
+//!   `.create_datagram_endpoint`/`.sock_connect`, logging's `SocketHandler`/`HTTPHandler`, …)
+//!   and names that walk into interpreter internals (`__class__`, `__subclasses__`,
+//!   `__globals__`, `__dict__`, `__builtins__`, frames, …). Network modules are refused at the
+//!   import whichever way they are named (`socket`, `ssl`, `http.client`, `urllib.request`,
+//!   `ftplib`, `smtplib`, `telnetlib`, `imaplib`, `poplib`, `xmlrpc`, …);
 //! - the builtins `eval`, `exec`, `compile`, `__import__`, `globals`, `locals`, `vars`,
-//!   `breakpoint` wherever named (called, passed, used as a decorator or rebound);
-//!   `getattr`/`setattr`/`delattr` unless called directly with a plain string literal that no
-//!   list refuses;
+//!   `breakpoint` wherever named (called, passed, used as a decorator or rebound: a top-level
+//!   `def eval` is refused too, since its calls cannot be told from the builtin's); a method
+//!   a class defines under such a name (`def eval(self)`) and attributes (`model.eval()`,
+//!   `self.exec()`, `re.compile`) are not the builtin and pass; `os.exec*` stays refused
+//!   through `os`; `getattr`/`setattr`/`delattr` unless called directly with a plain string
+//!   literal that no list refuses;
 //! - opaque calls: calling the result of a call or a subscript (`f()()`, `table[k]()`), or of
 //!   any expression that is not a name, an attribute chain or a parenthesized lambda.
 //!
@@ -321,9 +331,14 @@ impl<'a> Auditor<'a> {
                 return Ok(());
             }
         }
-        if lists::DENIED_BUILTINS.contains(&name.as_str())
-            || lists::DENIED_INTERNALS.contains(&name.as_str())
-        {
+        if lists::DENIED_BUILTINS.contains(&name.as_str()) {
+            if defined_in_class(node) {
+                // A class's own `eval` (a method, reached as `self.eval()`) is not the builtin.
+                return Ok(());
+            }
+            return Err(Refusal::at(line, builtin_refused(&name, parent_kind)));
+        }
+        if lists::DENIED_INTERNALS.contains(&name.as_str()) {
             return Err(Refusal::at(line, format!("`{name}` is refused")));
         }
         let callee = parent.is_some_and(|p| p.kind() == "call" && is_field(p, "function", node));
@@ -399,6 +414,18 @@ impl<'a> Auditor<'a> {
             None => candidates.push(chain.clone()),
         }
         let written = chain.join(".");
+        for c in candidates.iter().filter(|_| aliased) {
+            // `import http` then `http.client`: a refused submodule reached by its parent.
+            for k in 2..=c.len() {
+                let prefix = c[..k].join(".");
+                if lists::module_denied(&prefix) {
+                    return Err(Refusal::at(
+                        line,
+                        format!("`{written}` reaches the refused module `{prefix}`"),
+                    ));
+                }
+            }
+        }
         for c in &candidates {
             // Any component that names a refused or partial module (`glob.os`, `tempfile._os`)
             // is judged as that module from there on.
@@ -519,6 +546,40 @@ impl<'a> Auditor<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether `name` is the name of a function defined directly in a class body (a method).
+fn defined_in_class(name: Node) -> bool {
+    let Some(def) = name
+        .parent()
+        .filter(|p| p.kind() == "function_definition" && is_field(*p, "name", name))
+    else {
+        return false;
+    };
+    let mut at = def.parent();
+    if at.is_some_and(|p| p.kind() == "decorated_definition") {
+        at = at.and_then(|p| p.parent());
+    }
+    at.filter(|b| b.kind() == "block")
+        .and_then(|b| b.parent())
+        .is_some_and(|c| c.kind() == "class_definition")
+}
+
+/// Why a refused builtin's name is refused where it appears.
+fn builtin_refused(name: &str, parent_kind: &str) -> String {
+    let why = match name {
+        "eval" | "exec" | "compile" | "execfile" => "it runs code built at run time",
+        "__import__" | "reload" | "help" => "it imports a module named at run time",
+        "breakpoint" => "it starts a debugger",
+        _ => "it reaches the interpreter's namespaces",
+    };
+    if parent_kind == "function_definition" {
+        format!(
+            "`def {name}` outside a class rebinds the builtin `{name}`, which the audit cannot tell apart from it ({why}); rename the function"
+        )
+    } else {
+        format!("the builtin `{name}` is refused: {why}")
     }
 }
 
