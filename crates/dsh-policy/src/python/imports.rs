@@ -1,16 +1,19 @@
 //! Imports: what a module name binds, whether the module is refused, shadowed by a local
 //! file, opaque (compiled beside the source) or a local module audited as part of the script.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
 
 use super::syntax::{field_text, text};
+use super::writes::Summary;
 use super::{Auditor, MAX_LOCAL_DEPTH, Refusal, audit_file_at, lists};
 
 impl Auditor<'_> {
     pub(super) fn import(&mut self, node: Node, src: &[u8]) -> Result<(), Refusal> {
         let line = node.start_position().row + 1;
+        self.statement = node.start_byte();
         let mut cursor = node.walk();
         for name in node.children_by_field_name("name", &mut cursor) {
             let (dotted, alias) = match name.kind() {
@@ -38,6 +41,7 @@ impl Auditor<'_> {
 
     pub(super) fn import_from(&mut self, node: Node, src: &[u8]) -> Result<(), Refusal> {
         let line = node.start_position().row + 1;
+        self.statement = node.start_byte();
         let Some(module) = node.child_by_field_name("module_name") else {
             return Err(Refusal::at(line, "an import the audit cannot read"));
         };
@@ -146,6 +150,7 @@ impl Auditor<'_> {
                 ));
             }
             self.local(&local, top, line)?;
+            self.local_found.insert(top.to_owned());
         }
         Ok(())
     }
@@ -158,7 +163,17 @@ impl Auditor<'_> {
                 format!("`{top}` is a local module, which cannot be audited here"),
             ));
         };
-        if self.seen.contains(file) {
+        if self.shared.seen.contains(file) {
+            let summary = self
+                .shared
+                .summaries
+                .get(file)
+                .cloned()
+                .unwrap_or_else(|| Summary::unknown(top));
+            self.locals
+                .entry(self.statement)
+                .or_default()
+                .push((top.to_owned(), summary));
             return Ok(());
         }
         if self.depth >= MAX_LOCAL_DEPTH {
@@ -168,17 +183,28 @@ impl Auditor<'_> {
             ));
         }
         let given = file.to_string_lossy().into_owned();
-        audit_file_at(ws, &given, self.depth + 1, self.seen)
-            .map(|_| ())
-            .map_err(|r| {
-                Refusal::at(
-                    line,
-                    format!(
-                        "the local module `{top}` ({}) is refused: {r}",
-                        file.display()
-                    ),
-                )
-            })
+        let audited = audit_file_at(ws, &given, self.depth + 1, self.shared);
+        if let Ok(file) = &audited {
+            let summary = self
+                .shared
+                .summaries
+                .get(&file.abs)
+                .cloned()
+                .unwrap_or_else(|| Summary::unknown(top));
+            self.locals
+                .entry(self.statement)
+                .or_default()
+                .push((top.to_owned(), summary));
+        }
+        audited.map(|_| ()).map_err(|r| {
+            Refusal::at(
+                line,
+                format!(
+                    "the local module `{top}` ({}) is refused: {r}",
+                    file.display()
+                ),
+            )
+        })
     }
 }
 
@@ -198,4 +224,23 @@ fn compiled_sibling(dir: &Path, top: &str) -> Option<PathBuf> {
                 )
         })
         .map(|n| dir.join(n))
+}
+
+/// The dotted names an attribute chain (`o.path.join`) may stand for through the imports;
+/// empty when its first name is not bound by an import.
+pub(super) fn resolve(aliases: &HashMap<String, Vec<String>>, chain: &[String]) -> Vec<String> {
+    let Some(first) = chain.first() else {
+        return Vec::new();
+    };
+    aliases
+        .get(first)
+        .into_iter()
+        .flatten()
+        .map(|target| {
+            std::iter::once(target.as_str())
+                .chain(chain[1..].iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(".")
+        })
+        .collect()
 }

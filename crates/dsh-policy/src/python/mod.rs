@@ -36,6 +36,15 @@
 //!   `__globals__`, `__dict__`, `__builtins__`, frames, …). Network modules are refused at the
 //!   import whichever way they are named (`socket`, `ssl`, `http.client`, `urllib.request`,
 //!   `ftplib`, `smtplib`, `telnetlib`, `imaplib`, `poplib`, `xmlrpc`, …);
+//! - `Path.rename`, `Path.replace` and `Path.chmod` on what is known to be a path, and on an
+//!   object of unknown type called with `Path`'s shape in a script that uses `pathlib`; `os.open`
+//!   with write, create or truncate flags; the `shutil` copy family to a destination that is
+//!   not a literal path inside the workspace (see `fileops.rs` and, for what a path is,
+//!   `paths.rs`);
+//! - code written at run time, then loaded: writing a `.pth` file, `sitecustomize`, or a
+//!   module named like a standard one; writing code (`.py`, `.pyc`, `.so`, …, or a file whose
+//!   name the audit cannot read) and then importing, later in the source or from a function
+//!   or a loop, a module that write may have made (see `writes.rs`);
 //! - the builtins `eval`, `exec`, `compile`, `__import__`, `globals`, `locals`, `vars`,
 //!   `breakpoint` wherever named (called, passed, used as a decorator or rebound: a top-level
 //!   `def eval` is refused too, since its calls cannot be told from the builtin's); a method
@@ -64,11 +73,30 @@
 //! the trace, the sandbox carries the security.
 //!
 //! `open()` is allowed, for reading and writing: what a script writes is the sandbox's
-//! business (its writes are confined to the workspace), not the trace's.
+//! business (its writes are confined to the workspace), not the trace's — unless it writes
+//! code that it then loads.
+//!
+//! **What the audit still misses** (it keeps a trace; the sandbox carries the security):
+//! - a path the audit does not see as one: from a library or a fixture (`tmp_path`) in a
+//!   script that never imports `pathlib`, in a container (`paths[0].rename(q)` is caught only
+//!   through the unknown-receiver rule), or renamed through a library's own API; in a script
+//!   that imports `pathlib`, the unknown-receiver rule refuses `series.rename("total")` too;
+//! - writes by third-party libraries (`df.to_csv("helper.py")`), writes of a file whose name
+//!   looks harmless but which a later program runs (`.git/hooks/…`, `conftest.py` for the
+//!   next `pytest`, `.pth` files written under a computed name into a workspace virtualenv),
+//!   and imports a library makes lazily (a library importing an optional dependency after the
+//!   script wrote a module of that name, when the name was not known);
+//! - `unittest.main()` loading tests named on the command line, and `xml.sax` fetching an
+//!   external entity by URL; third-party network clients (`requests`, `httpx`, …);
+//! - the over-blocking that soundness costs: an import placed after a function that writes
+//!   a file of unknown name is refused even when the function runs later — import at the top.
 
+mod fileops;
 mod imports;
 mod lists;
+mod paths;
 mod syntax;
+mod writes;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
@@ -78,6 +106,7 @@ use dsh_core::{PathError, Workspace};
 use sha2::{Digest, Sha256};
 use tree_sitter::{Node, Parser};
 
+use paths::Paths;
 use syntax::{
     MAX_CHAIN, all_nodes, chain, field_text, is_field, plain_string, short, text, unparen,
 };
@@ -134,31 +163,45 @@ pub struct AuditedFile {
 
 /// Audits Python source on its own: no local module can be looked for.
 pub fn audit_source(src: &str) -> Result<(), Refusal> {
-    Auditor::new(&[], 0, &mut HashSet::new()).audit(src)
+    Auditor::new(&[], 0, &mut Shared::default())
+        .audit(src)
+        .map(drop)
 }
 
 /// Audits `python -c CODE` run in the workspace root (local modules are looked for there).
 pub fn audit_code(ws: &Workspace, code: &str) -> Result<(), Refusal> {
     let dirs = [ws.root().to_path_buf()];
-    Auditor::new(&dirs, 0, &mut HashSet::new()).audit(code)
+    let mut shared = Shared::default();
+    let mut auditor = Auditor::new(&dirs, 0, &mut shared);
+    // Copies are judged against the workspace; local modules stay refused for `-c`.
+    auditor.root = Some(ws);
+    auditor.audit(code).map(drop)
 }
 
 /// Audits the script `path` (relative to the workspace root, or absolute inside it): it
 /// must exist, be a regular file inside the workspace, and pass [`audit_source`] with local
 /// modules looked for beside it and in the workspace root.
 pub fn audit_file(ws: &Workspace, path: &str) -> Result<AuditedFile, Refusal> {
-    let mut seen = HashSet::new();
-    audit_file_at(ws, path, 0, &mut seen)
+    audit_file_at(ws, path, 0, &mut Shared::default())
+}
+
+/// What the audits of one script and its local modules share.
+#[derive(Default)]
+struct Shared {
+    /// Files audited or being audited.
+    seen: HashSet<PathBuf>,
+    /// What each audited local module writes and imports (see `writes.rs`).
+    summaries: HashMap<PathBuf, writes::Summary>,
 }
 
 fn audit_file_at(
     ws: &Workspace,
     path: &str,
     depth: usize,
-    seen: &mut HashSet<PathBuf>,
+    shared: &mut Shared,
 ) -> Result<AuditedFile, Refusal> {
     let (src, resolved, sha256) = read_script(ws, path)?;
-    seen.insert(resolved.abs.clone());
+    shared.seen.insert(resolved.abs.clone());
     let mut dirs = Vec::new();
     if let Some(parent) = resolved.abs.parent() {
         dirs.push(parent.to_path_buf());
@@ -166,9 +209,10 @@ fn audit_file_at(
     if !dirs.iter().any(|d| d == ws.root()) {
         dirs.push(ws.root().to_path_buf());
     }
-    Auditor::new(&dirs, depth, seen)
+    let summary = Auditor::new(&dirs, depth, shared)
         .with_workspace(ws)
         .audit(&src)?;
+    shared.summaries.insert(resolved.abs.clone(), summary);
     Ok(AuditedFile {
         abs: resolved.abs,
         rel: resolved.rel,
@@ -211,33 +255,48 @@ fn hex(bytes: &[u8]) -> String {
 struct Auditor<'a> {
     /// Where a local module would be found (script dir, workspace root).
     dirs: &'a [PathBuf],
+    /// Set when auditing a file: its local modules are audited in it.
     ws: Option<&'a Workspace>,
+    /// Where relative paths are resolved (copy destinations), when known.
+    root: Option<&'a Workspace>,
     depth: usize,
-    seen: &'a mut HashSet<PathBuf>,
+    shared: &'a mut Shared,
     /// Name bound by an import → the dotted names it may stand for.
     aliases: HashMap<String, Vec<String>>,
     /// Names bound by `import` (always modules).
     modules: HashSet<String>,
+    /// The import statement being read (its first byte).
+    statement: usize,
+    /// Local modules found, by top-level name.
+    local_found: HashSet<String>,
+    /// What the local modules an import statement (keyed by its first byte) loads write
+    /// and import.
+    locals: HashMap<usize, Vec<(String, writes::Summary)>>,
 }
 
 impl<'a> Auditor<'a> {
-    fn new(dirs: &'a [PathBuf], depth: usize, seen: &'a mut HashSet<PathBuf>) -> Self {
+    fn new(dirs: &'a [PathBuf], depth: usize, shared: &'a mut Shared) -> Self {
         Auditor {
             dirs,
             ws: None,
+            root: None,
             depth,
-            seen,
+            shared,
             aliases: HashMap::new(),
             modules: HashSet::new(),
+            statement: 0,
+            local_found: HashSet::new(),
+            locals: HashMap::new(),
         }
     }
 
     fn with_workspace(mut self, ws: &'a Workspace) -> Self {
         self.ws = Some(ws);
+        self.root = Some(ws);
         self
     }
 
-    fn audit(&mut self, src: &str) -> Result<(), Refusal> {
+    fn audit(&mut self, src: &str) -> Result<writes::Summary, Refusal> {
         if src.contains('\0') {
             return Err(Refusal::whole("the source holds a NUL byte"));
         }
@@ -299,15 +358,27 @@ impl<'a> Auditor<'a> {
             }
         }
         // Pass 2: every name, attribute and call.
+        let paths = Paths::new(&nodes, bytes, &self.aliases);
         for &node in &nodes {
             match node.kind() {
-                "identifier" => self.identifier(node, bytes)?,
-                "attribute" => self.attribute(node, bytes)?,
-                "call" => self.call(node, bytes)?,
+                "identifier" => {
+                    self.identifier(node, bytes)?;
+                    self.judged_value(node, bytes)?;
+                }
+                "attribute" => {
+                    self.path_method(node, bytes, &paths)?;
+                    self.attribute(node, bytes)?;
+                    self.judged_value(node, bytes)?;
+                }
+                "call" => {
+                    self.call(node, bytes)?;
+                    self.file_call(node, bytes, &paths)?;
+                }
                 _ => {}
             }
         }
-        Ok(())
+        // Pass 3: code written at run time, then loaded.
+        self.writes_then_loads(&nodes, bytes, &paths)
     }
 
     /// A bare name (not an attribute's field, a keyword or part of an import).

@@ -103,3 +103,69 @@ pub(super) fn short(s: &str) -> String {
         one
     }
 }
+
+/// The arguments of a call, comments left out.
+pub(super) fn arguments<'t>(call: Node<'t>) -> Vec<Node<'t>> {
+    call.child_by_field_name("arguments")
+        .map(|a| {
+            let mut c = a.walk();
+            a.named_children(&mut c)
+                .filter(|n| n.kind() != "comment")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The `index`-th positional argument, or the keyword argument `name`; `Err` when a splat
+/// (`*args`, `**kw`) could supply it.
+pub(super) fn argument<'t>(call: Node<'t>, index: usize, name: &str, src: &[u8]) -> Arg<'t> {
+    let args = arguments(call);
+    let mut positional = 0;
+    for a in &args {
+        match a.kind() {
+            "keyword_argument" => {
+                if field_text(*a, "name", src) == name {
+                    return a
+                        .child_by_field_name("value")
+                        .map_or(Arg::Absent, Arg::Given);
+                }
+            }
+            "dictionary_splat" => return Arg::Splat,
+            "list_splat" => {
+                if positional <= index {
+                    return Arg::Splat;
+                }
+            }
+            _ => {
+                if positional == index {
+                    return Arg::Given(*a);
+                }
+                positional += 1;
+            }
+        }
+    }
+    Arg::Absent
+}
+
+/// One argument of a call.
+#[derive(Clone, Copy)]
+pub(super) enum Arg<'t> {
+    Given(Node<'t>),
+    Absent,
+    /// A `*args` or `**kw` may supply it.
+    Splat,
+}
+
+pub(super) fn first_argument(call: Node) -> Option<Node> {
+    arguments(call)
+        .into_iter()
+        .next()
+        .filter(|a| is_expression(*a))
+}
+
+pub(super) fn is_expression(node: Node) -> bool {
+    !matches!(
+        node.kind(),
+        "keyword_argument" | "list_splat" | "dictionary_splat"
+    )
+}
