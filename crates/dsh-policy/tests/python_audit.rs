@@ -494,3 +494,717 @@ fn every_refusal_says_why() {
         assert!(why.split_whitespace().count() >= 3, "{src:?} → {why:?}");
     }
 }
+
+/// One script and the verdict wanted: `None` when it must pass, else words its refusal must
+/// contain (what made the decision).
+type Case = (&'static str, Option<&'static str>);
+
+/// Audits every case as a script in one real workspace and reports every wrong verdict.
+fn check_cases(cases: &[Case]) {
+    let (dir, ws) = workspace();
+    let mut wrong = Vec::new();
+    for (i, (src, want)) in cases.iter().enumerate() {
+        let name = format!("case_{i}.py");
+        std::fs::write(dir.path().join(&name), src).unwrap();
+        match (audit_file(&ws, &name), want) {
+            (Ok(_), None) => {}
+            (Ok(_), Some(w)) => {
+                wrong.push(format!("passed, wanted a refusal naming {w:?}: {src:?}"))
+            }
+            (Err(r), None) => wrong.push(format!("refused ({r}): {src:?}")),
+            (Err(r), Some(w)) if !r.reason.contains(w) => {
+                wrong.push(format!("refused without naming {w:?} ({r}): {src:?}"));
+            }
+            (Err(_), Some(_)) => {}
+        }
+        std::fs::remove_file(dir.path().join(&name)).unwrap();
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+const PATHLIB: &[Case] = &[
+    (
+        "from pathlib import Path\nPath('x').rename('y')",
+        Some("`Path.rename`, which moves a file"),
+    ),
+    (
+        "from pathlib import Path\nPath('x').replace('y')",
+        Some("`Path.replace`"),
+    ),
+    (
+        "from pathlib import Path\nPath('x').chmod(0o755)",
+        Some("`Path.chmod`"),
+    ),
+    (
+        "from pathlib import Path\nPath('x').lchmod(0o755)",
+        Some("`Path.lchmod`"),
+    ),
+    (
+        "from pathlib import Path\nPath('x').symlink_to('/etc')",
+        Some("`Path.symlink_to`"),
+    ),
+    (
+        "from pathlib import Path\nPath('x').hardlink_to('y')",
+        Some("`Path.hardlink_to`"),
+    ),
+    (
+        "from pathlib import Path\nPath('x').unlink()",
+        Some("`.unlink`"),
+    ),
+    (
+        "from pathlib import Path\nPath('d').rmdir()",
+        Some("`.rmdir`"),
+    ),
+    // Paths built from variables and through methods.
+    (
+        "import sys\nfrom pathlib import Path\nname = sys.argv[1]\np = Path(name)\nq = p.with_suffix('.bak')\np.rename(q)",
+        Some("`p.rename(q)` is `Path.rename`"),
+    ),
+    (
+        "from pathlib import Path\n(Path.cwd() / 'a').rename('b')",
+        Some("`Path.rename`"),
+    ),
+    (
+        "from pathlib import Path\nd = Path.cwd() / 'a'\nd.replace('b')",
+        Some("`Path.replace`"),
+    ),
+    (
+        "import pathlib\nfor f in pathlib.Path('.').glob('*.txt'):\n    f.replace(f.with_suffix('.old'))",
+        Some("`Path.replace`"),
+    ),
+    (
+        "from pathlib import Path\nfor f in sorted(Path('.').iterdir()):\n    f.chmod(0o777)",
+        Some("`Path.chmod`"),
+    ),
+    (
+        "from pathlib import Path\ndef mv(p: Path, q):\n    p.rename(q)",
+        Some("`Path.rename`"),
+    ),
+    (
+        "from pathlib import Path\nimport typing\ndef mv(p: typing.Optional[Path] = None):\n    p.rename('x')",
+        Some("`Path.rename`"),
+    ),
+    (
+        "from pathlib import Path\nPath.home().joinpath('x').rename('y')",
+        Some("`Path.rename`"),
+    ),
+    (
+        "from pathlib import Path\nPath(__file__).parent.with_name('x').chmod(0o777)",
+        Some("`Path.chmod`"),
+    ),
+    (
+        "from pathlib import Path\nPath('a').resolve().parent.rename('b')",
+        Some("`Path.rename`"),
+    ),
+    (
+        "from pathlib import Path as P\nP('a').rename('b')",
+        Some("`Path.rename`"),
+    ),
+    (
+        "import pathlib as pl\npl.PurePosixPath('a')\npl.PosixPath('a').replace('b')",
+        Some("`Path.replace`"),
+    ),
+    (
+        "from pathlib import Path\nPath.rename(Path('a'), 'b')",
+        Some("`Path.rename`"),
+    ),
+    (
+        "from pathlib import Path\nwith_it = Path('a')\nmove = with_it.rename",
+        Some("`Path.rename`"),
+    ),
+    (
+        "from pathlib import Path\nclass Job:\n    def __init__(self):\n        self.out = Path('o')\n    def done(self):\n        self.out.rename('final')",
+        Some("`Path.rename`"),
+    ),
+    (
+        "from pathlib import Path\nif (p := Path('a')).exists():\n    p.rename('b')",
+        Some("`Path.rename`"),
+    ),
+    (
+        "from pathlib import Path\np = Path('a')\np /= 'b'\np.rename('c')",
+        Some("`Path.rename`"),
+    ),
+    // An object of unknown type in a script that uses pathlib, called with Path's shape.
+    (
+        "from pathlib import Path\ndef go(x):\n    x.rename('b')",
+        Some("may be `Path.rename`"),
+    ),
+    (
+        "from pathlib import Path\ndef go(x):\n    x.chmod(0o600)",
+        Some("may be `Path.chmod`"),
+    ),
+    ("x = make()\nx.symlink_to('y')", Some("`Path.symlink_to`")),
+    ("getattr(x, 'symlink_to')", Some("symlink_to")),
+    // Ordinary code.
+    ("print('abc'.replace('a', 'b'))", None),
+    (
+        "from pathlib import Path\ns = 'abc'\nprint(s.replace('a', 'b'), Path('x').name)",
+        None,
+    ),
+    (
+        "from pathlib import Path\nimport pandas as pd\ndf = pd.DataFrame()\ndf = df.rename(columns={'a': 'b'})\ndf = df.replace({'a': 1})\ndf = df.replace(0, 1)\nprint(Path('x'))",
+        None,
+    ),
+    ("d = {'a': 1}\ne = d.copy()\nprint(e)", None),
+    ("class L:\n    link = 'x'\nprint(L().link)", None),
+    (
+        "from pathlib import Path\nimport dataclasses\n@dataclasses.dataclass\nclass A:\n    x: int = 1\nprint(dataclasses.replace(A(), x=2), Path('.'))",
+        None,
+    ),
+    (
+        "from pathlib import Path\nfor p in Path('.').iterdir():\n    print(p.name.replace('_', '-'))",
+        None,
+    ),
+    (
+        "from pathlib import Path\nprint(Path('a').read_text().replace('x', 'y'))",
+        None,
+    ),
+    (
+        "from pathlib import Path\np = Path('data.txt')\nprint(p.with_suffix('.csv'), p.exists(), p.stat().st_size)",
+        None,
+    ),
+    // Without pathlib, an unknown object's `rename(x)` is not taken for a path (a miss the
+    // module docs name).
+    ("def go(s):\n    return s.rename('total')", None),
+];
+
+#[test]
+fn pathlib_moves_links_and_mode_changes_are_refused_on_paths() {
+    check_cases(PATHLIB);
+    let r = audit_source(
+        "from pathlib import Path\nimport sys\n\np = Path(sys.argv[1])\np.rename('x')\n",
+    )
+    .unwrap_err();
+    assert_eq!(r.line, Some(5), "{r}");
+}
+
+const OS_FILES: &[Case] = &[
+    (
+        "import os\nos.symlink('/etc/passwd', 'p')",
+        Some("`os.symlink`"),
+    ),
+    (
+        "import os as o\no.link('a', 'b')",
+        Some("`o.link` is refused (it is `os.link`)"),
+    ),
+    ("from os import link", Some("`os.link`")),
+    ("from os import symlink as s", Some("`os.symlink`")),
+    (
+        "import os\nfd = os.open('x', os.O_WRONLY | os.O_CREAT)",
+        Some("`os.open` with `O_WRONLY`"),
+    ),
+    (
+        "import os\nos.open('x', os.O_RDONLY | os.O_CREAT)",
+        Some("`os.open` with `O_CREAT`"),
+    ),
+    (
+        "import os\nfrom os import O_CREAT\nos.open('x', O_CREAT)",
+        Some("`O_CREAT`"),
+    ),
+    (
+        "from os import O_TRUNC, open as osopen\nosopen('x', O_TRUNC)",
+        Some("`O_TRUNC`"),
+    ),
+    ("import os\nos.open('x', os.O_RDWR)", Some("`O_RDWR`")),
+    ("import os\nos.open('x', os.O_APPEND)", Some("`O_APPEND`")),
+    (
+        "import os\nos.open('x', flags=os.O_WRONLY)",
+        Some("`O_WRONLY`"),
+    ),
+    (
+        "import os\nos.open('x', 0o101)",
+        Some("numeric flags `0o101`"),
+    ),
+    ("import os\nos.open('x', 577)", Some("numeric flags `577`")),
+    (
+        "import os\nflags = os.O_RDONLY\nos.open('x', flags)",
+        Some("not written at the call"),
+    ),
+    (
+        "import os\nos.open('x', 1 << 6)",
+        Some("the flags `1 << 6`"),
+    ),
+    (
+        "import os\nos.open(*args)",
+        Some("flags the audit cannot read"),
+    ),
+    (
+        "import os\nos.open('x', os.O_WEIRD)",
+        Some("`O_WEIRD`, which the audit does not know"),
+    ),
+    (
+        "import os\nf = os.open",
+        Some("`os.open` used other than as a direct call"),
+    ),
+    // Reading passes.
+    (
+        "import os\nfd = os.open('data.txt', os.O_RDONLY)\nos.close(fd)",
+        None,
+    ),
+    (
+        "import os\nos.open('data.txt', os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)",
+        None,
+    ),
+    ("import os\nos.open('data.txt', 0)", None),
+    (
+        "from os import O_RDONLY, open as osopen\nosopen('data.txt', O_RDONLY)",
+        None,
+    ),
+    ("import os\nprint(os.path.islink('x'), os.readlink)", None),
+];
+
+#[test]
+fn os_links_and_writing_os_open_are_refused() {
+    check_cases(OS_FILES);
+    let r = audit_source("import os\n\nos.open('x',\n  os.O_CREAT)\n").unwrap_err();
+    assert_eq!(r.line, Some(3), "{r}");
+}
+
+const COPIES: &[Case] = &[
+    ("import shutil\nshutil.copy('data.txt', 'out.txt')", None),
+    (
+        "import shutil\nshutil.copy('data.txt', 'scripts/x.txt')",
+        None,
+    ),
+    (
+        "import shutil\nshutil.copy('data.txt', 'scripts/../y.txt')",
+        None,
+    ),
+    (
+        "import shutil\nshutil.copy2('data.txt', dst='./z.txt')",
+        None,
+    ),
+    (
+        "import shutil\nshutil.copystat('data.txt', 'data2.txt')",
+        None,
+    ),
+    (
+        "import shutil\nfrom pathlib import Path\nshutil.copy('data.txt', Path('scripts') / 'a.txt')",
+        None,
+    ),
+    (
+        "import os, shutil\nshutil.copy('data.txt', os.path.join('scripts', 'b.txt'))",
+        None,
+    ),
+    (
+        "import shutil\nshutil.copytree('scripts', 'scripts_copy')",
+        None,
+    ),
+    (
+        "import shutil\nwith open('data.txt') as a, open('c.txt', 'w') as b:\n    shutil.copyfileobj(a, b)",
+        None,
+    ),
+    (
+        "import shutil\nshutil.copy2('data.txt', '/etc/x')",
+        Some("`shutil.copy2` to `/etc/x`, outside the workspace"),
+    ),
+    (
+        "import shutil\nshutil.copyfile('data.txt', '~/x')",
+        Some("`shutil.copyfile` to `~/x`, under `~`"),
+    ),
+    (
+        "import os, shutil\nshutil.copy('data.txt', os.path.expanduser('~/x'))",
+        Some("`shutil.copy` to `os.path.expanduser('~/x')`, under `~`"),
+    ),
+    (
+        "import shutil\nfrom pathlib import Path\nshutil.copy('data.txt', Path.home() / 'x')",
+        Some("under `~`"),
+    ),
+    (
+        "import shutil, sys\ndst = sys.argv[1]\nshutil.copytree('scripts', dst)",
+        Some("`shutil.copytree` to `dst`, which is not a literal path"),
+    ),
+    (
+        "import shutil\nshutil.copy('data.txt', '../x')",
+        Some("`shutil.copy` to `../x`, outside the workspace"),
+    ),
+    (
+        "import shutil\nshutil.copymode('data.txt', '/tmp/x')",
+        Some("`shutil.copymode` to `/tmp/x`"),
+    ),
+    (
+        "from shutil import copy as c\nc('data.txt', '/tmp/y')",
+        Some("`shutil.copy` to `/tmp/y`"),
+    ),
+    (
+        "import shutil\nshutil.copy('data.txt', dst='/tmp/z')",
+        Some("`shutil.copy` to `/tmp/z`"),
+    ),
+    (
+        "import shutil\nshutil.copy(*pair)",
+        Some("`shutil.copy` with a destination the audit cannot read"),
+    ),
+    (
+        "import shutil\nf = shutil.copy\nf('a', 'b')",
+        Some("`shutil.copy` used other than as a direct call"),
+    ),
+    (
+        "import shutil\nlist(map(shutil.copy2, ['a'], ['/tmp/b']))",
+        Some("`shutil.copy2` used other than"),
+    ),
+    (
+        "import shutil\nshutil.copy('data.txt', 'scripts/' + name)",
+        Some("not a literal path"),
+    ),
+];
+
+#[test]
+fn shutil_copies_must_land_inside_the_workspace() {
+    check_cases(COPIES);
+    // An absolute destination inside the workspace passes; a symlink out of it does not.
+    let (dir, ws) = workspace();
+    let root = ws.root().display().to_string();
+    std::fs::write(
+        dir.path().join("abs.py"),
+        format!("import shutil\nshutil.copy('data.txt', '{root}/scripts/c.txt')\n"),
+    )
+    .unwrap();
+    audit_file(&ws, "abs.py").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+    std::fs::write(
+        dir.path().join("link.py"),
+        "import shutil\nshutil.copy('data.txt', 'out/c.txt')\n",
+    )
+    .unwrap();
+    let r = audit_file(&ws, "link.py").unwrap_err();
+    assert!(
+        r.reason.contains("`out/c.txt`, outside the workspace"),
+        "{r}"
+    );
+    assert_eq!(r.line, Some(2));
+    // `python -c` code is judged against the workspace too.
+    let r = dsh_policy::python::audit_code(&ws, "import shutil; shutil.copy('a', '/etc/b')")
+        .unwrap_err();
+    assert!(r.reason.contains("outside the workspace"), "{r}");
+    dsh_policy::python::audit_code(&ws, "import shutil; shutil.copy('data.txt', 'd.txt')").unwrap();
+}
+
+#[test]
+fn copy_destinations_without_a_workspace_are_judged_conservatively() {
+    let r = audit_source("import shutil\nshutil.copy('a', '/srv/x')").unwrap_err();
+    assert!(
+        r.reason.contains("cannot be checked against a workspace"),
+        "{r}"
+    );
+    let r = audit_source("import shutil\nshutil.copy('a', 'x/../../y')").unwrap_err();
+    assert!(r.reason.contains("outside the workspace"), "{r}");
+    audit_source("import shutil\nshutil.copy('a', 'x/../y')").unwrap();
+}
+
+const NETWORK: &[Case] = &[
+    (
+        "import asyncio\nasyncio.open_connection('h', 80)",
+        Some("`asyncio.open_connection`"),
+    ),
+    (
+        "import asyncio\nasyncio.start_server(cb, 'h', 1)",
+        Some("`asyncio.start_server`"),
+    ),
+    (
+        "import asyncio\nasyncio.open_unix_connection('/s')",
+        Some("`asyncio.open_unix_connection`"),
+    ),
+    (
+        "import asyncio\nasyncio.start_unix_server(cb, '/s')",
+        Some("`asyncio.start_unix_server`"),
+    ),
+    (
+        "from asyncio import open_connection",
+        Some("`asyncio.open_connection`"),
+    ),
+    (
+        "import asyncio as a\na.streams.open_connection('h', 1)",
+        Some("open_connection"),
+    ),
+    (
+        "import asyncio\nloop = asyncio.get_event_loop()\nloop.create_connection(P, 'h', 80)",
+        Some("`.create_connection`"),
+    ),
+    (
+        "import asyncio\nasyncio.get_running_loop().create_server(P, 'h', 1)",
+        Some("`.create_server`"),
+    ),
+    (
+        "loop.create_datagram_endpoint(P, remote_addr=('h', 1))",
+        Some("`.create_datagram_endpoint`"),
+    ),
+    ("loop.sock_connect(s, ('h', 1))", Some("`.sock_connect`")),
+    (
+        "loop.create_unix_connection(P, '/s')",
+        Some("`.create_unix_connection`"),
+    ),
+    ("import http.client", Some("`http.client`")),
+    ("from http import client", Some("`http.client`")),
+    (
+        "from http.client import HTTPConnection",
+        Some("`http.client`"),
+    ),
+    ("import urllib.request as r", Some("`urllib.request`")),
+    ("from urllib import request", Some("`urllib.request`")),
+    (
+        "from urllib.request import urlopen",
+        Some("`urllib.request`"),
+    ),
+    (
+        "import urllib.parse\nurllib.request.urlopen('http://x')",
+        Some("refused module `urllib.request`"),
+    ),
+    (
+        "import http.cookiejar\nimport http\nhttp.client.HTTPConnection('x')",
+        Some("refused module `http.client`"),
+    ),
+    ("import ftplib", Some("`ftplib`")),
+    ("import smtplib as s", Some("`smtplib`")),
+    ("import telnetlib", Some("`telnetlib`")),
+    ("import xmlrpc.client", Some("`xmlrpc.client`")),
+    ("from xmlrpc import client", Some("the module `xmlrpc`")),
+    ("import ssl", Some("`ssl`")),
+    ("import imaplib", Some("`imaplib`")),
+    ("import urllib.robotparser", Some("`urllib.robotparser`")),
+    ("__import__('ssl')", Some("`__import__`")),
+    (
+        "from logging.handlers import SocketHandler",
+        Some("SocketHandler"),
+    ),
+    (
+        "import logging.handlers\nlogging.handlers.HTTPHandler('h', '/')",
+        Some("`.HTTPHandler`"),
+    ),
+    // Ordinary code.
+    (
+        "import urllib.parse\nprint(urllib.parse.quote('a b'))",
+        None,
+    ),
+    (
+        "from urllib.parse import urlparse\nprint(urlparse('http://x/y').path)",
+        None,
+    ),
+    (
+        "import asyncio\nasync def main():\n    await asyncio.sleep(0)\nasyncio.run(main())",
+        None,
+    ),
+    ("import http\nprint(http.HTTPStatus.OK)", None),
+    (
+        "from logging.handlers import RotatingFileHandler\nprint(RotatingFileHandler)",
+        None,
+    ),
+];
+
+#[test]
+fn network_routes_without_socket_are_refused() {
+    check_cases(NETWORK);
+}
+
+const BUILTINS: &[Case] = &[
+    (
+        "class Model:\n    def eval(self):\n        return 1\n    def exec(self):\n        return self.eval()\n    @staticmethod\n    def compile(x):\n        return x\nm = Model()\nprint(m.eval(), m.exec(), Model.compile(1))",
+        None,
+    ),
+    ("model = make()\nmodel.eval()\nmodel.train()", None),
+    ("import re\nr = re.compile('x')\nprint(r.match('x'))", None),
+    ("from re import compile as rc\nprint(rc('x'))", None),
+    (
+        "from re import compile\ncompile('x')",
+        Some("builtin `compile`"),
+    ),
+    ("obj = make()\nobj.compile()\nobj.exec()", None),
+    (
+        "class Q:\n    def run(self):\n        return self.exec()\n    def exec(self):\n        return 1",
+        None,
+    ),
+    ("print(f(eval=True, compile=False))", None),
+    (
+        "eval('1')",
+        Some("the builtin `eval` is refused: it runs code built at run time"),
+    ),
+    ("f = eval", Some("builtin `eval`")),
+    ("@exec\ndef f(): pass", Some("builtin `exec`")),
+    ("compile('1', 'f', 'eval')", Some("builtin `compile`")),
+    ("__import__('os')", Some("builtin `__import__`")),
+    ("import builtins\nbuiltins.eval('1')", Some("`builtins`")),
+    (
+        "def eval(x):\n    return x\neval('1')",
+        Some("`def eval` outside a class rebinds the builtin `eval`"),
+    ),
+    (
+        "class A:\n    def run(self):\n        return eval('1')",
+        Some("builtin `eval`"),
+    ),
+    (
+        "class A:\n    def run(self):\n        def exec(x):\n            return x\n        return exec",
+        Some("`def exec`"),
+    ),
+    ("import os\nos.execv('/bin/sh', [])", Some("`os.execv`")),
+    ("from os import execv as e", Some("`os.execv`")),
+    ("import os as o\no.execlp('sh', 'sh')", Some("`os.execlp`")),
+    ("getattr(m, 'exec')", Some("`exec`")),
+    ("x.__import__('os')", Some("`.__import__`")),
+];
+
+#[test]
+fn builtins_are_refused_but_methods_named_like_them_pass() {
+    check_cases(BUILTINS);
+}
+
+const WRITTEN_THEN_LOADED: &[Case] = &[
+    (
+        "open('helper.py', 'w').write('x = 1')\nimport helper",
+        Some("writes `helper.py` with `open` (line 1) and then imports `helper` (line 2)"),
+    ),
+    (
+        "with open('out.txt', 'w') as f:\n    f.write('x')\nimport json\nprint(json.dumps(1))",
+        None,
+    ),
+    (
+        "open('evil.pth', 'w').write('import os')",
+        Some("a `.pth` file runs code"),
+    ),
+    (
+        "from pathlib import Path\nPath('.venv/x.pth').write_text('')",
+        Some("`.pth`"),
+    ),
+    (
+        "from pathlib import Path\nPath('helper.py').write_text('x = 1')\ndef f():\n    import helper",
+        Some("imports `helper` (line 4)"),
+    ),
+    (
+        "import json\nimport sys\nopen(sys.argv[1], 'w').write(json.dumps(1))",
+        None,
+    ),
+    (
+        "import sys\nopen(sys.argv[1], 'w').write('x')\nimport csv",
+        Some(
+            "`sys.argv[1]` (a name the audit cannot read) with `open` (line 2) and then imports `csv` (line 3)",
+        ),
+    ),
+    (
+        "import json, sys\nwith open(sys.argv[1], 'w') as f:\n    json.dump(1, f)\ndef later():\n    import json\n    return json.dumps(2)",
+        None,
+    ),
+    (
+        "import shutil\nshutil.copy('data.txt', 'helper.py')\nimport helper",
+        Some("`helper.py` with `shutil.copy`"),
+    ),
+    (
+        "open('json.py', 'w')",
+        Some("shadow the standard module `json`"),
+    ),
+    (
+        "open('sitecustomize.py', 'a')",
+        Some("`sitecustomize` runs at every later interpreter start"),
+    ),
+    (
+        "import os\nos.makedirs('pkg')\nopen('pkg/__init__.py', 'w').write('')\nimport pkg",
+        Some("imports `pkg`"),
+    ),
+    (
+        "import sys\nname = sys.argv[1]\nopen(f'{name}.py', 'w')\nimport helper",
+        Some("imports `helper`"),
+    ),
+    (
+        "import sys\nname = sys.argv[1]\nopen(f'{name}.json', 'w')\nimport csv",
+        None,
+    ),
+    (
+        "with open('data.txt') as f:\n    print(f.read())\nimport helper_missing",
+        None,
+    ),
+    (
+        "try:\n    import helper\nexcept ImportError:\n    open('helper.py', 'w').write('x = 1')\n    import helper",
+        Some("imports `helper` (line 5)"),
+    ),
+    (
+        "from pathlib import Path\nout = Path('build') / 'gen.py'\nout.write_text('x = 1')\nfrom build import gen",
+        Some(
+            "writes `out` (`build/gen.py`) with `.write_text` (line 3) and then imports `build` (line 4)",
+        ),
+    ),
+    (
+        "from pathlib import Path\nPath('notes.md').write_text('x')\nimport textwrap",
+        None,
+    ),
+    (
+        "import zipfile\nzipfile.ZipFile('a.zip').extractall('.')\nimport foo",
+        Some("`zipfile.ZipFile('a.zip').extractall`"),
+    ),
+    (
+        "import unittest, sys\nopen(sys.argv[1], 'w').write('x')\nunittest.TestLoader().discover('.')",
+        Some("loads tests by name"),
+    ),
+    (
+        "import sys\nfor i in range(2):\n    import helper\n    open(sys.argv[1], 'w')",
+        Some("imports `helper` (line 3)"),
+    ),
+    (
+        "open('mod.py', 'w').write('x = 1')\nprint('written; run it yourself')",
+        None,
+    ),
+    ("open('data2.txt', 'w')\nimport json", None),
+    (
+        "from pathlib import Path\np = Path('gen')\n(p / 'helper.py').write_text('')\nimport gen.helper",
+        Some("imports `gen.helper`"),
+    ),
+    (
+        "import tempfile\nfd, name = tempfile.mkstemp(suffix='.py', dir='.')\nimport later",
+        Some("`tempfile.mkstemp`"),
+    ),
+    (
+        "import py_compile\npy_compile.compile('a.py', cfile='helper.pyc')\nimport helper",
+        Some("`py_compile.compile`"),
+    ),
+];
+
+#[test]
+fn code_written_then_loaded_is_refused() {
+    check_cases(WRITTEN_THEN_LOADED);
+}
+
+#[test]
+fn a_local_module_that_writes_code_counts_as_a_write() {
+    let (dir, ws) = workspace();
+    let scripts = dir.path().join("scripts");
+    std::fs::write(
+        scripts.join("writer.py"),
+        "def make():\n    open('gen.py', 'w').write('x = 1')\n",
+    )
+    .unwrap();
+    std::fs::write(
+        scripts.join("main.py"),
+        "import writer\nwriter.make()\nimport gen\n",
+    )
+    .unwrap();
+    let r = audit_file(&ws, "scripts/main.py").unwrap_err();
+    assert!(
+        r.reason.contains("local module `writer`") && r.reason.contains("imports `gen` (line 3)"),
+        "{r}"
+    );
+    // A local module that imports lazily, after the script wrote the module it imports.
+    std::fs::write(
+        scripts.join("lazy.py"),
+        "def go():\n    import gen\n    return gen.x\n",
+    )
+    .unwrap();
+    std::fs::write(
+        scripts.join("main2.py"),
+        "import lazy\nopen('gen.py', 'w').write('x = 1')\nlazy.go()\n",
+    )
+    .unwrap();
+    let r = audit_file(&ws, "scripts/main2.py").unwrap_err();
+    assert!(
+        r.reason.contains("`gen` (in the local module `lazy`"),
+        "{r}"
+    );
+    // A local module that only writes data changes nothing.
+    std::fs::write(
+        scripts.join("saver.py"),
+        "def save():\n    open('out.txt', 'w').write('1')\n",
+    )
+    .unwrap();
+    std::fs::write(
+        scripts.join("main3.py"),
+        "import saver\nsaver.save()\nimport json\n",
+    )
+    .unwrap();
+    audit_file(&ws, "scripts/main3.py").unwrap();
+}

@@ -45,6 +45,15 @@ pub(crate) const DENIED_MODULES: &[&str] = &[
     "ftplib",
     "smtplib",
     "telnetlib",
+    "imaplib",
+    "poplib",
+    "nntplib",
+    "smtpd",
+    "asyncore",
+    "asynchat",
+    "_ssl",
+    "urllib.robotparser",
+    "wsgiref.simple_server",
     "webbrowser",
     "commands",
     "popen2",
@@ -86,6 +95,8 @@ pub(crate) const PARTIAL_MODULES: &[(&str, &[&str])] = &[
             "rename",
             "renames",
             "replace",
+            "link",
+            "symlink",
             "kill",
             "killpg",
             "fork",
@@ -134,6 +145,10 @@ pub(crate) const PARTIAL_MODULES: &[(&str, &[&str])] = &[
             "create_subprocess_exec",
             "create_subprocess_shell",
             "subprocess",
+            "open_connection",
+            "start_server",
+            "open_unix_connection",
+            "start_unix_server",
         ],
     ),
     ("operator", &["attrgetter", "methodcaller"]),
@@ -177,7 +192,6 @@ pub(crate) const DENIED_ANYWHERE: &[&str] = &[
     "exec_module",
     "run_path",
     "run_module",
-    "exec",
     "execfile",
     "ProcessPoolExecutor",
     "get_type_hints",
@@ -187,6 +201,32 @@ pub(crate) const DENIED_ANYWHERE: &[&str] = &[
     "load_extension",
     "enable_load_extension",
     "resolve_name",
+    // Network without `socket`: an event loop's connections and servers, asyncio's streams,
+    // logging's network handlers.
+    "create_connection",
+    "create_server",
+    "create_datagram_endpoint",
+    "create_unix_connection",
+    "create_unix_server",
+    "connect_accepted_socket",
+    "sock_connect",
+    "open_connection",
+    "start_server",
+    "open_unix_connection",
+    "start_unix_server",
+    "SocketHandler",
+    "DatagramHandler",
+    "SysLogHandler",
+    "SMTPHandler",
+    "HTTPHandler",
+];
+
+/// `pathlib` methods refused on any object (rare names elsewhere), with what each does.
+pub(crate) const PATH_ANYWHERE: &[(&str, &str)] = &[
+    ("symlink_to", "creates a symbolic link"),
+    ("hardlink_to", "creates a hard link"),
+    ("link_to", "creates a hard link"),
+    ("lchmod", "changes a link's mode"),
 ];
 
 /// Names that reach an object's internals, its frames or its builtins: refused as an
@@ -476,7 +516,9 @@ pub(crate) fn attr_denied(module: &str, attr: &str) -> bool {
 
 /// Whether an attribute name is refused whatever it is looked up on.
 pub(crate) fn name_denied_anywhere(attr: &str) -> bool {
-    DENIED_ANYWHERE.contains(&attr) || DENIED_INTERNALS.contains(&attr)
+    DENIED_ANYWHERE.contains(&attr)
+        || DENIED_INTERNALS.contains(&attr)
+        || PATH_ANYWHERE.iter().any(|(n, _)| *n == attr)
 }
 
 /// Whether a literal attribute name given to `getattr`/`setattr`/`delattr` is refused: any

@@ -22,17 +22,36 @@
 //!   workspace root) named like a standard one (a shadow), or a local package; other local
 //!   modules are audited as part of the script;
 //! - a refused attribute of a partially allowed module (`os.system`, `os.remove`, `os.exec*`,
-//!   `os.chdir`, `shutil.rmtree`, `shutil.move`, `sys.modules`, `sys.path`, …), found through
+//!   `os.chdir`, `os.link`, `os.symlink`, `shutil.rmtree`, `shutil.move`, `sys.modules`,
+//!   `sys.path`, `asyncio.open_connection`, …), found through
 //!   `import x as y`, `from x import y as z`, a private re-export (`tempfile._os.system`) or
-//!   any chain of attributes from an imported name; using an imported module as a value
-//!   (`m = os`, `f(json)`), since what happens to it next cannot be followed by name;
-//! - method names that destroy or start processes on *any* object (`Path(p).unlink()`,
-//!   `x.system()`, `.rmtree`, `.Popen`, …) and names that walk into interpreter internals
-//!   (`__class__`, `__subclasses__`, `__globals__`, `__dict__`, `__builtins__`, frames, …);
+//!   any chain of attributes from an imported name (`import http` then `http.client.…`
+//!   reaches the refused `http.client`); using an imported module as a value (`m = os`,
+//!   `f(json)`), since what happens to it next cannot be followed by name;
+//! - method names that destroy, link, start processes or open connections on *any* object
+//!   (`Path(p).unlink()`, `.rmdir`, `.symlink_to`, `.hardlink_to`, `.lchmod`, `x.system()`,
+//!   `.rmtree`, `.Popen`, an event loop's `.create_connection`/`.create_server`/
+//!   `.create_datagram_endpoint`/`.sock_connect`, logging's `SocketHandler`/`HTTPHandler`, …)
+//!   and names that walk into interpreter internals (`__class__`, `__subclasses__`,
+//!   `__globals__`, `__dict__`, `__builtins__`, frames, …). Network modules are refused at the
+//!   import whichever way they are named (`socket`, `ssl`, `http.client`, `urllib.request`,
+//!   `ftplib`, `smtplib`, `telnetlib`, `imaplib`, `poplib`, `xmlrpc`, …);
+//! - `Path.rename`, `Path.replace` and `Path.chmod` on what is known to be a path, and on an
+//!   object of unknown type called with `Path`'s shape in a script that uses `pathlib`; `os.open`
+//!   with write, create or truncate flags; the `shutil` copy family to a destination that is
+//!   not a literal path inside the workspace (see `fileops.rs` and, for what a path is,
+//!   `paths.rs`);
+//! - code written at run time, then loaded: writing a `.pth` file, `sitecustomize`, or a
+//!   module named like a standard one; writing code (`.py`, `.pyc`, `.so`, …, or a file whose
+//!   name the audit cannot read) and then importing, later in the source or from a function
+//!   or a loop, a module that write may have made (see `writes.rs`);
 //! - the builtins `eval`, `exec`, `compile`, `__import__`, `globals`, `locals`, `vars`,
-//!   `breakpoint` wherever named (called, passed, used as a decorator or rebound);
-//!   `getattr`/`setattr`/`delattr` unless called directly with a plain string literal that no
-//!   list refuses;
+//!   `breakpoint` wherever named (called, passed, used as a decorator or rebound: a top-level
+//!   `def eval` is refused too, since its calls cannot be told from the builtin's); a method
+//!   a class defines under such a name (`def eval(self)`) and attributes (`model.eval()`,
+//!   `self.exec()`, `re.compile`) are not the builtin and pass; `os.exec*` stays refused
+//!   through `os`; `getattr`/`setattr`/`delattr` unless called directly with a plain string
+//!   literal that no list refuses;
 //! - opaque calls: calling the result of a call or a subscript (`f()()`, `table[k]()`), or of
 //!   any expression that is not a name, an attribute chain or a parenthesized lambda.
 //!
@@ -54,17 +73,43 @@
 //! the trace, the sandbox carries the security.
 //!
 //! `open()` is allowed, for reading and writing: what a script writes is the sandbox's
-//! business (its writes are confined to the workspace), not the trace's.
+//! business (its writes are confined to the workspace), not the trace's — unless it writes
+//! code that it then loads.
+//!
+//! **What the audit still misses** (it keeps a trace; the sandbox carries the security):
+//! - a path the audit does not see as one: from a library or a fixture (`tmp_path`) in a
+//!   script that never imports `pathlib`, in a container (`paths[0].rename(q)` is caught only
+//!   through the unknown-receiver rule), or renamed through a library's own API; in a script
+//!   that imports `pathlib`, the unknown-receiver rule refuses `series.rename("total")` too;
+//! - writes by third-party libraries (`df.to_csv("helper.py")`), writes of a file whose name
+//!   looks harmless but which a later program runs (`.git/hooks/…`, `conftest.py` for the
+//!   next `pytest`, `.pth` files written under a computed name into a workspace virtualenv),
+//!   and imports a library makes lazily (a library importing an optional dependency after the
+//!   script wrote a module of that name, when the name was not known);
+//! - `unittest.main()` loading tests named on the command line, and `xml.sax` fetching an
+//!   external entity by URL; third-party network clients (`requests`, `httpx`, …);
+//! - the over-blocking that soundness costs: an import placed after a function that writes
+//!   a file of unknown name is refused even when the function runs later — import at the top.
 
+mod fileops;
+mod imports;
 mod lists;
+mod paths;
+mod syntax;
+mod writes;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use dsh_core::{PathError, Workspace};
 use sha2::{Digest, Sha256};
 use tree_sitter::{Node, Parser};
+
+use paths::Paths;
+use syntax::{
+    MAX_CHAIN, all_nodes, chain, field_text, is_field, plain_string, short, text, unparen,
+};
 
 /// Scripts bigger than this are refused.
 pub const MAX_SCRIPT_BYTES: u64 = 1024 * 1024;
@@ -118,13 +163,19 @@ pub struct AuditedFile {
 
 /// Audits Python source on its own: no local module can be looked for.
 pub fn audit_source(src: &str) -> Result<(), Refusal> {
-    Auditor::new(&[], 0, &mut HashSet::new()).audit(src)
+    Auditor::new(&[], 0, &mut Shared::default())
+        .audit(src)
+        .map(drop)
 }
 
 /// Audits `python -c CODE` run in the workspace root (local modules are looked for there).
 pub fn audit_code(ws: &Workspace, code: &str) -> Result<(), Refusal> {
     let dirs = [ws.root().to_path_buf()];
-    Auditor::new(&dirs, 0, &mut HashSet::new()).audit(code)
+    let mut shared = Shared::default();
+    let mut auditor = Auditor::new(&dirs, 0, &mut shared);
+    // Copies are judged against the workspace; local modules stay refused for `-c`.
+    auditor.root = Some(ws);
+    auditor.audit(code).map(drop)
 }
 
 /// Audits `python -c CODE` run in `dir` (absolute, inside the workspace) with the directories
@@ -174,18 +225,26 @@ pub fn audit_file_in(
 /// must exist, be a regular file inside the workspace, and pass [`audit_source`] with local
 /// modules looked for beside it and in the workspace root.
 pub fn audit_file(ws: &Workspace, path: &str) -> Result<AuditedFile, Refusal> {
-    let mut seen = HashSet::new();
-    audit_file_at(ws, path, 0, &mut seen)
+    audit_file_at(ws, path, 0, &mut Shared::default())
+}
+
+/// What the audits of one script and its local modules share.
+#[derive(Default)]
+struct Shared {
+    /// Files audited or being audited.
+    seen: HashSet<PathBuf>,
+    /// What each audited local module writes and imports (see `writes.rs`).
+    summaries: HashMap<PathBuf, writes::Summary>,
 }
 
 fn audit_file_at(
     ws: &Workspace,
     path: &str,
     depth: usize,
-    seen: &mut HashSet<PathBuf>,
+    shared: &mut Shared,
 ) -> Result<AuditedFile, Refusal> {
     let (src, resolved, sha256) = read_script(ws, path)?;
-    seen.insert(resolved.abs.clone());
+    shared.seen.insert(resolved.abs.clone());
     let mut dirs = Vec::new();
     if let Some(parent) = resolved.abs.parent() {
         dirs.push(parent.to_path_buf());
@@ -193,9 +252,10 @@ fn audit_file_at(
     if !dirs.iter().any(|d| d == ws.root()) {
         dirs.push(ws.root().to_path_buf());
     }
-    Auditor::new(&dirs, depth, seen)
+    let summary = Auditor::new(&dirs, depth, shared)
         .with_workspace(ws)
         .audit(&src)?;
+    shared.summaries.insert(resolved.abs.clone(), summary);
     Ok(AuditedFile {
         abs: resolved.abs,
         rel: resolved.rel,
@@ -238,33 +298,48 @@ fn hex(bytes: &[u8]) -> String {
 struct Auditor<'a> {
     /// Where a local module would be found (script dir, workspace root).
     dirs: &'a [PathBuf],
+    /// Set when auditing a file: its local modules are audited in it.
     ws: Option<&'a Workspace>,
+    /// Where relative paths are resolved (copy destinations), when known.
+    root: Option<&'a Workspace>,
     depth: usize,
-    seen: &'a mut HashSet<PathBuf>,
+    shared: &'a mut Shared,
     /// Name bound by an import → the dotted names it may stand for.
     aliases: HashMap<String, Vec<String>>,
     /// Names bound by `import` (always modules).
     modules: HashSet<String>,
+    /// The import statement being read (its first byte).
+    statement: usize,
+    /// Local modules found, by top-level name.
+    local_found: HashSet<String>,
+    /// What the local modules an import statement (keyed by its first byte) loads write
+    /// and import.
+    locals: HashMap<usize, Vec<(String, writes::Summary)>>,
 }
 
 impl<'a> Auditor<'a> {
-    fn new(dirs: &'a [PathBuf], depth: usize, seen: &'a mut HashSet<PathBuf>) -> Self {
+    fn new(dirs: &'a [PathBuf], depth: usize, shared: &'a mut Shared) -> Self {
         Auditor {
             dirs,
             ws: None,
+            root: None,
             depth,
-            seen,
+            shared,
             aliases: HashMap::new(),
             modules: HashSet::new(),
+            statement: 0,
+            local_found: HashSet::new(),
+            locals: HashMap::new(),
         }
     }
 
     fn with_workspace(mut self, ws: &'a Workspace) -> Self {
         self.ws = Some(ws);
+        self.root = Some(ws);
         self
     }
 
-    fn audit(&mut self, src: &str) -> Result<(), Refusal> {
+    fn audit(&mut self, src: &str) -> Result<writes::Summary, Refusal> {
         if src.contains('\0') {
             return Err(Refusal::whole("the source holds a NUL byte"));
         }
@@ -326,185 +401,27 @@ impl<'a> Auditor<'a> {
             }
         }
         // Pass 2: every name, attribute and call.
+        let paths = Paths::new(&nodes, bytes, &self.aliases);
         for &node in &nodes {
             match node.kind() {
-                "identifier" => self.identifier(node, bytes)?,
-                "attribute" => self.attribute(node, bytes)?,
-                "call" => self.call(node, bytes)?,
+                "identifier" => {
+                    self.identifier(node, bytes)?;
+                    self.judged_value(node, bytes)?;
+                }
+                "attribute" => {
+                    self.path_method(node, bytes, &paths)?;
+                    self.attribute(node, bytes)?;
+                    self.judged_value(node, bytes)?;
+                }
+                "call" => {
+                    self.call(node, bytes)?;
+                    self.file_call(node, bytes, &paths)?;
+                }
                 _ => {}
             }
         }
-        Ok(())
-    }
-
-    fn import(&mut self, node: Node, src: &[u8]) -> Result<(), Refusal> {
-        let line = node.start_position().row + 1;
-        let mut cursor = node.walk();
-        for name in node.children_by_field_name("name", &mut cursor) {
-            let (dotted, alias) = match name.kind() {
-                "aliased_import" => (
-                    field_text(name, "name", src),
-                    Some(field_text(name, "alias", src)),
-                ),
-                _ => (text(name, src), None),
-            };
-            self.module(&dotted, line)?;
-            match alias {
-                Some(a) => {
-                    self.modules.insert(a.clone());
-                    self.bind(a, dotted);
-                }
-                None => {
-                    let top = dotted.split('.').next().unwrap_or_default().to_owned();
-                    self.modules.insert(top.clone());
-                    self.bind(top.clone(), top);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn import_from(&mut self, node: Node, src: &[u8]) -> Result<(), Refusal> {
-        let line = node.start_position().row + 1;
-        let Some(module) = node.child_by_field_name("module_name") else {
-            return Err(Refusal::at(line, "an import the audit cannot read"));
-        };
-        if module.kind() == "relative_import" {
-            return Err(Refusal::at(
-                line,
-                format!(
-                    "`{}` is a relative import of a local module, which the audit does not follow",
-                    text(node, src)
-                ),
-            ));
-        }
-        let module = text(module, src);
-        self.module(&module, line)?;
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.children(&mut cursor).collect();
-        if children.iter().any(|c| c.kind() == "wildcard_import")
-            && !lists::SAFE_STAR.contains(&module.as_str())
-        {
-            return Err(Refusal::at(
-                line,
-                format!(
-                    "`from {module} import *` binds names the audit cannot see; import them by name"
-                ),
-            ));
-        }
-        let mut cursor = node.walk();
-        for name in node.children_by_field_name("name", &mut cursor) {
-            let (imported, alias) = match name.kind() {
-                "aliased_import" => (
-                    field_text(name, "name", src),
-                    field_text(name, "alias", src),
-                ),
-                _ => (text(name, src), text(name, src)),
-            };
-            let full = format!("{module}.{imported}");
-            if lists::module_denied(&full) || lists::attr_denied(&module, &imported) {
-                return Err(Refusal::at(
-                    line,
-                    format!("`{full}` is refused (imported as `{alias}`)"),
-                ));
-            }
-            if lists::name_denied_anywhere(&imported)
-                || lists::DENIED_BUILTINS.contains(&imported.as_str())
-            {
-                return Err(Refusal::at(line, format!("importing `{full}` is refused")));
-            }
-            self.bind(alias, full);
-        }
-        Ok(())
-    }
-
-    fn bind(&mut self, name: String, target: String) {
-        self.aliases.entry(name).or_default().push(target);
-    }
-
-    /// An imported module: refused, a shadowing local file, or a local module to audit.
-    fn module(&mut self, dotted: &str, line: usize) -> Result<(), Refusal> {
-        if lists::module_denied(dotted) {
-            return Err(Refusal::at(
-                line,
-                format!("importing the module `{dotted}` is refused"),
-            ));
-        }
-        let top = dotted.split('.').next().unwrap_or_default();
-        for dir in self.dirs {
-            // A compiled or native module (`top.pyc`, `top.cpython-312-x86_64-linux-gnu.so`)
-            // is found before or instead of `top.py`, and the audit cannot read it.
-            if let Some(opaque) = compiled_sibling(dir, top) {
-                return Err(Refusal::at(
-                    line,
-                    format!(
-                        "`{top}` may be loaded from `{}`, which the audit cannot read",
-                        opaque.display()
-                    ),
-                ));
-            }
-            let file = dir.join(format!("{top}.py"));
-            let package = dir.join(top);
-            let local = if file.exists() {
-                Some(file)
-            } else if package.exists() {
-                Some(package)
-            } else {
-                None
-            };
-            let Some(local) = local else { continue };
-            if lists::STDLIB.contains(&top) {
-                return Err(Refusal::at(
-                    line,
-                    format!(
-                        "the local `{}` shadows the standard module `{top}`; it is refused",
-                        local.display()
-                    ),
-                ));
-            }
-            if local.is_dir() {
-                return Err(Refusal::at(
-                    line,
-                    format!(
-                        "`{top}` is a local package ({}), which the audit does not follow",
-                        local.display()
-                    ),
-                ));
-            }
-            self.local(&local, top, line)?;
-        }
-        Ok(())
-    }
-
-    /// Audits a local module the script imports, as part of the script.
-    fn local(&mut self, file: &Path, top: &str, line: usize) -> Result<(), Refusal> {
-        let Some(ws) = self.ws else {
-            return Err(Refusal::at(
-                line,
-                format!("`{top}` is a local module, which cannot be audited here"),
-            ));
-        };
-        if self.seen.contains(file) {
-            return Ok(());
-        }
-        if self.depth >= MAX_LOCAL_DEPTH {
-            return Err(Refusal::at(
-                line,
-                format!("`{top}`: local modules import each other too deeply to follow"),
-            ));
-        }
-        let given = file.to_string_lossy().into_owned();
-        audit_file_at(ws, &given, self.depth + 1, self.seen)
-            .map(|_| ())
-            .map_err(|r| {
-                Refusal::at(
-                    line,
-                    format!(
-                        "the local module `{top}` ({}) is refused: {r}",
-                        file.display()
-                    ),
-                )
-            })
+        // Pass 3: code written at run time, then loaded.
+        self.writes_then_loads(&nodes, bytes, &paths)
     }
 
     /// A bare name (not an attribute's field, a keyword or part of an import).
@@ -528,9 +445,14 @@ impl<'a> Auditor<'a> {
                 return Ok(());
             }
         }
-        if lists::DENIED_BUILTINS.contains(&name.as_str())
-            || lists::DENIED_INTERNALS.contains(&name.as_str())
-        {
+        if lists::DENIED_BUILTINS.contains(&name.as_str()) {
+            if defined_in_class(node) {
+                // A class's own `eval` (a method, reached as `self.eval()`) is not the builtin.
+                return Ok(());
+            }
+            return Err(Refusal::at(line, builtin_refused(&name, parent_kind)));
+        }
+        if lists::DENIED_INTERNALS.contains(&name.as_str()) {
             return Err(Refusal::at(line, format!("`{name}` is refused")));
         }
         let callee = parent.is_some_and(|p| p.kind() == "call" && is_field(p, "function", node));
@@ -606,6 +528,18 @@ impl<'a> Auditor<'a> {
             None => candidates.push(chain.clone()),
         }
         let written = chain.join(".");
+        for c in candidates.iter().filter(|_| aliased) {
+            // `import http` then `http.client`: a refused submodule reached by its parent.
+            for k in 2..=c.len() {
+                let prefix = c[..k].join(".");
+                if lists::module_denied(&prefix) {
+                    return Err(Refusal::at(
+                        line,
+                        format!("`{written}` reaches the refused module `{prefix}`"),
+                    ));
+                }
+            }
+        }
         for c in &candidates {
             // Any component that names a refused or partial module (`glob.os`, `tempfile._os`)
             // is judged as that module from there on.
@@ -729,6 +663,40 @@ impl<'a> Auditor<'a> {
     }
 }
 
+/// Whether `name` is the name of a function defined directly in a class body (a method).
+fn defined_in_class(name: Node) -> bool {
+    let Some(def) = name
+        .parent()
+        .filter(|p| p.kind() == "function_definition" && is_field(*p, "name", name))
+    else {
+        return false;
+    };
+    let mut at = def.parent();
+    if at.is_some_and(|p| p.kind() == "decorated_definition") {
+        at = at.and_then(|p| p.parent());
+    }
+    at.filter(|b| b.kind() == "block")
+        .and_then(|b| b.parent())
+        .is_some_and(|c| c.kind() == "class_definition")
+}
+
+/// Why a refused builtin's name is refused where it appears.
+fn builtin_refused(name: &str, parent_kind: &str) -> String {
+    let why = match name {
+        "eval" | "exec" | "compile" | "execfile" => "it runs code built at run time",
+        "__import__" | "reload" | "help" => "it imports a module named at run time",
+        "breakpoint" => "it starts a debugger",
+        _ => "it reaches the interpreter's namespaces",
+    };
+    if parent_kind == "function_definition" {
+        format!(
+            "`def {name}` outside a class rebinds the builtin `{name}`, which the audit cannot tell apart from it ({why}); rename the function"
+        )
+    } else {
+        format!("the builtin `{name}` is refused: {why}")
+    }
+}
+
 /// `# coding: X` in the first two lines must name UTF-8.
 fn check_encoding(src: &str) -> Result<(), Refusal> {
     for (i, line) in src.lines().take(2).enumerate() {
@@ -756,126 +724,6 @@ fn check_encoding(src: &str) -> Result<(), Refusal> {
         }
     }
     Ok(())
-}
-
-/// A compiled or native module file for `top` in `dir` (`top.pyc`, `top.*.so`, …).
-fn compiled_sibling(dir: &Path, top: &str) -> Option<PathBuf> {
-    let prefix = format!("{top}.");
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .find(|n| {
-            let ext = n.rsplit('.').next().unwrap_or_default();
-            n.starts_with(&prefix)
-                && matches!(
-                    ext,
-                    "pyc" | "pyo" | "so" | "pyd" | "dll" | "pyw" | "zip" | "egg"
-                )
-        })
-        .map(|n| dir.join(n))
-}
-
-fn all_nodes(root: Node<'_>) -> Vec<Node<'_>> {
-    let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        out.push(node);
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.children(&mut cursor).collect();
-        stack.extend(children.into_iter().rev());
-    }
-    out
-}
-
-fn text(node: Node, src: &[u8]) -> String {
-    String::from_utf8_lossy(&src[node.byte_range()]).into_owned()
-}
-
-fn field_text(node: Node, field: &str, src: &[u8]) -> String {
-    node.child_by_field_name(field)
-        .map(|n| text(n, src))
-        .unwrap_or_default()
-}
-
-fn is_field(parent: Node, field: &str, child: Node) -> bool {
-    parent
-        .child_by_field_name(field)
-        .is_some_and(|f| f.id() == child.id())
-}
-
-fn unparen(mut node: Node) -> Node {
-    while node.kind() == "parenthesized_expression" {
-        match node.named_child(0) {
-            Some(inner) => node = inner,
-            None => break,
-        }
-    }
-    node
-}
-
-/// The longest attribute chain the audit follows; a longer one is refused (it keeps the audit
-/// linear in the size of the source).
-const MAX_CHAIN: usize = 64;
-
-/// `a.b.c` as its names, when the chain starts at a plain name; `Err` when it is longer than
-/// [`MAX_CHAIN`].
-fn chain(node: Node, src: &[u8]) -> Result<Option<Vec<String>>, ()> {
-    let mut names = Vec::new();
-    let mut at = node;
-    loop {
-        if names.len() > MAX_CHAIN {
-            return Err(());
-        }
-        match at.kind() {
-            "identifier" => {
-                names.push(text(at, src));
-                names.reverse();
-                return Ok(Some(names));
-            }
-            "attribute" => {
-                names.push(field_text(at, "attribute", src));
-                match at.child_by_field_name("object") {
-                    Some(object) => at = unparen(object),
-                    None => return Ok(None),
-                }
-            }
-            _ => return Ok(None),
-        }
-    }
-}
-
-/// The value of a string literal without interpolation or escapes.
-fn plain_string(node: Node, src: &[u8]) -> Option<String> {
-    if node.kind() != "string" {
-        return None;
-    }
-    let mut cursor = node.walk();
-    let mut value = String::new();
-    for child in node.children(&mut cursor) {
-        match child.kind() {
-            "string_start" | "string_end" => {}
-            "string_content" => {
-                let mut c = child.walk();
-                if child.named_children(&mut c).next().is_some() {
-                    // Escape sequences.
-                    return None;
-                }
-                value.push_str(&text(child, src));
-            }
-            _ => return None,
-        }
-    }
-    Some(value)
-}
-
-fn short(s: &str) -> String {
-    let one: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
-    if one.chars().count() > 60 {
-        format!("{}...", one.chars().take(57).collect::<String>())
-    } else {
-        one
-    }
 }
 
 mod command;
