@@ -183,7 +183,7 @@ impl Auditor<'_> {
             ));
         }
         let given = file.to_string_lossy().into_owned();
-        let audited = audit_file_at(ws, &given, self.depth + 1, self.shared);
+        let audited = audit_file_at(ws, &given, self.dirs, self.depth + 1, self.shared);
         if let Ok(file) = &audited {
             let summary = self
                 .shared

@@ -100,7 +100,7 @@ mod writes;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use dsh_core::{PathError, Workspace};
 use sha2::{Digest, Sha256};
@@ -178,8 +178,8 @@ pub fn audit_code(ws: &Workspace, code: &str) -> Result<(), Refusal> {
     auditor.audit(code).map(drop)
 }
 
-/// Audits `python -c CODE` run in `dir` (absolute, inside the workspace) with the directories
-/// `path` (`PYTHONPATH`) searched for local modules too.
+/// [`audit_code`] for code run in `dir` (absolute, inside the workspace), with the
+/// directories `path` (`PYTHONPATH`) searched for local modules too.
 pub fn audit_code_in(
     ws: &Workspace,
     dir: &Path,
@@ -188,9 +188,10 @@ pub fn audit_code_in(
 ) -> Result<(), Refusal> {
     let mut dirs = vec![dir.to_path_buf()];
     dirs.extend(path.iter().cloned());
-    Auditor::new(&dirs, 0, &mut HashSet::new())
-        .with_workspace(ws)
-        .audit(code)
+    let mut shared = Shared::default();
+    let mut auditor = Auditor::new(&dirs, 0, &mut shared);
+    auditor.root = Some(ws);
+    auditor.audit(code).map(drop)
 }
 
 /// [`audit_file`], with the directories `path` (`PYTHONPATH`) searched for local modules too.
@@ -199,33 +200,14 @@ pub fn audit_file_in(
     script: &str,
     path: &[PathBuf],
 ) -> Result<AuditedFile, Refusal> {
-    let (src, resolved, sha256) = read_script(ws, script)?;
-    let mut seen = HashSet::new();
-    seen.insert(resolved.abs.clone());
-    let mut dirs = Vec::new();
-    if let Some(parent) = resolved.abs.parent() {
-        dirs.push(parent.to_path_buf());
-    }
-    for d in path.iter().chain(std::iter::once(&ws.root().to_path_buf())) {
-        if !dirs.contains(d) {
-            dirs.push(d.clone());
-        }
-    }
-    Auditor::new(&dirs, 0, &mut seen)
-        .with_workspace(ws)
-        .audit(&src)?;
-    Ok(AuditedFile {
-        abs: resolved.abs,
-        rel: resolved.rel,
-        sha256,
-    })
+    audit_file_at(ws, script, path, 0, &mut Shared::default())
 }
 
 /// Audits the script `path` (relative to the workspace root, or absolute inside it): it
 /// must exist, be a regular file inside the workspace, and pass [`audit_source`] with local
 /// modules looked for beside it and in the workspace root.
 pub fn audit_file(ws: &Workspace, path: &str) -> Result<AuditedFile, Refusal> {
-    audit_file_at(ws, path, 0, &mut Shared::default())
+    audit_file_at(ws, path, &[], 0, &mut Shared::default())
 }
 
 /// What the audits of one script and its local modules share.
@@ -240,6 +222,7 @@ struct Shared {
 fn audit_file_at(
     ws: &Workspace,
     path: &str,
+    extra: &[PathBuf],
     depth: usize,
     shared: &mut Shared,
 ) -> Result<AuditedFile, Refusal> {
@@ -249,8 +232,13 @@ fn audit_file_at(
     if let Some(parent) = resolved.abs.parent() {
         dirs.push(parent.to_path_buf());
     }
-    if !dirs.iter().any(|d| d == ws.root()) {
-        dirs.push(ws.root().to_path_buf());
+    for d in extra
+        .iter()
+        .chain(std::iter::once(&ws.root().to_path_buf()))
+    {
+        if !dirs.contains(d) {
+            dirs.push(d.clone());
+        }
     }
     let summary = Auditor::new(&dirs, depth, shared)
         .with_workspace(ws)
