@@ -259,16 +259,14 @@ impl ShellPolicy {
             ));
         };
         for entry in v.split(':').filter(|e| !e.is_empty()) {
-            for dir in dirs {
-                if !matches!(self.place(dir, entry), Place::Inside(_)) {
-                    return out.push(firm(
-                        Verdict::Deny,
-                        format!(
-                            "`{text}` puts `{entry}`{}, outside the workspace, on {name}, so modules from there would be loaded",
-                            from(dir)
-                        ),
-                    ));
-                }
+            if let Some(dir) = self.outside_from(dirs, entry) {
+                return out.push(firm(
+                    Verdict::Deny,
+                    format!(
+                        "`{text}` puts `{entry}`{}, outside the workspace, on {name}, so modules from there would be loaded",
+                        from(dir)
+                    ),
+                ));
             }
         }
     }
@@ -287,16 +285,14 @@ impl ShellPolicy {
                 format!("`{text}` sets {name} to a place named at run time"),
             ));
         };
-        for dir in dirs {
-            if !matches!(self.place(dir, v), Place::Inside(_)) {
-                return out.push(firm(
-                    Verdict::Deny,
-                    format!(
-                        "`{text}` points {name} at `{v}`{}, outside the workspace",
-                        from(dir)
-                    ),
-                ));
-            }
+        if let Some(dir) = self.outside_from(dirs, v) {
+            out.push(firm(
+                Verdict::Deny,
+                format!(
+                    "`{text}` points {name} at `{v}`{}, outside the workspace",
+                    from(dir)
+                ),
+            ));
         }
     }
 

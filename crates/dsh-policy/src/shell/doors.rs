@@ -60,7 +60,7 @@
 
 use std::path::PathBuf;
 
-use super::judge::{Env, firm};
+use super::judge::firm;
 use super::places::{Place, from};
 use super::words::{Word, short};
 use super::{Judgement, ShellPolicy, Verdict};
@@ -121,13 +121,7 @@ const GIT_REMOTE_PROGRAM: &[&str] = &["--upload-pack", "--receive-pack"];
 
 impl ShellPolicy {
     /// The doors of `git`, `make`, `npm` and `npx` in one command (see the module docs).
-    pub(crate) fn judge_doors(
-        &self,
-        words: &[Word],
-        _env: &Env<'_>,
-        dirs: &[PathBuf],
-        out: &mut Vec<Judgement>,
-    ) {
+    pub(crate) fn judge_doors(&self, words: &[Word], dirs: &[PathBuf], out: &mut Vec<Judgement>) {
         let Some(name) = words[0].exact() else {
             return;
         };
@@ -374,13 +368,11 @@ impl ShellPolicy {
                     format!("`{text}`: `--template` is given a directory named at run time"),
                 ));
             };
-            for dir in dirs {
-                if !matches!(self.place(dir, t), Place::Inside(_)) {
-                    return out.push(firm(
-                        Verdict::Deny,
-                        format!("`{text}`: `--template {t}` copies hooks from outside the workspace into the new repository"),
-                    ));
-                }
+            if self.outside_from(dirs, t).is_some() {
+                return out.push(firm(
+                    Verdict::Deny,
+                    format!("`{text}`: `--template {t}` copies hooks from outside the workspace into the new repository"),
+                ));
             }
             out.push(firm(
                 Verdict::Ask,
@@ -417,15 +409,13 @@ impl ShellPolicy {
                         return out
                             .push(deny(format!("`{flag}` is given a file named at run time")));
                     };
-                    if flag != "--blob" {
-                        for dir in dirs {
-                            if !matches!(self.place(dir, f), Place::Inside(_)) {
-                                return out.push(deny(format!(
-                                    "`{flag} {f}`{} is outside the workspace",
-                                    from(dir)
-                                )));
-                            }
-                        }
+                    if flag != "--blob"
+                        && let Some(dir) = self.outside_from(dirs, f)
+                    {
+                        return out.push(deny(format!(
+                            "`{flag} {f}`{} is outside the workspace",
+                            from(dir)
+                        )));
                     }
                 }
                 "--type" | "--default" | "--comment" => {

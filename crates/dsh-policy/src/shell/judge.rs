@@ -227,7 +227,7 @@ impl ShellPolicy {
         }
         // Programs that run other programs from their configuration or flags.
         let before = out.len();
-        self.judge_doors(words, env, at.dirs, out);
+        self.judge_doors(words, at.dirs, out);
         let door_denied = out[before..].iter().any(|j| j.verdict == Verdict::Deny);
         // Python: the script or `-c` code is audited first; a refusal holds whatever the
         // rules say, a pass leaves the verdict to them and the lists (see `crate::python`).

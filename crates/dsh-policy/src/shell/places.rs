@@ -87,6 +87,13 @@ impl ShellPolicy {
         }
     }
 
+    /// The first directory of `dirs` from which `path` does not lead inside the workspace.
+    pub(crate) fn outside_from<'d>(&self, dirs: &'d [PathBuf], path: &str) -> Option<&'d Path> {
+        dirs.iter()
+            .find(|dir| !matches!(self.place(dir, path), Place::Inside(_)))
+            .map(PathBuf::as_path)
+    }
+
     /// Ok when `path` resolves inside the workspace (or the session's temporary directory)
     /// from every directory in `dirs`.
     pub(crate) fn path_inside(&self, dirs: &[PathBuf], path: &str) -> Result<(), String> {
