@@ -32,6 +32,8 @@
 mod confine;
 mod fs;
 mod output;
+#[cfg(target_os = "linux")]
+mod procfs;
 pub mod sandbox;
 mod search;
 pub mod shell;

@@ -1,5 +1,6 @@
 //! The Linux helper: confines the current process (see the parent module's docs for the
-//! order and the reasons). Runs in `dsh sandbox-exec`, single-threaded, right before `execve`.
+//! order and the reasons). Runs in the child of `dsh sandbox-exec` (see `supervise`),
+//! single-threaded, right before `execve`.
 
 use std::collections::BTreeMap;
 
@@ -38,7 +39,6 @@ fn granted_on_dev_null() -> BitFlags<AccessFs> {
 
 /// Applies everything but the final `execve`. On `Err`, the caller reports and exits.
 pub(super) fn confine(spec: &ExecSpec) -> Result<(), String> {
-    rustix::process::setsid().map_err(|e| format!("setsid: {e}"))?;
     rustix::thread::set_no_new_privs(true).map_err(|e| format!("no_new_privs: {e}"))?;
     drop_capabilities()?;
     cloexec_inherited();
@@ -65,6 +65,8 @@ pub(super) fn probe_self() -> Probe {
         landlock: LandlockLevel::BestEffort,
         writable: Vec::new(),
         allow_network: false,
+        confine: true,
+        lifeline: false,
         program: Vec::new(),
     };
     match landlock(&spec) {

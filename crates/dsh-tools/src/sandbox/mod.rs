@@ -3,17 +3,23 @@
 //! # Shape
 //!
 //! The sandbox is applied by a helper process, never inside the async parent: `run_shell`
-//! spawns `<dsh> sandbox-exec [options] -- bash -c <command>`; the helper confines *itself*
-//! and then `execve`s bash, so the command and every process it starts inherit the
-//! confinement, which cannot be lifted from inside. Doing this in a `pre_exec` hook of the
-//! multi-threaded tokio process would run non-async-signal-safe code between `fork` and
-//! `exec`; a re-exec of our own binary costs one more `execve` and keeps the parent simple.
+//! spawns `<dsh> sandbox-exec [options] -- bash -c <command>`; the helper forks, and its child
+//! confines *itself* and then `execve`s bash, so the command and every process it starts
+//! inherit the confinement, which cannot be lifted from inside. Doing this in a `pre_exec`
+//! hook of the multi-threaded tokio process would run non-async-signal-safe code between
+//! `fork` and `exec`; a re-exec of our own binary costs one more `execve` and keeps the
+//! parent simple. The helper itself stays as the command's parent and kills the whole tree
+//! when the command ends or when dsh dies, however it dies (see `supervise.rs`): a command
+//! never outlives the dsh that started it. With `--sandbox off` the same helper runs the
+//! command unconfined (`--no-confine`), for the same supervision.
 //!
-//! In order, the helper:
+//! In order:
 //!
-//! 1. `setsid()`: the command gets its own session and process group (whose id is the
-//!    helper's pid, known to the parent) and no controlling terminal, so it can neither read
-//!    nor inject (`TIOCSTI`) keystrokes into the user's terminal;
+//! 1. the helper calls `setsid()`: the command gets its own session and process group (whose
+//!    id is the helper's pid, known to the parent) and no controlling terminal, so it can
+//!    neither read nor inject (`TIOCSTI`) keystrokes into the user's terminal; it becomes a
+//!    child subreaper and forks; the child, with a parent-death signal armed and `/dev/null`
+//!    as its input,
 //! 2. sets `no_new_privs` (setuid binaries and file capabilities grant nothing), keeps only
 //!    the file-ownership capabilities of a root caller (`CHOWN`, `DAC_*`, `FOWNER`, `FSETID`)
 //!    and drops the rest (`KILL`, `NET_*`, `SYS_*`, `MKNOD`, `SETUID`, …), and marks every
@@ -47,8 +53,9 @@
 //!   result says `"sandbox":"none"` and its content starts with a warning, which the journal
 //!   records with the result. A partial Landlock (ABI < 6) runs with a warning naming what is
 //!   missing. On other operating systems commands run unsandboxed, with the same warning.
-//! * `off` — no helper: bash runs directly in its own process group, unconfined, with a
-//!   warning in every result. Only the environment scrub, timeout and output limits apply.
+//! * `off` — the helper runs bash unconfined (on Linux; elsewhere bash runs directly in its
+//!   own process group), with a warning in every result. Only the environment scrub, timeout,
+//!   output limits and the supervision (nothing outlives dsh) apply.
 //!
 //! The sandbox applies to every command, whoever approved it: `--yolo` approves calls, it
 //! does not loosen the sandbox. The network is lifted for one command only when the call asks
@@ -85,6 +92,8 @@
 
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod supervise;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -184,6 +193,12 @@ pub struct ExecSpec {
     pub writable: Vec<PathBuf>,
     /// Lifts the network ban (seccomp socket families, Landlock TCP).
     pub allow_network: bool,
+    /// Applies the confinement (capabilities, Landlock, seccomp). `false` only supervises:
+    /// `--sandbox off`, where the command still must not outlive dsh.
+    pub confine: bool,
+    /// Standard input is dsh's lifeline (see `supervise`): when it reads end-of-file, dsh is
+    /// gone and the command is killed. The command itself reads `/dev/null`.
+    pub lifeline: bool,
     /// The program and its arguments, e.g. `bash -c …`.
     pub program: Vec<OsString>,
 }
@@ -201,6 +216,12 @@ impl ExecSpec {
         }
         if self.allow_network {
             args.push("--net".into());
+        }
+        if !self.confine {
+            args.push("--no-confine".into());
+        }
+        if self.lifeline {
+            args.push("--lifeline".into());
         }
         args.push("--".into());
         args.extend(self.program.iter().cloned());
@@ -221,6 +242,8 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
         landlock: LandlockLevel::Required,
         writable: Vec::new(),
         allow_network: false,
+        confine: true,
+        lifeline: false,
         program: Vec::new(),
     };
     let mut probe = false;
@@ -236,6 +259,8 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
             }
             "--probe" => probe = true,
             "--net" => spec.allow_network = true,
+            "--no-confine" => spec.confine = false,
+            "--lifeline" => spec.lifeline = true,
             "--write" => {
                 let path = it.next().ok_or("--write needs a directory")?;
                 spec.writable.push(PathBuf::from(path));
@@ -252,7 +277,7 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
     if spec.program.is_empty() {
         return Err(
             "usage: dsh sandbox-exec [--landlock=required|best-effort|off] \
-                    [--write DIR]... [--net] -- PROGRAM [ARGS]..."
+                    [--write DIR]... [--net] [--no-confine] [--lifeline] -- PROGRAM [ARGS]..."
                 .to_owned(),
         );
     }
@@ -260,8 +285,8 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
 }
 
 /// The entry of the hidden `dsh sandbox-exec` subcommand: `args` are the arguments after
-/// the subcommand's name. Confines this process and `execve`s the program; never returns.
-/// Call it before starting any thread or runtime.
+/// the subcommand's name. Runs the program confined, as the parent of its tree (see
+/// `supervise.rs`); never returns. Call it before starting any thread or runtime.
 pub fn sandbox_exec_main(args: Vec<OsString>) -> ! {
     let request = match parse(args) {
         Ok(r) => r,
@@ -287,12 +312,7 @@ fn run(request: Request) -> ! {
             );
             std::process::exit(0)
         }
-        Request::Exec(spec) => {
-            if let Err(e) = linux::confine(&spec) {
-                fail(&e);
-            }
-            exec(&spec.program)
-        }
+        Request::Exec(spec) => supervise::run(&spec),
     }
 }
 
@@ -387,6 +407,8 @@ mod tests {
             landlock: LandlockLevel::BestEffort,
             writable: vec![PathBuf::from("/w s"), PathBuf::from("/tmp/x")],
             allow_network: true,
+            confine: false,
+            lifeline: true,
             program: vec!["bash".into(), "-c".into(), "--net -- x".into()],
         };
         assert_eq!(parse(spec.to_args()), Ok(Request::Exec(spec)));

@@ -23,8 +23,27 @@ const KILL_DEADLINE: Duration = Duration::from_secs(3);
 pub(crate) struct Launch {
     pub program: OsString,
     pub args: Vec<OsString>,
-    /// The program calls `setsid()` itself; the group and session ids are its pid.
+    /// The program calls `setsid()` itself; the group and session ids are its pid. It is the
+    /// sandbox helper, and its standard input is this process's [`lifeline`].
     pub own_session: bool,
+}
+
+/// The read end of a pipe whose write end this process holds until it exits and never
+/// writes: the sandbox helper reads end-of-file from it exactly when dsh is gone, however it
+/// ended, and then kills the command (`sandbox/supervise.rs`). Both ends are close-on-exec,
+/// so no other program inherits the write end; each helper gets a duplicate of the read end
+/// as its standard input.
+#[cfg(unix)]
+fn lifeline() -> std::io::Result<std::process::Stdio> {
+    use std::sync::OnceLock;
+    static LIFELINE: OnceLock<Result<(std::io::PipeReader, std::io::PipeWriter), String>> =
+        OnceLock::new();
+    match LIFELINE.get_or_init(|| std::io::pipe().map_err(|e| e.to_string())) {
+        Ok((reader, _writer)) => Ok(reader.try_clone()?.into()),
+        Err(e) => Err(std::io::Error::other(format!(
+            "cannot create the lifeline pipe: {e}"
+        ))),
+    }
 }
 
 /// A spawned command: its child handle and the id of its group (and session, when
@@ -35,20 +54,28 @@ pub(crate) struct Spawned {
     pub pgid: Option<u32>,
 }
 
-/// Spawns `launch` with exactly `env`, in `cwd`, stdin from `/dev/null`, stdout and stderr
-/// into `output`.
+/// Spawns `launch` with exactly `env`, in `cwd`, stdin from `/dev/null` (the helper: the
+/// lifeline), stdout and stderr into `output`.
 pub(crate) fn spawn(
     launch: &Launch,
     env: Vec<(OsString, OsString)>,
     cwd: &Path,
     output: std::io::PipeWriter,
 ) -> std::io::Result<Spawned> {
+    #[cfg(unix)]
+    let stdin = if launch.own_session {
+        lifeline()?
+    } else {
+        Stdio::null()
+    };
+    #[cfg(not(unix))]
+    let stdin = Stdio::null();
     let mut cmd = tokio::process::Command::new(&launch.program);
     cmd.args(&launch.args)
         .env_clear()
         .envs(env)
         .current_dir(cwd)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(output.try_clone()?)
         .stderr(output)
         .kill_on_drop(true);
@@ -100,30 +127,17 @@ pub(crate) async fn kill_tree(_pgid: u32, _session: bool) -> bool {
 fn others_alive(group: rustix::process::Pid, session: bool) -> bool {
     use rustix::process::{Pid, Signal, kill_process};
     let id = group.as_raw_nonzero().get();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+    let Some(all) = crate::procfs::processes() else {
         return rustix::process::test_kill_process_group(group).is_ok();
     };
     let mut alive = false;
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((state, pgrp, sid)) = parse_stat(&stat) else {
-            continue;
-        };
-        if matches!(state, 'Z' | 'X' | 'x') {
-            continue;
-        }
-        if pgrp == id || (session && sid == id) {
+    for p in all.iter().filter(|p| p.runs()) {
+        if p.pgrp == id || (session && p.sid == id) {
             alive = true;
-            if pgrp != id
-                && let Some(p) = Pid::from_raw(pid)
+            if p.pgrp != id
+                && let Some(pid) = Pid::from_raw(p.pid)
             {
-                let _ = kill_process(p, Signal::KILL);
+                let _ = kill_process(pid, Signal::KILL);
             }
         }
     }
@@ -133,31 +147,4 @@ fn others_alive(group: rustix::process::Pid, session: bool) -> bool {
 #[cfg(all(unix, not(target_os = "linux")))]
 fn others_alive(group: rustix::process::Pid, _session: bool) -> bool {
     rustix::process::test_kill_process_group(group).is_ok()
-}
-
-/// `(state, pgrp, session)` from a `/proc/<pid>/stat` line. The command name in parentheses
-/// may contain anything, so fields are counted after its last `)`.
-#[cfg(target_os = "linux")]
-fn parse_stat(stat: &str) -> Option<(char, i32, i32)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    let sid = fields.next()?.parse().ok()?;
-    Some((state, pgrp, sid))
-}
-
-#[cfg(all(test, target_os = "linux"))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stat_lines_parse_whatever_the_command_name() {
-        assert_eq!(
-            parse_stat("42 (a) b) (c) S 1 42 40 0 -1 4194560 ..."),
-            Some(('S', 42, 40))
-        );
-        assert_eq!(parse_stat("garbage"), None);
-    }
 }

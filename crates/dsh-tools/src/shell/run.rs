@@ -51,6 +51,8 @@ enum Plan {
     Helper {
         helper: PathBuf,
         landlock: LandlockLevel,
+        /// `false`: supervision only (`--sandbox off`).
+        confine: bool,
         state: SandboxState,
         warning: Option<String>,
     },
@@ -91,10 +93,19 @@ impl RunShell {
     async fn plan(&self) -> Result<Plan, ToolError> {
         let mode = self.settings.sandbox;
         if mode == SandboxMode::Off {
-            return Ok(Plan::Direct {
-                warning: "not sandboxed (sandbox mode off): this command can write anywhere \
-                          its user can, signal its user's processes and use the network"
-                    .to_owned(),
+            let warning = "not sandboxed (sandbox mode off): this command can write anywhere \
+                           its user can, signal its user's processes and use the network"
+                .to_owned();
+            // On Linux the helper still runs it, unconfined, so that it cannot outlive dsh.
+            return Ok(match self.settings.helper.clone() {
+                Some(helper) if cfg!(target_os = "linux") => Plan::Helper {
+                    helper,
+                    landlock: LandlockLevel::Off,
+                    confine: false,
+                    state: SandboxState::None,
+                    warning: Some(warning),
+                },
+                _ => Plan::Direct { warning },
             });
         }
         let refuse = |why: &str| {
@@ -157,6 +168,7 @@ impl RunShell {
                 } else {
                     LandlockLevel::BestEffort
                 },
+                confine: true,
                 state: SandboxState::Landlock,
                 warning: None,
             }),
@@ -167,12 +179,14 @@ impl RunShell {
             (Enforcement::Partial, _) => Ok(Plan::Helper {
                 helper,
                 landlock: LandlockLevel::BestEffort,
+                confine: true,
                 state: SandboxState::Landlock,
                 warning: Some(format!("sandbox partially enforced: {}", probe.detail)),
             }),
             (Enforcement::None, _) => Ok(Plan::Helper {
                 helper,
                 landlock: LandlockLevel::Off,
+                confine: true,
                 state: SandboxState::None,
                 warning: Some(format!(
                     "not sandboxed: {}. Writes and signals are not confined; the network ban \
@@ -390,6 +404,7 @@ impl Tool for RunShell {
             Plan::Helper {
                 helper,
                 landlock,
+                confine,
                 state,
                 warning,
             } => {
@@ -397,6 +412,8 @@ impl Tool for RunShell {
                     landlock,
                     writable: vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()],
                     allow_network: args.network,
+                    confine,
+                    lifeline: true,
                     program: bash,
                 };
                 let mut helper_args = vec![OsString::from(sandbox::SUBCOMMAND)];
