@@ -14,6 +14,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use dsh_core::journal::{self, JournalError};
+
+use crate::ending::Totals;
 use dsh_core::{BatchError, CancellationToken, ToolCall};
 use dsh_model::{ChatRequest, Message, ModelError, Provider, StreamEvent, ToolSchema, Usage};
 use serde_json::{Value, json};
@@ -161,8 +163,19 @@ impl<'s> Agent<'s> {
         journal::append(self.session.pipeline.journal().as_ref(), kind, fields).map(|_| ())
     }
 
+    /// What this agent spent so far.
+    pub fn totals(&self) -> Totals {
+        Totals {
+            steps: self.step,
+            prompt_tokens: self.usage.prompt_tokens,
+            completion_tokens: self.usage.completion_tokens,
+            cost_usd: None,
+        }
+    }
+
     fn stop(&self, stop: StopReason, text: String) -> Result<Outcome, AgentError> {
-        self.record("stop", &json!({"reason": stop.as_str(), "step": self.step}))?;
+        self.session
+            .record_stop(stop.as_str(), None, self.totals())?;
         Ok(Outcome {
             stop,
             text,
@@ -171,8 +184,29 @@ impl<'s> Agent<'s> {
         })
     }
 
-    /// Runs `prompt` to a stop line. Streaming text and reasoning go to `on_event`.
+    /// Runs `prompt` to a stop line. Streaming text and reasoning go to `on_event`. Every
+    /// way out writes `stop` with the totals: a stop line, or on a fault `model_error` /
+    /// `journal_error` (tried even though the journal failed; see `ending.rs`).
     pub async fn run(
+        &mut self,
+        prompt: &str,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<Outcome, AgentError> {
+        let result = self.run_steps(prompt, cancel, on_event).await;
+        if let Err(e) = &result {
+            let reason = match e {
+                AgentError::Model(_) => "model_error",
+                AgentError::Journal(_) | AgentError::Batch(_) => "journal_error",
+            };
+            let _ = self
+                .session
+                .record_stop(reason, Some(&e.to_string()), self.totals());
+        }
+        result
+    }
+
+    async fn run_steps(
         &mut self,
         prompt: &str,
         cancel: &CancellationToken,
@@ -205,13 +239,7 @@ impl<'s> Agent<'s> {
             let completion = match self.provider.complete(&request, on_event, cancel).await {
                 Ok(c) => c,
                 Err(ModelError::Cancelled) => return self.stop(StopReason::Interrupted, last_text),
-                Err(e) => {
-                    self.record(
-                        "stop",
-                        &json!({"reason": "model_error", "step": step, "error": e.to_string()}),
-                    )?;
-                    return Err(e.into());
-                }
+                Err(e) => return Err(e.into()),
             };
             let elapsed_ms = u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX);
             let message = completion.message;

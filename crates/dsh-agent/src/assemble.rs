@@ -191,10 +191,10 @@ impl Session {
     }
 
     /// [`Session::assemble`], copying every journal line to `mirror` as it is written
-    /// (`dsh exec --json`).
+    /// (`--json`; the mirror queues, the journal never waits for its reader).
     pub fn assemble_with_mirror(
         settings: &SessionSettings,
-        mirror: Option<Box<dyn std::io::Write + Send>>,
+        mirror: Option<Arc<journal::Mirror>>,
     ) -> Result<Session, AssemblyError> {
         let id = crate::new_session_id();
         let dir = settings.dsh_home.join("sessions");
@@ -340,17 +340,6 @@ impl Session {
             spill,
             journal_path: None,
         })
-    }
-
-    /// Writes `session_end` and makes the journal durable.
-    pub fn finish(&self, reason: &str) -> Result<(), journal::JournalError> {
-        let journal = self.pipeline.journal();
-        journal::append(
-            journal.as_ref(),
-            "session_end",
-            &serde_json::json!({"reason": reason}),
-        )?;
-        journal.sync()
     }
 }
 

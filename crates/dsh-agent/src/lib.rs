@@ -5,6 +5,7 @@
 
 mod agent;
 mod assemble;
+mod ending;
 pub mod prompt;
 mod session_id;
 pub mod trim;
@@ -13,4 +14,5 @@ pub use agent::{Agent, AgentError, LoopConfig, Outcome, StopReason, estimate_tok
 pub use assemble::{
     Approval, AssemblyError, RuleSpec, Session, SessionSettings, UNAVAILABLE_HINT, YoloApprover,
 };
+pub use ending::{Ending, Totals};
 pub use session_id::new_session_id;

@@ -4,12 +4,13 @@
 use std::io::{BufRead, Write};
 
 use anyhow::{Context, anyhow};
-use dsh_agent::Session;
-use dsh_core::{CancellationToken, ToolCall};
+use dsh_agent::{Ending, Session, Totals};
+use dsh_core::ToolCall;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{Common, Failure, exit, settings};
+use crate::signals::{self, Signals};
+use crate::{Common, Failure, exit, mirror, settings};
 
 /// One input line of `dsh batch`.
 #[derive(Debug, Deserialize)]
@@ -49,44 +50,41 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
     let settings = settings::load(common)?;
     // With --json, the session's journal records stream to stdout as they are written (as
     // `dsh exec --json` does) instead of the result objects.
-    let mirror: Option<Box<dyn std::io::Write + Send>> = if common.json {
-        Some(Box::new(std::io::stdout()))
-    } else {
-        None
-    };
-    let session = Session::assemble_with_mirror(&settings, mirror).map_err(Failure::harness)?;
-    let cancel = CancellationToken::new();
-    let interrupted = cancel.clone();
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            interrupted.cancel();
-        }
-    });
-    let outcome = session.pipeline.run_batch(calls, &cancel).await;
-    watcher.abort();
+    let mirror = mirror::open(common.json)?;
+    let signals = Signals::install().map_err(Failure::harness)?;
+    let session =
+        Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::harness)?;
+    let outcome = session.pipeline.run_batch(calls, signals.token()).await;
     let (results, error) = match outcome {
         Ok(out) => (out.results, None),
         Err(e) => (e.committed.clone(), Some(e)),
     };
+    let ending = match &error {
+        Some(_) => Ending::Error,
+        None => signals.ending(Ending::Finished),
+    };
+    let stop = match (&error, ending) {
+        (Some(_), _) => "journal_error",
+        (None, Ending::Finished) => "batch_complete",
+        (None, _) => "interrupted",
+    };
+    let detail = error.as_ref().map(ToString::to_string);
+    // The closing records are tried even after a journal fault (see dsh_agent's ending.rs).
+    let closed = session
+        .record_stop(stop, detail.as_deref(), Totals::none())
+        .and_then(|_| session.finish(ending, Totals::none()));
+    mirror::drain(mirror.as_ref(), &signals).await;
     if !common.json {
         print_lines(results.iter().map(|r| r.to_json()))?;
     }
     if let Some(e) = error {
         return Err(Failure::harness(anyhow::Error::new(e)));
     }
-    let reason = if cancel.is_cancelled() {
-        "interrupted"
-    } else {
-        "batch complete"
-    };
-    session
-        .finish(reason)
+    closed
         .context("closing the session journal")
         .map_err(Failure::harness)?;
-    if cancel.is_cancelled() {
-        return Ok(exit::INTERRUPTED);
-    }
-    Ok(exit::OK)
+    // A signal during the drain still says the output was cut short.
+    Ok(signals::exit_code(signals.ending(ending)).unwrap_or(exit::OK))
 }
 
 /// Reads and validates every line before anything runs: a malformed input runs nothing.

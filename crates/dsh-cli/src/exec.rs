@@ -5,10 +5,10 @@
 use std::io::Read;
 
 use anyhow::anyhow;
-use dsh_agent::{Agent, LoopConfig, Session, StopReason};
-use dsh_core::CancellationToken;
+use dsh_agent::{Agent, Ending, LoopConfig, Session, StopReason};
 
-use crate::{Common, Failure, exit, settings};
+use crate::signals::{self, Signals};
+use crate::{Common, Failure, exit, mirror, settings};
 
 /// Exit code for a run stopped by a stop line (steps, budget, loop).
 const STOPPED: u8 = 3;
@@ -68,40 +68,33 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
     let mut settings = settings::session_settings(common, &loaded)?;
     settings.provider = Some(provider.name().to_owned());
     settings.model = Some(provider.model().to_owned());
-    let mirror: Option<Box<dyn std::io::Write + Send>> = if common.json {
-        Some(Box::new(std::io::stdout()))
-    } else {
-        None
-    };
-    let session = Session::assemble_with_mirror(&settings, mirror).map_err(Failure::harness)?;
+    let mirror = mirror::open(common.json)?;
+    let signals = Signals::install().map_err(Failure::harness)?;
+    let session =
+        Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::harness)?;
     let config = LoopConfig {
         max_steps: u32::try_from(loaded.config.limits.max_steps).unwrap_or(u32::MAX),
         max_tokens: loaded.config.limits.max_tokens,
         ..LoopConfig::default()
     };
     let mut agent = Agent::new(&session, provider, config);
-
-    let cancel = CancellationToken::new();
-    let interrupted = cancel.clone();
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            interrupted.cancel();
-        }
-    });
-    let outcome = agent.run(&prompt, &cancel, &mut |_| {}).await;
-    watcher.abort();
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            let _ = session.finish("error");
-            return Err(Failure::harness(anyhow::Error::new(e)));
-        }
+    // The agent writes `stop` however its run ends; `session_end` is written here.
+    let outcome = agent.run(&prompt, signals.token(), &mut |_| {}).await;
+    let totals = agent.totals();
+    let ending = match &outcome {
+        Ok(_) => signals.ending(Ending::Finished),
+        Err(_) => Ending::Error,
     };
-    session
-        .finish(outcome.stop.as_str())
-        .map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
+    let closed = session.finish(ending, totals);
+    mirror::drain(mirror.as_ref(), &signals).await;
+    let outcome = outcome.map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
+    closed.map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
     if !common.json && !outcome.text.is_empty() {
         println!("{}", outcome.text);
+    }
+    // A signal during the drain still says the output was cut short.
+    if let Some(code) = signals::exit_code(signals.ending(ending)) {
+        return Ok(code);
     }
     let code = match outcome.stop {
         StopReason::FinalAnswer => exit::OK,

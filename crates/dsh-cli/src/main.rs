@@ -3,7 +3,9 @@
 
 mod batch;
 mod exec;
+mod mirror;
 mod settings;
+mod signals;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -76,8 +78,12 @@ pub(crate) mod exit {
     pub const HARNESS: u8 = 1;
     /// Bad usage or configuration; the message names the file, line and key.
     pub const USAGE: u8 = 2;
-    /// Interrupted by the user.
+    /// Interrupted by the user (SIGINT).
     pub const INTERRUPTED: u8 = 130;
+    /// Terminated (SIGTERM).
+    pub const TERMINATED: u8 = 143;
+    /// Hung up (SIGHUP).
+    pub const HUNG_UP: u8 = 129;
 }
 
 /// A failure with the exit code it maps to.
@@ -136,10 +142,27 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "dsh: {:#}", f.error);
+            let _ = writeln!(err, "dsh: {}", render_chain(&f.error));
             ExitCode::from(f.code)
         }
     }
+}
+
+/// An error and its causes, `: `-separated, each said once: a cause whose text its wrapper
+/// already quotes is not repeated.
+fn render_chain(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {

@@ -358,6 +358,7 @@ fn a_batch_leaves_a_verified_journal_under_dsh_home() {
             "tool_call",
             "tool_result",
             "tool_result",
+            "stop",
             "session_end"
         ]
     );
@@ -526,6 +527,7 @@ fn batch_json_streams_the_journal_instead_of_results() {
             "tool_call",
             "tool_started",
             "tool_result",
+            "stop",
             "session_end"
         ]
     );

@@ -678,7 +678,14 @@ fn json_with_a_tool_call_shows_every_record_kind_in_order() {
     assert_eq!(run[5]["ok"], true);
     assert_eq!(run[7]["content"], "it says hello");
     assert_eq!(run[8]["reason"], "final_answer");
-    assert_eq!(run[9]["reason"], "final_answer");
+    assert_eq!(run[9]["reason"], "finished");
+    // Both closing records carry the session's totals (DESIGN §6).
+    for end in &run[8..] {
+        assert_eq!(end["steps"], 2, "{end}");
+        assert_eq!(end["prompt_tokens"], 120, "{end}");
+        assert_eq!(end["completion_tokens"], 12, "{end}");
+        assert!(end["cost_usd"].is_null(), "{end}");
+    }
 }
 
 #[test]

@@ -1,11 +1,12 @@
-//! The JSONL file journal: `DSH_HOME/sessions/<session-id>.jsonl`, mode 0600.
+//! The JSONL file journal: `DSH_HOME/sessions/<session-id>.jsonl`, mode 0600, locked
+//! (`File::try_lock`) by the process writing it.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use super::{Chain, Journal, JournalError};
+use super::{Chain, Journal, JournalError, Mirror};
 
 /// When records become durable. Every record is handed to the OS (one `write`) before
 /// `append` returns either way; this decides when `fsync` runs.
@@ -18,14 +19,26 @@ pub enum SyncPolicy {
     EveryRecord,
 }
 
+/// Whether records may still be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Health {
+    Good,
+    /// A write failed and what it left was taken back: the file ends with a whole record,
+    /// so closing records may still be tried.
+    Failed,
+    /// A write failed and its torn tail could not be taken back: nothing more is written.
+    Torn,
+}
+
 struct State {
     file: File,
-    /// Where every line is copied too (e.g. stdout for `--json`); its failures are ignored:
-    /// the file is the record.
-    mirror: Option<Box<dyn Write + Send>>,
+    /// Where every line is copied too (`--json`); it never makes the journal wait.
+    mirror: Option<Arc<Mirror>>,
     chain: Chain,
+    /// The bytes of whole records in the file.
+    len: u64,
     dirty: bool,
-    broken: bool,
+    health: Health,
 }
 
 /// A journal file. Created new (never appended to an existing file), readable only by its
@@ -39,7 +52,7 @@ pub struct JsonlJournal {
 }
 
 impl JsonlJournal {
-    /// Creates the file at `path`; fails if it exists.
+    /// Creates the file at `path` and locks it; fails if it exists.
     pub fn create(
         path: impl AsRef<Path>,
         session: impl Into<String>,
@@ -54,10 +67,16 @@ impl JsonlJournal {
             use std::os::unix::fs::OpenOptionsExt;
             options.mode(0o600);
         }
-        let file = options.open(&path).map_err(|source| JournalError::Io {
+        let io = |source| JournalError::Io {
             path: display.clone(),
             source,
-        })?;
+        };
+        let file = options.open(&path).map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Err(JournalError::Locked(display)),
+            Err(TryLockError::Error(e)) => return Err(io(e)),
+        }
         Ok(JsonlJournal {
             path,
             display,
@@ -67,8 +86,9 @@ impl JsonlJournal {
                 file,
                 mirror: None,
                 chain: Chain::new(),
+                len: 0,
                 dirty: false,
-                broken: false,
+                health: Health::Good,
             }),
         })
     }
@@ -77,10 +97,10 @@ impl JsonlJournal {
         &self.path
     }
 
-    /// Copies every line, as written, to `mirror` too (`dsh exec --json` streams the journal
-    /// to stdout this way). A failing mirror never fails the journal.
+    /// Copies every line, as written, to `mirror` too (`--json` streams the journal to stdout
+    /// this way). The mirror queues; the journal never waits for its reader.
     #[must_use]
-    pub fn with_mirror(self, mirror: Box<dyn Write + Send>) -> Self {
+    pub fn with_mirror(self, mirror: Arc<Mirror>) -> Self {
         if let Ok(mut state) = self.state.lock() {
             state.mirror = Some(mirror);
         }
@@ -92,6 +112,45 @@ impl JsonlJournal {
             path: self.display.clone(),
             source,
         }
+    }
+
+    fn write(&self, kind: &str, fields: &str, closing: bool) -> Result<u64, JournalError> {
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| JournalError::Broken(self.display.clone()))?;
+        match state.health {
+            Health::Good => {}
+            Health::Failed if closing => {}
+            Health::Failed | Health::Torn => {
+                return Err(JournalError::Broken(self.display.clone()));
+            }
+        }
+        let (line, hash, seq) = state.chain.line(&self.session, kind, fields)?;
+        // One write of the whole line. When it fails, whatever part of it reached the file is
+        // cut off again, so the file still ends with a whole record.
+        if let Err(e) = state.file.write_all(line.as_bytes()) {
+            let len = state.len;
+            state.health = match state.file.set_len(len) {
+                Ok(()) => Health::Failed,
+                Err(_) => Health::Torn,
+            };
+            return Err(self.io(e));
+        }
+        state.chain.commit(hash, seq);
+        state.len += line.len() as u64;
+        state.dirty = true;
+        if let Some(mirror) = &state.mirror {
+            mirror.push(&line);
+        }
+        if self.policy == SyncPolicy::EveryRecord {
+            if let Err(e) = state.file.sync_data() {
+                state.health = Health::Failed;
+                return Err(self.io(e));
+            }
+            state.dirty = false;
+        }
+        Ok(seq)
     }
 }
 
@@ -107,35 +166,11 @@ impl std::fmt::Debug for JsonlJournal {
 
 impl Journal for JsonlJournal {
     fn append(&self, kind: &str, fields: &str) -> Result<u64, JournalError> {
-        let mut state = self
-            .state
-            .lock()
-            .map_err(|_| JournalError::Broken(self.display.clone()))?;
-        if state.broken {
-            return Err(JournalError::Broken(self.display.clone()));
-        }
-        let (line, hash, seq) = state.chain.line(&self.session, kind, fields)?;
-        // One write of the whole line: a crash leaves either the line or a torn tail that
-        // readers recognise by its missing newline.
-        if let Err(e) = state.file.write_all(line.as_bytes()) {
-            state.broken = true;
-            return Err(self.io(e));
-        }
-        state.chain.commit(hash, seq);
-        state.dirty = true;
-        if let Some(mirror) = state.mirror.as_mut()
-            && (mirror.write_all(line.as_bytes()).is_err() || mirror.flush().is_err())
-        {
-            state.mirror = None;
-        }
-        if self.policy == SyncPolicy::EveryRecord {
-            if let Err(e) = state.file.sync_data() {
-                state.broken = true;
-                return Err(self.io(e));
-            }
-            state.dirty = false;
-        }
-        Ok(seq)
+        self.write(kind, fields, false)
+    }
+
+    fn append_closing(&self, kind: &str, fields: &str) -> Result<u64, JournalError> {
+        self.write(kind, fields, true)
     }
 
     fn sync(&self) -> Result<(), JournalError> {
@@ -143,12 +178,12 @@ impl Journal for JsonlJournal {
             .state
             .lock()
             .map_err(|_| JournalError::Broken(self.display.clone()))?;
-        if state.broken {
+        if state.health == Health::Torn {
             return Err(JournalError::Broken(self.display.clone()));
         }
         if state.dirty {
             if let Err(e) = state.file.sync_data() {
-                state.broken = true;
+                state.health = Health::Failed;
                 return Err(self.io(e));
             }
             state.dirty = false;

@@ -6,9 +6,11 @@
 //! so a crash mid-execution leaves the call on record; `tool_started` when execution begins;
 //! `tool_result` with the frozen result; `approval` and `context_attached` as they happen.
 //! A write failure is a harness error: the batch stops before the next gate, so nothing runs
-//! unrecorded.
+//! unrecorded. After one, only the closing records (`stop`, `session_end`) are still tried,
+//! through [`Journal::append_closing`]: they describe the end and let nothing run.
 
 mod jsonl;
+mod mirror;
 mod read;
 mod time;
 
@@ -17,6 +19,7 @@ use std::sync::Mutex;
 use sha2::{Digest, Sha256};
 
 pub use jsonl::{JsonlJournal, SyncPolicy};
+pub use mirror::{DEFAULT_CAPACITY as MIRROR_CAPACITY, Mirror};
 pub use read::{ReadError, Transcript, read_journal};
 pub use time::rfc3339_millis;
 
@@ -38,6 +41,8 @@ pub enum JournalError {
     },
     #[error("the journal {0} is unusable after an earlier write failure; nothing more is recorded")]
     Broken(String),
+    #[error("the journal {0} is locked by another process")]
+    Locked(String),
     #[error("record fields must be a JSON object, got: {0}")]
     NotAnObject(String),
     #[error("{0}")]
@@ -51,6 +56,13 @@ pub trait Journal: Send + Sync {
     /// record's fields (they must not be the envelope's `v`, `seq`, `ts`, `session`, `kind`,
     /// `prev`). Returns the record's `seq`.
     fn append(&self, kind: &str, fields: &str) -> Result<u64, JournalError>;
+
+    /// Appends a closing record (`stop`, `session_end`). Unlike [`Journal::append`], it is
+    /// tried even after an earlier write failed, when the journal can still be kept whole
+    /// (the failed line was taken back); nothing runs after a closing record.
+    fn append_closing(&self, kind: &str, fields: &str) -> Result<u64, JournalError> {
+        self.append(kind, fields)
+    }
 
     /// Makes every record appended so far durable (fsync). Called at the end of each batch.
     fn sync(&self) -> Result<(), JournalError>;
@@ -67,6 +79,16 @@ pub fn append<T: serde::Serialize + ?Sized>(
 ) -> Result<u64, JournalError> {
     let text = serde_json::to_string(fields).map_err(|e| JournalError::Other(e.to_string()))?;
     journal.append(kind, &text)
+}
+
+/// Serializes `fields` and appends it as a closing record (see [`Journal::append_closing`]).
+pub fn append_closing<T: serde::Serialize + ?Sized>(
+    journal: &dyn Journal,
+    kind: &str,
+    fields: &T,
+) -> Result<u64, JournalError> {
+    let text = serde_json::to_string(fields).map_err(|e| JournalError::Other(e.to_string()))?;
+    journal.append_closing(kind, &text)
 }
 
 /// The hash chain: builds each line and remembers the last line's hash.

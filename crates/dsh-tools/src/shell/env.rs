@@ -15,13 +15,17 @@ pub const BASE: &[&str] = &[
 ];
 
 /// Git settings every command gets, so that a bare repository or a planted
-/// `core.fsmonitor` in the workspace cannot run code through an approved `git status`. They
-/// are given twice: as `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`, and in
+/// `core.fsmonitor` in the workspace cannot run code through an approved `git status`, and so
+/// that git's automatic maintenance runs in the foreground instead of detaching with
+/// `setsid` — which the sandbox forbids ("fatal: setsid failed"), and which would leave work
+/// running after the command. They are given twice: as `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`, and in
 /// `GIT_CONFIG_PARAMETERS` (the form `git -c` uses), which a line that sets its own
 /// `GIT_CONFIG_COUNT` does not replace.
 pub const GIT_SETTINGS: &[(&str, &str)] = &[
     ("safe.bareRepository", "explicit"),
     ("core.fsmonitor", "false"),
+    ("gc.autoDetach", "false"),
+    ("maintenance.autoDetach", "false"),
 ];
 
 /// `PATH` when dsh's own environment has none.
@@ -123,9 +127,13 @@ mod tests {
                 "GIT_CONFIG_COUNT",
                 "GIT_CONFIG_KEY_0",
                 "GIT_CONFIG_KEY_1",
+                "GIT_CONFIG_KEY_2",
+                "GIT_CONFIG_KEY_3",
                 "GIT_CONFIG_PARAMETERS",
                 "GIT_CONFIG_VALUE_0",
                 "GIT_CONFIG_VALUE_1",
+                "GIT_CONFIG_VALUE_2",
+                "GIT_CONFIG_VALUE_3",
                 "HOME",
                 "PATH",
                 "TMPDIR"

@@ -1,0 +1,121 @@
+//! How a session's journal ends: every run, however it ends — a final answer, a stop line, an
+//! interrupt or a signal, a model or journal fault — writes `stop` and then `session_end`,
+//! both carrying the session's totals (DESIGN §6), so a reader of the last line knows them.
+//! Both are closing records: they are tried even after a journal write failed, as long as
+//! the file still ends with a whole record.
+
+use dsh_core::journal::{self, JournalError};
+use serde::Serialize;
+
+use crate::Session;
+
+/// What a session spent, carried by `stop` and `session_end`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Totals {
+    /// Model calls made.
+    pub steps: u32,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// `None` while the model's prices are unknown.
+    pub cost_usd: Option<f64>,
+}
+
+impl Totals {
+    /// A run without a model (`dsh batch`): nothing spent.
+    pub fn none() -> Self {
+        Totals {
+            cost_usd: Some(0.0),
+            ..Totals::default()
+        }
+    }
+}
+
+/// Why a session ended, for `session_end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The run reached its stop line (whatever it was).
+    Finished,
+    /// SIGINT (Ctrl-C).
+    Interrupted,
+    /// SIGTERM.
+    Terminated,
+    /// SIGHUP: the terminal went away.
+    HungUp,
+    /// A harness fault (the model failed for good, the journal could not record).
+    Error,
+}
+
+impl Ending {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::Finished => "finished",
+            Ending::Interrupted => "interrupted",
+            Ending::Terminated => "terminated",
+            Ending::HungUp => "hung_up",
+            Ending::Error => "error",
+        }
+    }
+
+    /// The signal behind it, by name.
+    pub fn signal(self) -> Option<&'static str> {
+        match self {
+            Ending::Interrupted => Some("SIGINT"),
+            Ending::Terminated => Some("SIGTERM"),
+            Ending::HungUp => Some("SIGHUP"),
+            Ending::Finished | Ending::Error => None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct StopFields<'a> {
+    reason: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(flatten)]
+    totals: Totals,
+}
+
+#[derive(Serialize)]
+struct EndFields {
+    reason: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<&'static str>,
+    #[serde(flatten)]
+    totals: Totals,
+}
+
+impl Session {
+    /// Writes `stop` (why the loop or batch stopped; `error` for a fault) with the totals.
+    pub fn record_stop(
+        &self,
+        reason: &str,
+        error: Option<&str>,
+        totals: Totals,
+    ) -> Result<u64, JournalError> {
+        journal::append_closing(
+            self.pipeline.journal().as_ref(),
+            "stop",
+            &StopFields {
+                reason,
+                error,
+                totals,
+            },
+        )
+    }
+
+    /// Writes `session_end` with the totals and makes the journal durable.
+    pub fn finish(&self, ending: Ending, totals: Totals) -> Result<(), JournalError> {
+        let journal = self.pipeline.journal();
+        journal::append_closing(
+            journal.as_ref(),
+            "session_end",
+            &EndFields {
+                reason: ending.as_str(),
+                signal: ending.signal(),
+                totals,
+            },
+        )?;
+        journal.sync()
+    }
+}
