@@ -199,6 +199,7 @@ impl Session {
         let id = crate::new_session_id();
         let dir = settings.dsh_home.join("sessions");
         create_private_dir(&dir)?;
+        crate::leftovers::sweep_dead_sessions(&settings.dsh_home);
         let path = dir.join(format!("{id}.jsonl"));
         let policy = if settings.fsync_every_record {
             SyncPolicy::EveryRecord

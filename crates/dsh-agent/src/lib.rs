@@ -6,6 +6,7 @@
 mod agent;
 mod assemble;
 mod ending;
+mod leftovers;
 pub mod prompt;
 mod session_id;
 pub mod trim;

@@ -27,12 +27,28 @@ pub fn new_session_id() -> String {
     format!("{compact}Z-{tail}")
 }
 
+/// Whether `s` has the shape [`new_session_id`] gives.
+pub(crate) fn looks_like(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 25
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'T'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && &b[15..17] == b"Z-"
+        && b[17..]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn ids_are_unique_and_shaped() {
         let a = super::new_session_id();
         let b = super::new_session_id();
+        assert!(super::looks_like(&a), "{a}");
+        assert!(!super::looks_like("../../etc"));
+        assert!(!super::looks_like("20261130T031502Z-1a2b3c4g"));
         assert_ne!(a, b);
         assert_eq!(a.len(), "20261130T031502Z-1a2b3c4d".len(), "{a}");
         assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));

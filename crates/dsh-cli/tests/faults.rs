@@ -150,6 +150,16 @@ fn sigkill_of_batch_leaves_no_process_of_the_command() {
         signal(&child, libc::SIGKILL);
         let _ = child.wait();
         assert_tree_gone(&pids);
+        // The dead session's private TMPDIR is left behind, until the next session starts.
+        let tmp = d.home.join("tmp");
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        let out = d.batch_output(&[], &[], &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(
+            !left[0].path().exists(),
+            "the dead session's TMPDIR was not removed"
+        );
     }
 }
 

@@ -1,7 +1,8 @@
 //! What the sandbox costs a command: `run_shell` running `true` and `ls` through the tool's
-//! `run`, unsandboxed (mode `off`: bash in its own process group) and sandboxed (the
-//! `dsh sandbox-exec` helper: setsid, no_new_privs, capabilities, Landlock, seccomp, then
-//! bash). Each iteration is the whole call: environment, pipe, spawn, wait, killing and
+//! `run`, unsandboxed (no helper: bash in its own process group), supervised (mode `off`
+//! with the helper: setsid, subreaper, fork, bash unconfined — what `--sandbox off` runs on
+//! Linux) and sandboxed (the helper, whose child sets no_new_privs, capabilities, Landlock
+//! and seccomp before bash). Each iteration is the whole call: environment, pipe, spawn, wait, killing and
 //! sweeping the tree, output shaping.
 //!
 //! The sandboxed rows need the real helper: build it first and name it in `DSH_BIN`:
@@ -55,6 +56,8 @@ fn benches(c: &mut Criterion) {
     }
     let mut modes = vec![("unsandboxed", SandboxMode::Off, None)];
     if let Some(h) = &helper {
+        // `--sandbox off` with the helper: unconfined, but supervised (nothing outlives dsh).
+        modes.push(("supervised", SandboxMode::Off, Some(h.clone())));
         modes.push(("sandboxed", SandboxMode::Required, Some(h.clone())));
     }
 

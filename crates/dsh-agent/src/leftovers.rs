@@ -1,0 +1,40 @@
+//! What sessions that died leave under `DSH_HOME`: the private `TMPDIR` of each session
+//! (`tmp/<id>`), which its `run_shell` removes when the session ends normally. A session
+//! whose journal is no longer locked (DESIGN §6: the writing process holds the lock until it
+//! exits) is over, so its temporary directory is removed when a new session starts. A
+//! directory without a journal is left alone: nothing says whose it is.
+
+use std::fs::TryLockError;
+use std::path::Path;
+
+/// Removes `tmp/<id>` for every session under `dsh_home` whose journal is unlocked; returns
+/// how many were removed. Best effort: a directory that cannot be removed stays.
+pub(crate) fn sweep_dead_sessions(dsh_home: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dsh_home.join("tmp")) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str() else {
+            continue;
+        };
+        // Only our own directories: a session id, and a real directory (not a symlink).
+        if !crate::session_id::looks_like(id) || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let journal = dsh_home.join("sessions").join(format!("{id}.jsonl"));
+        let Ok(file) = std::fs::File::open(&journal) else {
+            continue;
+        };
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock | TryLockError::Error(_)) => continue,
+        }
+        // `remove_dir_all` does not follow symlinks inside the tree.
+        if std::fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
