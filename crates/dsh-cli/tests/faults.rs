@@ -164,6 +164,23 @@ fn sigkill_of_batch_leaves_no_process_of_the_command() {
 }
 
 #[test]
+fn a_command_holding_the_lifeline_open_still_dies_with_dsh() {
+    // Unconfined, a command can open the helper's lifeline for writing, so the helper never
+    // reads end-of-file; it notices its parent is gone instead.
+    let d = tree_world();
+    let tree = std::fs::read_to_string(d.ws.join("tree.sh")).unwrap();
+    std::fs::write(
+        d.ws.join("tree.sh"),
+        format!("exec 9>/proc/$PPID/fd/0 || exit 7\n{tree}"),
+    )
+    .unwrap();
+    let (mut child, pids) = batch_with_tree(&d, &["--sandbox", "off"]);
+    signal(&child, libc::SIGKILL);
+    let _ = child.wait();
+    assert_tree_gone(&pids);
+}
+
+#[test]
 fn sigkill_of_exec_leaves_no_process_of_the_command() {
     let d = tree_world();
     let server = ScriptedServer::start(vec![

@@ -18,6 +18,13 @@
 //!   ends, which in a multi-threaded runtime is not when dsh ends; a pipe closes only when
 //!   the process is gone.
 //!
+//! A command that runs without Landlock (its kernel has none, or `--sandbox off`) can open
+//! `/proc/<helper>/fd/0` and so hold a write end of the lifeline itself; the helper
+//! therefore also looks, at least every [`PARENT_CHECK`], whether its parent is still the
+//! dsh that started it (a dead parent's children are re-parented), and treats a change like
+//! end-of-file. With Landlock the command cannot reach the helper's descriptors or signal it:
+//! both are ptrace-class accesses across the domain boundary.
+//!
 //! The command's child process gets a parent-death signal (`SIGKILL`) of its own, so if the
 //! helper itself is killed, bash dies with it; `run_shell` then sweeps the session as before.
 //! The helper never reads the command's output and writes nothing after the fork.
@@ -28,6 +35,9 @@ use super::{ExecSpec, SETUP_FAILED, fail};
 
 /// How long the helper keeps killing before it gives up and exits anyway.
 const SWEEP_DEADLINE: Duration = Duration::from_secs(3);
+
+/// How often the helper checks that dsh is still its parent, besides the lifeline.
+const PARENT_CHECK: Duration = Duration::from_millis(500);
 
 /// The helper's exit code when dsh went away and it killed the command.
 const ORPHANED: i32 = 137;
@@ -45,12 +55,17 @@ pub(super) fn run(spec: &ExecSpec) -> ! {
         ));
     }
     let helper = rustix::process::getpid();
+    let dsh = rustix::process::getppid();
     // SAFETY: this process has a single thread (see above), so the child may run any code:
     // no lock can be held by a thread that does not exist in it.
     match unsafe { libc::fork() } {
         -1 => fail(&format!("fork: {}", std::io::Error::last_os_error())),
         0 => child(spec, helper.as_raw_nonzero().get()),
-        pid => parent(pid, helper.as_raw_nonzero().get(), spec.lifeline),
+        pid => parent(
+            pid,
+            helper.as_raw_nonzero().get(),
+            spec.lifeline.then_some(dsh),
+        ),
     }
 }
 
@@ -87,8 +102,8 @@ fn child(spec: &ExecSpec, helper: i32) -> ! {
 }
 
 /// The helper's side: wait for the command or for dsh's end, sweep, exit.
-fn parent(child: i32, helper: i32, lifeline: bool) -> ! {
-    let status = wait(child, lifeline);
+fn parent(child: i32, helper: i32, dsh: Option<Option<rustix::process::Pid>>) -> ! {
+    let status = wait(child, dsh);
     sweep(helper);
     match status {
         Some(status) => exit_as(status),
@@ -96,9 +111,11 @@ fn parent(child: i32, helper: i32, lifeline: bool) -> ! {
     }
 }
 
-/// The command's wait status, or `None` when dsh went away first.
+/// The command's wait status, or `None` when dsh went away first. `dsh` is dsh's pid when
+/// standard input is its lifeline.
 #[allow(unsafe_code)]
-fn wait(child: i32, lifeline: bool) -> Option<i32> {
+fn wait(child: i32, dsh: Option<Option<rustix::process::Pid>>) -> Option<i32> {
+    let lifeline = dsh.is_some();
     // SAFETY: pidfd_open takes a pid and flags; it returns a new descriptor or -1.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child, 0) };
     let pidfd = i32::try_from(pidfd).unwrap_or(-1);
@@ -116,13 +133,22 @@ fn wait(child: i32, lifeline: bool) -> Option<i32> {
             },
         ];
         // Without a pidfd (kernels before 5.3), look at the child every 20 ms.
-        let timeout = if pidfd >= 0 { -1 } else { 20 };
+        let timeout = match (pidfd >= 0, lifeline) {
+            (false, _) => 20,
+            (true, true) => i32::try_from(PARENT_CHECK.as_millis()).unwrap_or(500),
+            (true, false) => -1,
+        };
         // SAFETY: `fds` is a valid array of two pollfd; negative fds are ignored by poll.
         unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
         if let Some(status) = reap(child) {
             return Some(status);
         }
         if fds[0].revents != 0 && lifeline_closed() {
+            return None;
+        }
+        if let Some(dsh) = dsh
+            && rustix::process::getppid() != dsh
+        {
             return None;
         }
     }
