@@ -18,6 +18,9 @@
 //! content goes to a temporary file created *in that directory handle*, is flushed, and is
 //! renamed over the target through the same handle. A directory swapped for a symlink after
 //! the check therefore cannot redirect the write.
+//!
+//! The temporary file is named `.NAME.dsh-PID-N.tmp` ([`crate::fs::temp_name`]): hidden from
+//! the search tools, and removable by the next session's sweep when a kill left it behind.
 
 use std::collections::HashMap;
 use std::fs::{File, Metadata};
@@ -28,6 +31,7 @@ use std::sync::Mutex;
 use dsh_core::{ResolvedPath, ToolError, ToolErrorKind, Workspace};
 
 use crate::fs::encoding::{Detected, Encoding, Unencodable, decode_all, detect, encode};
+use crate::fs::temp_name;
 
 /// A file's identity at one moment. Opaque.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -432,12 +436,10 @@ impl<'a> ParentDir<'a> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let given = &self.resolved.given;
-        // At most 64 characters of the name, so a long name still fits NAME_MAX.
-        let stem: String = self.name.to_string_lossy().chars().take(64).collect();
-        let tmp = format!(
-            ".{stem}.dsh-{}-{}.tmp",
+        let tmp = temp_name::make(
+            &self.name,
             std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
+            COUNTER.fetch_add(1, Ordering::Relaxed),
         );
         #[cfg(unix)]
         {
