@@ -12,9 +12,12 @@
 //! Each file is read once through `read_file`, so the seam has observed it; every iteration
 //! then replaces a unique marker, flipping between two markers, so that each one really
 //! changes the file. Each tool is called through its own `Tool::run`, without the pipeline.
-//! The files live in a temporary directory on the machine's temp file system (ext4 in the
-//! figures of BENCHMARKS.md); everything is warm (page cache). The bench uses only the public
-//! API, so the same file builds against an earlier commit for a before/after comparison.
+//! The files live in a temporary directory, in `DSH_BENCH_DIR` if it is set and in the system
+//! temp directory otherwise (ext4 in the figures of BENCHMARKS.md); everything is warm (page
+//! cache). On a disk, the `fsync` of every change dominates and varies by milliseconds from
+//! run to run; `DSH_BENCH_DIR=/dev/shm` (tmpfs, where `fsync` returns at once) leaves the
+//! seam's own system calls and CPU time. The bench uses only the public API, so the same file
+//! builds against an earlier commit for a before/after comparison.
 
 // A bench is not a test to clippy; a failed setup must stop the run loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -53,7 +56,10 @@ fn body(lines: usize) -> String {
 }
 
 fn bench_edit(c: &mut Criterion, rt: &Runtime, group: &str, lines: usize) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = match std::env::var_os("DSH_BENCH_DIR") {
+        Some(base) => tempfile::tempdir_in(base).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    };
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir(root.join("src")).unwrap();
     std::fs::write(root.join("src/lib.rs"), body(lines)).unwrap();
