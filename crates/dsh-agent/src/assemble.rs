@@ -219,6 +219,8 @@ impl Session {
         let journal: Arc<dyn Journal> = Arc::new(journal);
         let mut session = Session::build(settings, id, journal.clone())?;
         session.journal_path = Some(path.clone());
+        // Leftovers of changes killed midway (not in `build`: `dsh check` changes nothing).
+        dsh_tools::sweep_stale_temp_files(&session.workspace);
         let start = serde_json::json!({
             "workspace": session.workspace.root(),
             "provider": settings.provider,

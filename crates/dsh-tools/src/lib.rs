@@ -48,6 +48,7 @@ pub use fs::edit::EditFile;
 pub use fs::list::ListDir;
 pub use fs::read::ReadFile;
 pub use fs::seam::{FileSeam, Version};
+pub use fs::sweep::sweep_stale_temp_files;
 pub use fs::write::WriteFile;
 pub use output::read_output::ReadOutput;
 pub use search::find::FindFiles;

@@ -705,6 +705,75 @@ async fn sessions_are_separate_a_read_in_one_does_not_authorize_another() {
     assert_eq!(e.text("shared.txt"), "v2\n");
 }
 
+/// Two sessions of one process each read a file and then edit it at the same time. Their
+/// seams' mutexes are separate, so only the lock on the directory (which belongs to each
+/// open directory handle, not to the process) keeps the two checks and renames apart: an edit
+/// either lands or fails `stale_version`, never reports `ok` and is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_editing_one_file_at_once_never_lose_an_update() {
+    let e = env();
+    let other = e.other_session();
+    let padding = "x".repeat(1_000_000);
+    for run in 0..20 {
+        e.write("shared.txt", format!("a0\nb0\n{padding}"));
+        e.read("shared.txt").await;
+        other.read("shared.txt").await;
+        let (a, b) = tokio::join!(
+            e.call("edit_file", edit("shared.txt", "a0", "a1")),
+            other.call("edit_file", edit("shared.txt", "b0", "b1")),
+        );
+        let text = e.text("shared.txt");
+        for (r, mark) in [(&a, "a1"), (&b, "b1")] {
+            match r.failure_kind() {
+                None => assert!(
+                    text.contains(mark),
+                    "run {run}: {mark} reported ok and was lost"
+                ),
+                Some(FailureKind::StaleVersion) => {
+                    assert!(!text.contains(mark), "run {run}: {mark} failed and landed")
+                }
+                Some(other) => panic!("run {run}: {other:?}: {}", r.to_json()),
+            }
+        }
+        assert!(
+            a.ok() != b.ok(),
+            "run {run}: both read the same version, one must fail"
+        );
+    }
+}
+
+/// A lock on the directory held by someone else (here `flock` on another handle, as a hung
+/// dsh or `flock DIR cmd` would hold it) makes a change wait, but at most five seconds: then
+/// it fails as a `timeout` that says what holds it, and the file is unchanged.
+#[tokio::test]
+async fn a_change_waits_at_most_five_seconds_for_a_held_directory_lock() {
+    let e = env();
+    e.write("locked/f.txt", "v1\n");
+    e.read("locked/f.txt").await;
+    let holder = std::fs::File::open(e.path("locked")).unwrap();
+    holder.lock().unwrap();
+    let started = std::time::Instant::now();
+    let why = e
+        .fails(
+            "edit_file",
+            edit("locked/f.txt", "v1", "v2"),
+            FailureKind::Timeout,
+        )
+        .await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(why.contains("lock on its directory"), "{why}");
+    assert_eq!(e.text("locked/f.txt"), "v1\n");
+    // Released, the same change goes through.
+    holder.unlock().unwrap();
+    e.ok("edit_file", edit("locked/f.txt", "v1", "v2")).await;
+    assert_eq!(e.text("locked/f.txt"), "v2\n");
+    assert!(temp_files(&e.path("locked")).is_empty());
+}
+
 // ---------------------------------------------------------------------------------------------
 // read_output.
 

@@ -186,18 +186,24 @@ impl Tool for EditFile {
         let args: Args = parse_args("edit_file", args)?;
         let ws = self.ws.clone();
         let seam = self.seam.clone();
-        blocking(&cx.cancel, move |_| {
+        blocking(&cx.cancel, move |cancel| {
             let resolved = ws
                 .resolve(&args.path)
                 .map_err(|e| path_error(e, Want::File))?;
             let rel = resolved.rel.display().to_string();
-            let ((n, shown), changed) =
-                seam.change(&ws, &resolved, Intent::Edit, MAX_EDIT_BYTES, |current| {
+            let ((n, shown), changed) = seam.change(
+                &ws,
+                &resolved,
+                Intent::Edit,
+                MAX_EDIT_BYTES,
+                &cancel,
+                |current| {
                     let before = current.text.as_deref().unwrap_or_default();
                     let (after, n) = apply(before, &args)?;
                     let shown = diff(&rel, before, &after);
                     Ok((after, (n, shown)))
-                })?;
+                },
+            )?;
             let plural = if n == 1 { "" } else { "s" };
             let encoding = changed.encoding;
             let kept = match encoding {

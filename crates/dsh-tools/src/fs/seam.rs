@@ -18,6 +18,20 @@
 //! content goes to a temporary file created *in that directory handle*, is flushed, and is
 //! renamed over the target through the same handle. A directory swapped for a symlink after
 //! the check therefore cannot redirect the write.
+//!
+//! **One critical section across processes.** Check and change hold two locks: the seam's
+//! mutex (one change at a time in this session) and, on Unix, an advisory lock on the parent
+//! directory's handle ([`crate::fs::dir_lock`], which says why the directory and what the lock
+//! does not cover), taken before the version check and released after the rename. Two dsh
+//! processes that read one file and then change it therefore cannot both succeed on the same
+//! version: the second to take the lock finds the first one's version and fails
+//! `stale_version`. The version is checked once more just before the rename, against a
+//! program that changed the file without taking the lock (an editor, `sed -i`); such a
+//! program can still slip a change between that check and the rename, and is outside this
+//! promise.
+//!
+//! The temporary file is named `.NAME.dsh-PID-N.tmp` ([`crate::fs::temp_name`]): hidden from
+//! the search tools, and removable by the next session's sweep when a kill left it behind.
 
 use std::collections::HashMap;
 use std::fs::{File, Metadata};
@@ -25,9 +39,11 @@ use std::io::{Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use dsh_core::{ResolvedPath, ToolError, ToolErrorKind, Workspace};
+use dsh_core::{CancellationToken, ResolvedPath, ToolError, ToolErrorKind, Workspace};
 
+use crate::fs::dir_lock;
 use crate::fs::encoding::{Detected, Encoding, Unencodable, decode_all, detect, encode};
+use crate::fs::temp_name;
 
 /// A file's identity at one moment. Opaque.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,14 +145,16 @@ impl FileSeam {
 
     /// Checks `intent` against the session's observations, lets `change` compute the new
     /// content from what is there, encodes it as the file was encoded, and writes it atomically
-    /// — all under one lock. Returns what `change` returned besides the content, and what was
-    /// done.
+    /// — all under this session's lock and the directory's lock across processes (waiting for
+    /// the latter at most five seconds, or until `cancel`). Returns what `change`
+    /// returned besides the content, and what was done.
     pub(crate) fn change<T>(
         &self,
         ws: &Workspace,
         resolved: &ResolvedPath,
         intent: Intent,
         max_bytes: u64,
+        cancel: &CancellationToken,
         change: impl FnOnce(&Current) -> Result<(String, T), ToolError>,
     ) -> Result<(T, Changed), ToolError> {
         let _guard = self
@@ -145,6 +163,7 @@ impl FileSeam {
             .map_err(|_| ToolError::failed("the file seam is unusable after a crash"))?;
         let dir = ParentDir::open(ws, resolved, intent)?;
         let given = &resolved.given;
+        let _held = dir.lock(cancel)?;
         let found = dir.stat_target()?;
         let current = match (&found, intent) {
             (None, Intent::Edit) => {
@@ -195,7 +214,7 @@ impl FileSeam {
         };
         let (content, extra) = change(&current)?;
         let bytes = encode(current.encoding, content).map_err(|e| unencodable(given, &e))?;
-        let version = dir.replace(&bytes, current.mode)?;
+        let version = dir.replace(&bytes, current.mode, found.map(|(v, _)| v))?;
         self.observe(&resolved.abs, version);
         Ok((
             extra,
@@ -274,8 +293,10 @@ fn io_failed(given: &str, what: &str, e: std::io::Error) -> ToolError {
 struct ParentDir<'a> {
     resolved: &'a ResolvedPath,
     name: std::ffi::OsString,
+    /// The directory's handle, which every operation on the target goes through (and which
+    /// carries the lock across processes).
     #[cfg(unix)]
-    fd: std::os::fd::OwnedFd,
+    dir: File,
     #[cfg(not(unix))]
     path: PathBuf,
 }
@@ -335,7 +356,7 @@ impl<'a> ParentDir<'a> {
             Ok(ParentDir {
                 resolved,
                 name: name.to_owned(),
-                fd,
+                dir: File::from(fd),
             })
         }
         #[cfg(not(unix))]
@@ -348,6 +369,18 @@ impl<'a> ParentDir<'a> {
         }
     }
 
+    /// Takes the lock across processes on this directory, waiting at most five seconds.
+    fn lock(&self, cancel: &CancellationToken) -> Result<dir_lock::Held<'_>, ToolError> {
+        #[cfg(unix)]
+        {
+            dir_lock::lock(&self.dir, &self.resolved.given, cancel)
+        }
+        #[cfg(not(unix))]
+        {
+            dir_lock::lock(&self.resolved.given, cancel)
+        }
+    }
+
     /// The target's version and whether it is a regular file; `None` if absent. A symlink or
     /// anything else but a regular file with one link is refused.
     fn stat_target(&self) -> Result<Option<(Version, u32)>, ToolError> {
@@ -357,7 +390,7 @@ impl<'a> ParentDir<'a> {
             use rustix::fs::{Mode, OFlags};
             // O_PATH: a handle to stat, opening nothing (a FIFO or device is not opened).
             match rustix::fs::openat(
-                &self.fd,
+                &self.dir,
                 self.name.as_os_str(),
                 OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
@@ -405,7 +438,7 @@ impl<'a> ParentDir<'a> {
         {
             use rustix::fs::{Mode, OFlags};
             let fd = rustix::fs::openat(
-                &self.fd,
+                &self.dir,
                 self.name.as_os_str(),
                 OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
                 Mode::empty(),
@@ -426,25 +459,29 @@ impl<'a> ParentDir<'a> {
         }
     }
 
-    /// Writes `content` to a temporary file in the directory and renames it over the target.
+    /// Writes `content` to a temporary file in the directory, checks that the target is still
+    /// at `expected` (still absent, for `None`), and renames the temporary file over it.
     /// Returns the new version.
-    fn replace(&self, content: &[u8], mode: Option<u32>) -> Result<Version, ToolError> {
+    fn replace(
+        &self,
+        content: &[u8],
+        mode: Option<u32>,
+        expected: Option<Version>,
+    ) -> Result<Version, ToolError> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let given = &self.resolved.given;
-        // At most 64 characters of the name, so a long name still fits NAME_MAX.
-        let stem: String = self.name.to_string_lossy().chars().take(64).collect();
-        let tmp = format!(
-            ".{stem}.dsh-{}-{}.tmp",
+        let tmp = temp_name::make(
+            &self.name,
             std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
+            COUNTER.fetch_add(1, Ordering::Relaxed),
         );
         #[cfg(unix)]
         {
             use rustix::fs::{AtFlags, Mode, OFlags};
             let mode = mode.unwrap_or(0o644);
             let fd = rustix::fs::openat(
-                &self.fd,
+                &self.dir,
                 tmp.as_str(),
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::from_raw_mode(mode),
@@ -457,14 +494,21 @@ impl<'a> ParentDir<'a> {
                 rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
                 file.sync_all()
             })();
+            let unlink = || {
+                let _ = rustix::fs::unlinkat(&self.dir, tmp.as_str(), AtFlags::empty());
+            };
             if let Err(e) = written {
-                let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
+                unlink();
                 return Err(io_failed(given, "write", e));
             }
+            if let Err(e) = self.still_at(expected) {
+                unlink();
+                return Err(e);
+            }
             if let Err(e) =
-                rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, self.name.as_os_str())
+                rustix::fs::renameat(&self.dir, tmp.as_str(), &self.dir, self.name.as_os_str())
             {
-                let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
+                unlink();
                 return Err(io_failed(given, "replace", e.into()));
             }
             let meta = file
@@ -479,13 +523,42 @@ impl<'a> ParentDir<'a> {
             let target = self.path.join(&self.name);
             let mut file = File::create_new(&tmp_path)
                 .map_err(|e| io_failed(given, "create a temporary file for", e))?;
-            let written = file.write_all(content).and_then(|()| file.sync_all());
-            if let Err(e) = written.and_then(|()| std::fs::rename(&tmp_path, &target)) {
+            let written = file
+                .write_all(content)
+                .and_then(|()| file.sync_all())
+                .map_err(|e| io_failed(given, "write", e))
+                .and_then(|()| self.still_at(expected))
+                .and_then(|()| {
+                    std::fs::rename(&tmp_path, &target).map_err(|e| io_failed(given, "replace", e))
+                });
+            if let Err(e) = written {
                 let _ = std::fs::remove_file(&tmp_path);
-                return Err(io_failed(given, "write", e));
+                return Err(e);
             }
             let meta = std::fs::metadata(&target).map_err(|e| io_failed(given, "inspect", e))?;
             Ok(Version::of(&meta))
+        }
+    }
+
+    /// The second version check, just before the rename: under the lock no dsh process can
+    /// have changed the target since the first, so a difference is another program's change.
+    fn still_at(&self, expected: Option<Version>) -> Result<(), ToolError> {
+        let given = &self.resolved.given;
+        match (expected, self.stat_target()?) {
+            (None, None) => Ok(()),
+            (Some(then), Some((now, _))) if then == now => Ok(()),
+            (None, Some(_)) => Err(ToolError::new(
+                ToolErrorKind::NotObserved,
+                format!(
+                    "`{given}` was created by another program while this write was being made; nothing was changed; read it with read_file, then change it"
+                ),
+            )),
+            (Some(_), _) => Err(ToolError::new(
+                ToolErrorKind::StaleVersion,
+                format!(
+                    "`{given}` was changed by another program while this change was being made; nothing was changed; read it again before changing it"
+                ),
+            )),
         }
     }
 }

@@ -78,13 +78,14 @@ impl Tool for WriteFile {
         let args: Args = parse_args("write_file", args)?;
         let ws = self.ws.clone();
         let seam = self.seam.clone();
-        blocking(&cx.cancel, move |_| {
+        blocking(&cx.cancel, move |cancel| {
             let resolved = ws
                 .resolve(&args.path)
                 .map_err(|e| path_error(e, Want::File))?;
-            let ((), changed) = seam.change(&ws, &resolved, Intent::Write, u64::MAX, |_| {
-                Ok((args.content, ()))
-            })?;
+            let ((), changed) =
+                seam.change(&ws, &resolved, Intent::Write, u64::MAX, &cancel, |_| {
+                    Ok((args.content, ()))
+                })?;
             let rel = resolved.rel.display().to_string();
             let verb = if changed.created { "created" } else { "replaced" };
             let (bytes, encoding) = (changed.bytes, changed.encoding);

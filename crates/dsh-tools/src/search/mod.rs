@@ -4,6 +4,8 @@
 //! **Skipped while walking** (SPEC A3): hidden files and directories (a name starting with
 //! `.`), directories named `node_modules`, `target` or `__pycache__`, and whatever
 //! `.gitignore`/`.ignore` files exclude (also outside a git repository; see [`rules`]).
+//! Hidden includes the file seam's temporary files, which are named `.NAME.dsh-PID-N.tmp`
+//! for that reason ([`crate::fs::temp_name`]).
 //! The directory the model names is searched even if it would be skipped itself; the rules
 //! apply below it. Symlinks are never followed.
 //!
@@ -42,6 +44,22 @@ pub(crate) fn walker(ws: &Workspace, dir: &Path, threads: usize) -> WalkParallel
         .threads(threads)
         .filter_entry(move |entry| keep(entry, &rules));
     builder.build_parallel()
+}
+
+/// A sequential walk of the whole workspace that descends into exactly the directories the
+/// search tools descend into, and yields every entry in them, hidden ones included: where
+/// the sweep looks for the file seam's leftover temporary files ([`crate::fs::sweep`]).
+#[cfg(target_os = "linux")]
+pub(crate) fn searched_dirs_walk(ws: &Workspace) -> ignore::Walk {
+    let rules = IgnoreRules::new(ws.root());
+    let mut builder = WalkBuilder::new(ws.root());
+    builder
+        .standard_filters(false)
+        .follow_links(false)
+        .filter_entry(move |entry| {
+            !entry.file_type().is_some_and(|t| t.is_dir()) || keep(entry, &rules)
+        });
+    builder.build()
 }
 
 /// Whether the walk keeps `entry` (and descends into it, for a directory).
