@@ -120,12 +120,13 @@ fn the_environment_is_an_allowlist_plus_tmpdir() {
     let value = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
     assert_eq!(value("TMPDIR").unwrap(), "/state/tmp/s");
     // Git's safety settings ride along with every command.
-    assert_eq!(value("GIT_CONFIG_COUNT").unwrap(), "2");
+    assert_eq!(value("GIT_CONFIG_COUNT").unwrap(), "4");
     assert_eq!(value("GIT_CONFIG_KEY_0").unwrap(), "safe.bareRepository");
     assert_eq!(value("GIT_CONFIG_VALUE_1").unwrap(), "false");
     assert_eq!(
         value("GIT_CONFIG_PARAMETERS").unwrap(),
-        "'safe.bareRepository=explicit' 'core.fsmonitor=false'"
+        "'safe.bareRepository=explicit' 'core.fsmonitor=false' 'gc.autoDetach=false' \
+         'maintenance.autoDetach=false'"
     );
 }
 
