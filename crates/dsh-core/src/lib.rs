@@ -28,6 +28,7 @@ pub mod journal;
 mod panic;
 mod pipeline;
 mod policy;
+mod quote;
 mod registry;
 mod result;
 mod scheduler;
@@ -45,6 +46,7 @@ pub use policy::{
     Action, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Denial, Disposition, Guard,
     PolicyContext, PrePolicy, Tier, Verdict, Vote, combine_votes,
 };
+pub use quote::{QUOTE_MAX_CHARS, REASON_MAX_BYTES, quote_capped, quote_capped_path};
 pub use registry::{RegisterError, Registry};
 pub use result::{
     AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate, SandboxState,
