@@ -53,7 +53,9 @@ pub use result::{
 };
 pub use spill::{SpillError, SpillPage, SpillStore};
 pub use tool::{Access, ExecContext, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec};
-pub use workspace::{PathError, ResolvedPath, Workspace};
+pub use workspace::{
+    MAX_SYMLINKS, PATH_MAX, PathError, ResolvedPath, Workspace, check_path_length,
+};
 pub use wrappers::{Next, Retry, Timeout, Wrapper};
 
 /// Re-exported so that implementors of the async gate traits need not name the crate.
