@@ -360,8 +360,8 @@ impl Pipeline {
             return Err(fail(
                 FailureKind::UnknownTool,
                 format!(
-                    "there is no tool named `{}`; the tools are: {}",
-                    call.name(),
+                    "there is no tool named {}; the tools are: {}",
+                    crate::quote_capped(call.name()),
                     known.join(", ")
                 ),
             ));

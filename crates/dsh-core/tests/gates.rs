@@ -142,6 +142,10 @@ async fn unknown_tool_fails_at_registry_before_any_policy() {
     assert_eq!(asked.load(Ordering::SeqCst), 0);
     // Still journaled first (P1): the call and its result are on record.
     assert_eq!(kinds(&journal.lines()), ["tool_call", "tool_result"]);
+    // A made-up name is quoted capped, however long it is.
+    let r = run_one(&p, call("2", &"n".repeat(1 << 20))).await;
+    assert!(r.decided_by().reason.contains("(1048576 bytes)"));
+    assert!(r.decided_by().reason.len() < 500);
 }
 
 #[tokio::test]
