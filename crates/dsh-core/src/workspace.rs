@@ -346,19 +346,20 @@ fn walk(root: &Path, below: &Path) -> Result<PathBuf, Walk> {
                 continue;
             }
         };
-        let kind = match at.lstat(&name) {
+        let kind = match at.step(&name) {
             Ok(kind) => kind,
-            Err(e) if from_link => {
+            Err(Lookup::Missing(e)) if from_link => {
                 return Err(match e.raw_os_error() {
                     Some(libc_errno::ENOENT | libc_errno::ELOOP) => Walk::Unresolvable,
                     _ => Walk::Io(e),
                 });
             }
             // Nothing exists below a name that does not: keep it and the rest as given.
-            Err(_) => return Ok(at.rest(name, steps)),
+            Err(Lookup::Missing(_)) => return Ok(at.rest(name, steps)),
+            Err(Lookup::Failed(e)) => return Err(Walk::Io(e)),
         };
         match kind {
-            Kind::Dir => at.enter(&name)?,
+            Kind::Entered => {}
             Kind::Symlink => {
                 links += 1;
                 if links > MAX_SYMLINKS {
@@ -403,11 +404,21 @@ fn target_steps(target: &Path) -> Result<Vec<Step>, Walk> {
     Ok(steps)
 }
 
-/// What `lstat` says a name is.
+/// What a name is, once looked up.
 enum Kind {
-    Dir,
+    /// A directory, and the cursor is now in it.
+    Entered,
     Symlink,
     Other,
+}
+
+/// Why a name could not be looked up.
+enum Lookup {
+    /// `lstat` fails: as far as the walk can tell, nothing has that name.
+    Missing(io::Error),
+    /// The name exists but the walk cannot go on (a directory that cannot be opened): the
+    /// resolution fails rather than guess.
+    Failed(io::Error),
 }
 
 /// The errno values the walk tells apart (`libc` is a Unix-only dependency).
@@ -445,21 +456,30 @@ impl Cursor {
         Ok(Cursor { path, dir })
     }
 
-    fn lstat(&self, name: &OsStr) -> io::Result<Kind> {
+    /// Looks `name` up, entering it if it is a directory: one `openat` that refuses
+    /// anything but a directory (and does not follow a symlink), then, only if that fails, an
+    /// `fstatat` to tell what the name is instead.
+    fn step(&mut self, name: &OsStr) -> Result<Kind, Lookup> {
         use rustix::fs::FileType;
-        let st = rustix::fs::statat(&self.dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
-        Ok(match FileType::from_raw_mode(st.st_mode) {
-            FileType::Directory => Kind::Dir,
-            FileType::Symlink => Kind::Symlink,
-            _ => Kind::Other,
-        })
-    }
-
-    fn enter(&mut self, name: &OsStr) -> io::Result<()> {
+        use rustix::io::Errno;
         let flags = Self::FLAGS | rustix::fs::OFlags::NOFOLLOW;
-        self.dir = rustix::fs::openat(&self.dir, name, flags, rustix::fs::Mode::empty())?;
-        self.path.push(name);
-        Ok(())
+        let opened = match rustix::fs::openat(&self.dir, name, flags, rustix::fs::Mode::empty()) {
+            Ok(dir) => {
+                self.dir = dir;
+                self.path.push(name);
+                return Ok(Kind::Entered);
+            }
+            Err(Errno::NOENT) => return Err(Lookup::Missing(Errno::NOENT.into())),
+            // `ENOTDIR` (or `ELOOP` for a symlink where there is no `O_PATH`): look closer.
+            Err(e) => e,
+        };
+        let st = rustix::fs::statat(&self.dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| Lookup::Missing(e.into()))?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => Err(Lookup::Failed(opened.into())),
+            FileType::Symlink => Ok(Kind::Symlink),
+            _ => Ok(Kind::Other),
+        }
     }
 
     /// To the parent: the physical one, as the kernel goes up (`..` of `/` is `/`).
@@ -485,20 +505,18 @@ impl Cursor {
         Ok(Cursor { path })
     }
 
-    fn lstat(&self, name: &OsStr) -> io::Result<Kind> {
-        let t = std::fs::symlink_metadata(self.path.join(name))?.file_type();
+    fn step(&mut self, name: &OsStr) -> Result<Kind, Lookup> {
+        let t = std::fs::symlink_metadata(self.path.join(name))
+            .map_err(Lookup::Missing)?
+            .file_type();
         Ok(if t.is_symlink() {
             Kind::Symlink
         } else if t.is_dir() {
-            Kind::Dir
+            self.path.push(name);
+            Kind::Entered
         } else {
             Kind::Other
         })
-    }
-
-    fn enter(&mut self, name: &OsStr) -> io::Result<()> {
-        self.path.push(name);
-        Ok(())
     }
 
     fn up(&mut self) -> io::Result<()> {
