@@ -28,6 +28,7 @@ pub mod journal;
 mod panic;
 mod pipeline;
 mod policy;
+mod quote;
 mod registry;
 mod result;
 mod scheduler;
@@ -45,13 +46,16 @@ pub use policy::{
     Action, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Denial, Disposition, Guard,
     PolicyContext, PrePolicy, Tier, Verdict, Vote, combine_votes,
 };
+pub use quote::{QUOTE_MAX_CHARS, REASON_MAX_BYTES, quote_capped, quote_capped_path};
 pub use registry::{RegisterError, Registry};
 pub use result::{
     AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate, SandboxState,
 };
 pub use spill::{SpillError, SpillPage, SpillStore};
 pub use tool::{Access, ExecContext, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec};
-pub use workspace::{PathError, ResolvedPath, Workspace};
+pub use workspace::{
+    MAX_SYMLINKS, PATH_MAX, PathError, ResolvedPath, Workspace, check_path_length,
+};
 pub use wrappers::{Next, Retry, Timeout, Wrapper};
 
 /// Re-exported so that implementors of the async gate traits need not name the crate.

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! journal tool_call (flushed)          P1  nothing reaches a gate unrecorded
-//! registry: known tool, valid args         fails before any policy sees it
+//! registry: known tool, valid args,        fails before any policy sees it
+//!   declared paths of ≤ PATH_MAX bytes
 //! 1 pre-policy votes, combined         P2  allow | ask | deny, never new arguments
 //! 2 approval, only on ask              P3  AllowedOnce or nothing; asked at most once
 //! 3 guards                             P4  Option<Denial>: nothing can allow past them
@@ -343,8 +344,8 @@ impl Pipeline {
         report(decision, decided, &g1.votes)
     }
 
-    /// Registry checks: the tool exists, the arguments match its schema, and its access
-    /// declaration can be computed.
+    /// Registry checks: the tool exists, the arguments match its schema, its access
+    /// declaration can be computed, and no declared path is longer than [`crate::PATH_MAX`].
     fn admit_to_gates(&self, call: &ToolCall) -> Result<(&Entry, Vec<Access>), Box<Candidate>> {
         let fail = |kind, reason: String| {
             Box::new(Candidate::failure(
@@ -359,8 +360,8 @@ impl Pipeline {
             return Err(fail(
                 FailureKind::UnknownTool,
                 format!(
-                    "there is no tool named `{}`; the tools are: {}",
-                    call.name(),
+                    "there is no tool named {}; the tools are: {}",
+                    crate::quote_capped(call.name()),
                     known.join(", ")
                 ),
             ));
@@ -386,7 +387,20 @@ impl Pipeline {
         }
         let tool = &entry.tool;
         match std::panic::catch_unwind(AssertUnwindSafe(|| tool.accesses(call.args()))) {
-            Ok(accesses) => Ok((entry, accesses)),
+            Ok(accesses) => {
+                // A path no system call accepts is a malformed argument, not something for a
+                // policy to judge: every policy would have to refuse it, quoting it whole.
+                let too_long = accesses.iter().find_map(|a| match a {
+                    Access::Read { path } | Access::Write { path } => {
+                        crate::workspace::check_path_length(path).err()
+                    }
+                    _ => None,
+                });
+                match too_long {
+                    Some(e) => Err(fail(FailureKind::InvalidArgs, e.to_string())),
+                    None => Ok((entry, accesses)),
+                }
+            }
             Err(p) => Err(fail(
                 FailureKind::Crashed,
                 format!(

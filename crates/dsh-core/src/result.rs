@@ -99,11 +99,14 @@ pub struct DecidedBy {
 }
 
 impl DecidedBy {
+    /// A reason longer than [`crate::REASON_MAX_BYTES`] is cut in the middle: listeners quote
+    /// arguments capped ([`crate::quote_capped`]), and this bounds what one that did not can
+    /// put in the journal and the model's input.
     pub(crate) fn new(gate: Gate, policy: Option<&str>, reason: impl Into<String>) -> Self {
         DecidedBy {
             gate,
             policy: policy.map(str::to_owned),
-            reason: reason.into(),
+            reason: crate::quote::cap_reason(reason.into()),
         }
     }
 }

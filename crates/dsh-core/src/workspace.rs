@@ -11,40 +11,91 @@
 //!    final symlink and without blocking on FIFOs, then checks the opened handle itself — its
 //!    real path (Linux: `/proc/self/fd`), its type and its link count — so a path swapped for
 //!    a symlink between check and use, or a hard link to a file outside, is refused.
+//!
+//! Cost. A path longer than the platform's [`PATH_MAX`] names no file any system call would
+//! accept, so it is refused ([`PathError::TooLong`]) before any file-system call; the
+//! pipeline refuses such a declared path as `invalid_args` before gate 1, with the same
+//! check ([`check_path_length`]). A path of at most `PATH_MAX` bytes has at most
+//! `PATH_MAX / 2` components (one character and a `/` each). The resolution then walks the
+//! path once, component by component, from a handle on the directory reached so far (Unix:
+//! `fstatat`, `openat`, `readlinkat` relative to a directory descriptor), so each component
+//! costs the same whatever its depth and the whole walk is linear in the number of components.
+//! Symlinks met on the way add their targets' components, at most [`MAX_SYMLINKS`] of them
+//! as the kernel allows. A walk of a 4096-byte path of one-character components takes
+//! milliseconds (BENCHMARKS.md), so resolution never delays an interrupt noticeably. (Before,
+//! each prefix was looked up by its whole path, longest first: quadratic, ten seconds for a
+//! 256 KB path.)
 
+use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-/// Why a path was refused. Messages name the path as given.
+use crate::quote::{quote_capped, quote_capped_path};
+
+/// The longest path, in bytes, that the platform's system calls accept (Linux: 4096).
+#[cfg(unix)]
+pub const PATH_MAX: usize = libc::PATH_MAX as usize;
+/// The longest path, in bytes, that the platform's system calls accept (Linux: 4096).
+#[cfg(not(unix))]
+pub const PATH_MAX: usize = 4096;
+
+/// The most symlinks one resolution follows before it calls the path a loop (Linux's
+/// `MAXSYMLINKS`, and glibc's `realpath`).
+pub const MAX_SYMLINKS: usize = 40;
+
+/// Why a path was refused. Messages name the path as given, capped ([`quote_capped`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PathError {
-    #[error("`{given}` is outside the workspace{}", resolved.as_ref().map(|r| format!(" (it resolves to {})", r.display())).unwrap_or_default())]
+    #[error("{} is outside the workspace{}", quote_capped(given), resolved.as_ref().map(|r| format!(" (it resolves to {})", quote_capped(&r.to_string_lossy()))).unwrap_or_default())]
     Outside {
         given: String,
         resolved: Option<PathBuf>,
     },
     #[error("the path is empty")]
     Empty,
-    #[error("`{0}` contains a NUL byte")]
+    /// Longer than [`PATH_MAX`]; `shown` is its capped quote, `len` its length in bytes.
+    #[error(
+        "the path {shown} is longer than any path the system accepts ({PATH_MAX} bytes, PATH_MAX), so it names no file; name a shorter path"
+    )]
+    TooLong { shown: String, len: usize },
+    #[error("{} contains a NUL byte", quote_capped(.0))]
     Nul(String),
-    #[error("`{given}` is a symlink that cannot be resolved (dangling or a loop); it is refused")]
+    #[error(
+        "{} is a symlink that cannot be resolved (dangling or a loop); it is refused",
+        quote_capped(given)
+    )]
     Unresolvable { given: String },
-    #[error("`{given}` does not exist")]
+    #[error("{} does not exist", quote_capped(given))]
     NotFound { given: String },
-    #[error("`{given}` is {what}, not a regular file")]
+    #[error("{} is {what}, not a regular file", quote_capped(given))]
     NotRegular { given: String, what: &'static str },
     #[error(
-        "`{given}` has {links} hard links; a hard link can reach a file outside the workspace, so it is refused"
+        "{} has {links} hard links; a hard link can reach a file outside the workspace, so it is refused",
+        quote_capped(given)
     )]
     HardLinked { given: String, links: u64 },
-    #[error("`{given}`: {source}")]
+    #[error("{}: {source}", quote_capped(given))]
     Io {
         given: String,
         #[source]
         source: io::Error,
     },
+}
+
+/// Refuses a path longer than [`PATH_MAX`] bytes ([`PathError::TooLong`]), touching nothing.
+/// [`Workspace::resolve`] starts with it, and the pipeline applies it to every declared path
+/// before gate 1, so such a path is `invalid_args` whichever tool or policy meets it.
+pub fn check_path_length(path: &Path) -> Result<(), PathError> {
+    let len = path.as_os_str().len();
+    if len <= PATH_MAX {
+        return Ok(());
+    }
+    Err(PathError::TooLong {
+        shown: quote_capped_path(path),
+        len,
+    })
 }
 
 /// A path inside the workspace, as resolved for one call.
@@ -93,6 +144,7 @@ impl Workspace {
         if given.is_empty() {
             return Err(PathError::Empty);
         }
+        check_path_length(Path::new(given))?;
         if given.contains('\0') {
             return Err(PathError::Nul(given.to_owned()));
         }
@@ -101,36 +153,18 @@ impl Workspace {
             resolved,
         };
         let lexical = lexical(&self.root, Path::new(given));
-        if !self.contains(&lexical) {
+        let Ok(below) = lexical.strip_prefix(&self.root) else {
             return Err(outside(Some(lexical)));
-        }
-        // The deepest ancestor that exists in any form (a dangling symlink counts).
-        let mut existing = lexical.as_path();
-        let mut rest = Vec::new();
-        while std::fs::symlink_metadata(existing).is_err() {
-            match (existing.parent(), existing.file_name()) {
-                (Some(parent), Some(name)) => {
-                    rest.push(name.to_owned());
-                    existing = parent;
-                }
-                _ => break,
-            }
-        }
-        let mut abs = std::fs::canonicalize(existing).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => PathError::Unresolvable {
+        };
+        let abs = walk(&self.root, below).map_err(|e| match e {
+            Walk::Unresolvable => PathError::Unresolvable {
                 given: given.to_owned(),
             },
-            _ if e.raw_os_error() == Some(40) => PathError::Unresolvable {
+            Walk::Io(source) => PathError::Io {
                 given: given.to_owned(),
-            },
-            _ => PathError::Io {
-                given: given.to_owned(),
-                source: e,
+                source,
             },
         })?;
-        for name in rest.iter().rev() {
-            abs.push(name);
-        }
         if !self.contains(&abs) {
             return Err(outside(Some(abs)));
         }
@@ -262,6 +296,253 @@ fn lexical(root: &Path, path: &Path) -> PathBuf {
     out
 }
 
+/// Why [`walk`] stopped without a path.
+enum Walk {
+    /// A symlink on the way is dangling, or symlinks loop (more than [`MAX_SYMLINKS`]).
+    Unresolvable,
+    Io(io::Error),
+}
+
+impl From<io::Error> for Walk {
+    fn from(e: io::Error) -> Self {
+        Walk::Io(e)
+    }
+}
+
+/// One step of a walk: a name to look up, `..`, or a restart at a root.
+enum Step {
+    Name(OsString),
+    Up,
+    Root(PathBuf),
+}
+
+/// The canonical form of `root/below`, where `root` is canonical and `below` has only plain
+/// names: each name is looked up once, from a handle on the directory reached so far.
+///
+/// This is what `canonicalize` of the deepest existing ancestor, plus the names below it,
+/// gives: a name of `below` that does not exist (in any form) ends the walk and it and every
+/// name after it are kept as they are, since nothing can exist below them. A symlink is
+/// followed at once: its target's steps are walked next (`..` physically, from the directory
+/// reached), and every one of them must exist — a target that does not is dangling.
+fn walk(root: &Path, below: &Path) -> Result<PathBuf, Walk> {
+    // The steps still to take, the next one last. A symlink's target goes on top, so every
+    // step of a target is above every name of `below`.
+    let mut steps: Vec<(Step, bool)> = below
+        .components()
+        .rev()
+        .map(|c| (Step::Name(c.as_os_str().to_owned()), false))
+        .collect();
+    let mut at = Cursor::open(root.to_path_buf())?;
+    let mut links = 0;
+    while let Some((step, from_link)) = steps.pop() {
+        let name = match step {
+            Step::Name(name) => name,
+            Step::Up => {
+                at.up()?;
+                continue;
+            }
+            Step::Root(root) => {
+                at = Cursor::open(root)?;
+                continue;
+            }
+        };
+        let kind = match at.step(&name) {
+            Ok(kind) => kind,
+            Err(Lookup::Missing(e)) if from_link => {
+                return Err(match e.raw_os_error() {
+                    Some(libc_errno::ENOENT | libc_errno::ELOOP) => Walk::Unresolvable,
+                    _ => Walk::Io(e),
+                });
+            }
+            // Nothing exists below a name that does not: keep it and the rest as given.
+            Err(Lookup::Missing(_)) => return Ok(at.rest(name, steps)),
+            Err(Lookup::Failed(e)) => return Err(Walk::Io(e)),
+        };
+        match kind {
+            Kind::Entered => {}
+            Kind::Symlink => {
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(Walk::Unresolvable);
+                }
+                let target = at.read_link(&name)?;
+                steps.extend(target_steps(&target)?.into_iter().rev().map(|s| (s, true)));
+            }
+            Kind::Other => {
+                // A file (or FIFO, device, socket): nothing can be below it.
+                return match steps.last() {
+                    None | Some((_, false)) => Ok(at.rest(name, steps)),
+                    Some((_, true)) => Err(Walk::Io(io::Error::new(
+                        io::ErrorKind::NotADirectory,
+                        "a symlink's target goes through a file that is not a directory",
+                    ))),
+                };
+            }
+        }
+    }
+    Ok(at.path)
+}
+
+/// The steps of a symlink's target, in order.
+fn target_steps(target: &Path) -> Result<Vec<Step>, Walk> {
+    if target.as_os_str().is_empty() {
+        return Err(Walk::Unresolvable);
+    }
+    let mut steps = Vec::new();
+    let mut start = PathBuf::new();
+    for c in target.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir => start.push(c.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => steps.push(Step::Up),
+            Component::Normal(n) => steps.push(Step::Name(n.to_owned())),
+        }
+    }
+    if !start.as_os_str().is_empty() {
+        steps.insert(0, Step::Root(start));
+    }
+    Ok(steps)
+}
+
+/// What a name is, once looked up.
+enum Kind {
+    /// A directory, and the cursor is now in it.
+    Entered,
+    Symlink,
+    Other,
+}
+
+/// Why a name could not be looked up.
+enum Lookup {
+    /// `lstat` fails: as far as the walk can tell, nothing has that name.
+    Missing(io::Error),
+    /// The name exists but the walk cannot go on (a directory that cannot be opened): the
+    /// resolution fails rather than guess.
+    Failed(io::Error),
+}
+
+/// The errno values the walk tells apart (`libc` is a Unix-only dependency).
+mod libc_errno {
+    #[cfg(unix)]
+    pub(super) use libc::{ELOOP, ENOENT};
+    #[cfg(not(unix))]
+    pub(super) const ENOENT: i32 = 2;
+    #[cfg(not(unix))]
+    pub(super) const ELOOP: i32 = -1;
+}
+
+/// Where a walk is: a directory, by its canonical path and (on Unix) an open handle on it,
+/// so that looking up a name below it costs the same at any depth.
+struct Cursor {
+    path: PathBuf,
+    #[cfg(unix)]
+    dir: std::os::fd::OwnedFd,
+}
+
+#[cfg(unix)]
+impl Cursor {
+    /// A handle that can only look names up: `O_PATH` where there is one.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::PATH
+        .union(rustix::fs::OFlags::DIRECTORY)
+        .union(rustix::fs::OFlags::CLOEXEC);
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    const FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY
+        .union(rustix::fs::OFlags::DIRECTORY)
+        .union(rustix::fs::OFlags::CLOEXEC);
+
+    fn open(path: PathBuf) -> io::Result<Cursor> {
+        let dir = rustix::fs::open(&path, Self::FLAGS, rustix::fs::Mode::empty())?;
+        Ok(Cursor { path, dir })
+    }
+
+    /// Looks `name` up, entering it if it is a directory: one `openat` that refuses
+    /// anything but a directory (and does not follow a symlink), then, only if that fails, an
+    /// `fstatat` to tell what the name is instead.
+    fn step(&mut self, name: &OsStr) -> Result<Kind, Lookup> {
+        use rustix::fs::FileType;
+        use rustix::io::Errno;
+        let flags = Self::FLAGS | rustix::fs::OFlags::NOFOLLOW;
+        let opened = match rustix::fs::openat(&self.dir, name, flags, rustix::fs::Mode::empty()) {
+            Ok(dir) => {
+                self.dir = dir;
+                self.path.push(name);
+                return Ok(Kind::Entered);
+            }
+            Err(Errno::NOENT) => return Err(Lookup::Missing(Errno::NOENT.into())),
+            // `ENOTDIR` (or `ELOOP` for a symlink where there is no `O_PATH`): look closer.
+            Err(e) => e,
+        };
+        let st = rustix::fs::statat(&self.dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| Lookup::Missing(e.into()))?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => Err(Lookup::Failed(opened.into())),
+            FileType::Symlink => Ok(Kind::Symlink),
+            _ => Ok(Kind::Other),
+        }
+    }
+
+    /// To the parent: the physical one, as the kernel goes up (`..` of `/` is `/`).
+    fn up(&mut self) -> io::Result<()> {
+        self.dir = rustix::fs::openat(&self.dir, "..", Self::FLAGS, rustix::fs::Mode::empty())?;
+        self.path.pop();
+        Ok(())
+    }
+
+    fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
+        use std::os::unix::ffi::OsStringExt;
+        let target = rustix::fs::readlinkat(&self.dir, name, Vec::new())?;
+        Ok(PathBuf::from(OsString::from_vec(target.into_bytes())))
+    }
+}
+
+/// Elsewhere, by path: each lookup costs the length of the path (still bounded by
+/// [`PATH_MAX`]).
+#[cfg(not(unix))]
+impl Cursor {
+    fn open(path: PathBuf) -> io::Result<Cursor> {
+        std::fs::metadata(&path)?;
+        Ok(Cursor { path })
+    }
+
+    fn step(&mut self, name: &OsStr) -> Result<Kind, Lookup> {
+        let t = std::fs::symlink_metadata(self.path.join(name))
+            .map_err(Lookup::Missing)?
+            .file_type();
+        Ok(if t.is_symlink() {
+            Kind::Symlink
+        } else if t.is_dir() {
+            self.path.push(name);
+            Kind::Entered
+        } else {
+            Kind::Other
+        })
+    }
+
+    fn up(&mut self) -> io::Result<()> {
+        self.path.pop();
+        Ok(())
+    }
+
+    fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
+        std::fs::read_link(self.path.join(name))
+    }
+}
+
+impl Cursor {
+    /// The path reached, then `name`, then the names still to take, as they are.
+    fn rest(self, name: OsString, steps: Vec<(Step, bool)>) -> PathBuf {
+        let mut path = self.path;
+        path.push(name);
+        for (step, _) in steps.into_iter().rev() {
+            if let Step::Name(n) = step {
+                path.push(n);
+            }
+        }
+        path
+    }
+}
+
 #[cfg(test)]
 #[cfg(unix)]
 mod tests {
@@ -363,6 +644,145 @@ mod tests {
             w.resolve("alias/lib.rs").unwrap().rel,
             PathBuf::from("src/lib.rs")
         );
+    }
+
+    #[test]
+    fn symlink_chains_and_relative_targets_are_followed_physically() {
+        let (ws, o, w) = setup();
+        std::fs::create_dir_all(ws.path().join("a/b")).unwrap();
+        // `up` -> `a/b/..`: `..` of a target is taken from where the link is, physically.
+        symlink("b/..", ws.path().join("a/up")).unwrap();
+        symlink("../../src", ws.path().join("a/b/src")).unwrap();
+        symlink("a/b/src", ws.path().join("chain")).unwrap();
+        assert_eq!(w.resolve("a/up/b").unwrap().rel, PathBuf::from("a/b"));
+        assert_eq!(
+            w.resolve("chain/lib.rs").unwrap().rel,
+            PathBuf::from("src/lib.rs")
+        );
+        // A link out and back in again is inside.
+        let name = ws.path().file_name().unwrap().to_str().unwrap();
+        let back = format!("{}/../{name}", o.path().display());
+        symlink(back, ws.path().join("round")).unwrap();
+        assert_eq!(
+            w.resolve("round/src/lib.rs").unwrap().rel,
+            PathBuf::from("src/lib.rs")
+        );
+        // Names below a file, or below a link to one, are kept as given.
+        symlink("src/lib.rs", ws.path().join("file-link")).unwrap();
+        assert_eq!(
+            w.resolve("file-link/x/y").unwrap().rel,
+            PathBuf::from("src/lib.rs/x/y")
+        );
+        assert_eq!(
+            w.resolve("src/lib.rs/x").unwrap().rel,
+            PathBuf::from("src/lib.rs/x")
+        );
+        // A target that goes through a file cannot be resolved.
+        symlink("src/lib.rs/x", ws.path().join("through-file")).unwrap();
+        assert!(matches!(
+            w.resolve("through-file"),
+            Err(PathError::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn symlink_loops_are_refused() {
+        let (ws, _o, w) = setup();
+        symlink("loop-b", ws.path().join("loop-a")).unwrap();
+        symlink("loop-a", ws.path().join("loop-b")).unwrap();
+        symlink(".", ws.path().join("self")).unwrap();
+        assert!(matches!(
+            w.resolve("loop-a/x"),
+            Err(PathError::Unresolvable { .. })
+        ));
+        // Forty links are followed, as the kernel follows them; the forty-first is a loop.
+        let forty = "self/".repeat(MAX_SYMLINKS);
+        assert_eq!(w.resolve(&forty).unwrap().rel, PathBuf::new());
+        assert!(matches!(
+            w.resolve(&format!("{forty}self")),
+            Err(PathError::Unresolvable { .. })
+        ));
+    }
+
+    /// `depth` nested directories `a/a/…` under `root`, made relative to directory handles
+    /// (their paths are longer than a system call accepts).
+    fn deep_tree(root: &Path, depth: usize) {
+        use rustix::fs::{Mode, OFlags};
+        let mut dir =
+            rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        for _ in 0..depth {
+            rustix::fs::mkdirat(&dir, "a", Mode::RWXU).unwrap();
+            dir = rustix::fs::openat(&dir, "a", OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn a_path_of_path_max_bytes_resolves_component_by_component() {
+        let (ws, _o, w) = setup();
+        // 4096 bytes on Linux: 2048 one-character components, every one a real directory.
+        let path = "a/".repeat(PATH_MAX / 2);
+        assert_eq!(path.len(), PATH_MAX);
+        deep_tree(ws.path(), PATH_MAX / 2);
+        let r = w.resolve(&path).unwrap();
+        assert_eq!(r.rel.components().count(), PATH_MAX / 2);
+        assert_eq!(
+            r.abs,
+            ws.path()
+                .canonicalize()
+                .unwrap()
+                .join(&path[..PATH_MAX - 1])
+        );
+        // Deeper than the tree: the names below it are kept as given.
+        let below = format!("{}x/y", "a/".repeat(PATH_MAX / 2 - 2));
+        assert_eq!(
+            w.resolve(&below).unwrap().rel.components().count(),
+            PATH_MAX / 2
+        );
+        // A symlink at the bottom of the tree is still followed and confined.
+        let bottom = format!("{}b", "a/".repeat(PATH_MAX / 2 - 1));
+        let mut dir = rustix::fs::open(
+            ws.path(),
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        for _ in 0..PATH_MAX / 2 - 1 {
+            dir = rustix::fs::openat(
+                &dir,
+                "a",
+                rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
+                rustix::fs::Mode::empty(),
+            )
+            .unwrap();
+        }
+        rustix::fs::symlinkat("/etc", &dir, "b").unwrap();
+        assert!(matches!(w.resolve(&bottom), Err(PathError::Outside { .. })));
+    }
+
+    #[test]
+    fn a_path_longer_than_path_max_is_refused_before_any_file_system_call() {
+        let ws = tempfile::tempdir().unwrap();
+        let w = Workspace::new(ws.path()).unwrap();
+        // With the root gone, any look-up fails: a refusal that is not `Io` touched nothing.
+        drop(ws);
+        assert!(matches!(w.resolve("src"), Err(PathError::Io { .. })));
+        let long = format!("{}a", "a/".repeat(PATH_MAX / 2));
+        assert_eq!(long.len(), PATH_MAX + 1);
+        let e = w.resolve(&long).unwrap_err();
+        assert!(
+            matches!(e, PathError::TooLong { len, .. } if len == PATH_MAX + 1),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("(4097 bytes)") && msg.contains("4096 bytes"),
+            "{msg}"
+        );
+        assert!(msg.len() < 400, "{msg}");
+        // The same check, as the pipeline applies it to declared paths.
+        assert!(check_path_length(Path::new(&long)).is_err());
+        assert!(check_path_length(Path::new(&long[1..])).is_ok());
     }
 
     #[test]

@@ -142,6 +142,10 @@ async fn unknown_tool_fails_at_registry_before_any_policy() {
     assert_eq!(asked.load(Ordering::SeqCst), 0);
     // Still journaled first (P1): the call and its result are on record.
     assert_eq!(kinds(&journal.lines()), ["tool_call", "tool_result"]);
+    // A made-up name is quoted capped, however long it is.
+    let r = run_one(&p, call("2", &"n".repeat(1 << 20))).await;
+    assert!(r.decided_by().reason.contains("(1048576 bytes)"));
+    assert!(r.decided_by().reason.len() < 500);
 }
 
 #[tokio::test]
@@ -161,6 +165,58 @@ async fn arguments_not_matching_the_input_schema_fail_before_any_policy() {
     assert_eq!(r.decided_by().gate, Gate::Registry);
     assert!(r.content().contains("/path"), "{}", r.content());
     assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_declared_path_longer_than_path_max_is_invalid_args_before_any_policy() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let a = asked.clone();
+    let tool = counted("t", &runs).accesses(|args| {
+        let path = args["path"].as_str().unwrap_or_default().into();
+        vec![dsh_core::Access::Write { path }]
+    });
+    let (b, _) = builder(vec![tool]);
+    let p = b
+        .pre_policy(FnPolicy::new("counting", move |_, _| {
+            a.fetch_add(1, Ordering::SeqCst);
+            Vote::allow(Tier::Rule, "ok")
+        }))
+        .build();
+    let path = "a/".repeat(5_000_000);
+    let r = run_one(&p, ToolCall::new("1", "t", json!({ "path": path }))).await;
+    assert_eq!(r.failure_kind(), Some(FailureKind::InvalidArgs));
+    assert_eq!(r.decided_by().gate, Gate::Registry);
+    let reason = &r.decided_by().reason;
+    assert!(reason.contains("(10000000 bytes)"), "{reason}");
+    assert!(reason.len() < 500, "{} bytes", reason.len());
+    assert_eq!(
+        (asked.load(Ordering::SeqCst), runs.load(Ordering::SeqCst)),
+        (0, 0)
+    );
+    // `dsh check` answers the same.
+    let report = p
+        .check(&ToolCall::new(
+            "2",
+            "t",
+            json!({ "path": "a/".repeat(dsh_core::PATH_MAX / 2 + 1) }),
+        ))
+        .await;
+    assert_eq!(
+        (report.decision, report.gate),
+        (Decision::Deny, Gate::Registry)
+    );
+    // At the limit, the call goes on to the policies.
+    let r = run_one(
+        &p,
+        ToolCall::new(
+            "3",
+            "t",
+            json!({ "path": "a/".repeat(dsh_core::PATH_MAX / 2) }),
+        ),
+    )
+    .await;
+    assert!(r.ok(), "{}", r.content());
 }
 
 // ---------------------------------------------------------------- gate 1 (P2)

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use dsh_core::{
     Access, Denial, Guard, PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace, async_trait,
+    quote_capped_path,
 };
 
 /// Refuses any call that declares a path resolving outside the workspace (`..`, absolute
@@ -25,7 +26,7 @@ impl Confinement {
                 _ => return None,
             };
             let Some(given) = path.to_str() else {
-                return Some(format!("`{}` is not valid UTF-8", path.display()));
+                return Some(format!("{} is not valid UTF-8", quote_capped_path(path)));
             };
             self.workspace.resolve(given).err().map(|e| {
                 format!(

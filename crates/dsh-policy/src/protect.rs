@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use dsh_core::{
     Access, Denial, Guard, PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace, async_trait,
+    quote_capped_path,
 };
 
 use crate::glob::{PathPattern, PatternError, fold_path};
@@ -70,8 +71,8 @@ impl ProtectedPaths {
             let resolved = self.workspace.resolve(path.to_str()?).ok()?;
             let hit = protected_match(&self.patterns, &resolved.rel)?;
             Some(format!(
-                "`{}` is protected (`{}`); it cannot be written by the agent",
-                path.display(),
+                "{} is protected (`{}`); it cannot be written by the agent",
+                quote_capped_path(path),
                 hit.as_str()
             ))
         })

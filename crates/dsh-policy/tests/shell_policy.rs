@@ -476,3 +476,37 @@ fn try_lines() {
         eprintln!("{}", show(line, &p.decide(line)));
     }
 }
+
+#[test]
+fn reasons_quote_long_words_capped_with_their_length() {
+    let (_d, ws) = workspace();
+    let p = policy_with(&ws, &[]);
+    let long = "x".repeat(8000);
+    for line in [
+        format!("cat ../{long}"),
+        format!("echo hi > /etc/{long}"),
+        format!("cd /{long} && ls"),
+        format!("ls > {long}/{{a,b}}"),
+        format!("git -c {long}=1 status"),
+        format!("env --{long} ls"),
+        format!("python3 -c 'from {long} import *'"),
+        // A whole command is shown shortened to one line of 80 characters.
+        format!("{long} --flag"),
+    ] {
+        let d = p.decide(&line);
+        assert_ne!(d.verdict, Verdict::Allow, "{}", show(&line[..40], &d));
+        assert!(
+            d.reason.contains(" bytes)") || d.reason.contains("..."),
+            "{}: {}",
+            &line[..20],
+            d.reason
+        );
+        assert!(
+            d.reason.len() < 1000,
+            "{}: {} bytes: {}",
+            &line[..20],
+            d.reason.len(),
+            d.reason
+        );
+    }
+}

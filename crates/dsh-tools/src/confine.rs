@@ -3,7 +3,8 @@
 //!
 //! [`Workspace`] does the resolution and the handle checks; this file decides what a refusal
 //! is called (`denied` for what could reach outside, `not_found`, `invalid_args` for the wrong
-//! kind of file) and what the model is told to do instead. A path is checked with `lstat`
+//! kind of file, or a path longer than any system call accepts) and what the model is told to
+//! do instead. Paths are quoted capped ([`quote_capped`]). A path is checked with `lstat`
 //! before it is opened, so a FIFO or a device is refused without ever being opened.
 
 use std::borrow::Cow;
@@ -11,7 +12,7 @@ use std::fs::{File, Metadata, OpenOptions, ReadDir};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use dsh_core::{PathError, ResolvedPath, ToolError, ToolErrorKind, Workspace};
+use dsh_core::{PathError, ResolvedPath, ToolError, ToolErrorKind, Workspace, quote_capped};
 
 /// What the tool expected the path to be; chooses the advice when it is something else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +41,7 @@ pub(crate) fn path_error(e: PathError, want: Want) -> ToolError {
             InvalidArgs,
             "the path is empty; use `.` for the workspace root",
         ),
-        PathError::Nul(_) => ToolError::new(InvalidArgs, e.to_string()),
+        PathError::Nul(_) | PathError::TooLong { .. } => ToolError::new(InvalidArgs, e.to_string()),
         other => ToolError::new(Failed, other.to_string()),
     }
 }
@@ -57,7 +58,11 @@ pub(crate) fn wrong_kind(given: &str, what: &str, want: Want) -> ToolError {
     };
     ToolError::new(
         ToolErrorKind::InvalidArgs,
-        format!("`{given}` is {what}, not a {}; {advice}", want.noun()),
+        format!(
+            "{} is {what}, not a {}; {advice}",
+            quote_capped(given),
+            want.noun()
+        ),
     )
 }
 
@@ -186,7 +191,8 @@ fn swapped(resolved: &ResolvedPath, e: io::Error) -> ToolError {
         Some(libc::ELOOP | libc::ENOTDIR) => ToolError::new(
             ToolErrorKind::Denied,
             format!(
-                "`{given}` changed while it was being opened (now a symlink or not a directory); it is refused"
+                "{} changed while it was being opened (now a symlink or not a directory); it is refused",
+                quote_capped(&given)
             ),
         ),
         _ => path_error(PathError::Io { given, source: e }, Want::Dir),

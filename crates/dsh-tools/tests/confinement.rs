@@ -7,6 +7,7 @@
 mod common;
 
 use std::os::unix::fs::symlink;
+use std::sync::Arc;
 
 use common::{env, grep_hits, strings};
 use dsh_core::{FailureKind, Gate};
@@ -165,4 +166,39 @@ async fn a_fifo_in_the_tree_does_not_block_grep() {
     common::mkfifo(&e.ws.path().join("pipe.txt"));
     let (_, value) = e.ok("grep", json!({"pattern": "needle"})).await;
     assert_eq!(grep_hits(&value), ["a.txt:1"]);
+}
+
+#[tokio::test]
+async fn a_path_longer_than_path_max_is_invalid_args_for_every_tool_quoted_capped() {
+    let e = env();
+    let long = "a/".repeat(dsh_core::PATH_MAX);
+    // Through the pipeline: refused at the registry, before any policy or tool.
+    for (tool, args) in [
+        ("read_file", json!({"path": long})),
+        ("list_dir", json!({"path": long})),
+        ("grep", json!({"pattern": "x", "path": long})),
+        ("find_files", json!({"pattern": "*", "path": long})),
+    ] {
+        let r = e.call(tool, args).await;
+        assert_eq!(r.failure_kind(), Some(FailureKind::InvalidArgs), "{tool}");
+        assert_eq!(r.decided_by().gate, Gate::Registry, "{tool}");
+        let reason = &r.decided_by().reason;
+        assert!(reason.contains("(8192 bytes)"), "{tool}: {reason}");
+        assert!(reason.len() < 500, "{tool}: {} bytes", reason.len());
+    }
+    // A tool run without the pipeline refuses it the same way, from `Workspace::resolve`.
+    let ws = Arc::new(dsh_core::Workspace::new(e.ws.path()).unwrap());
+    let tool = dsh_tools::ReadFile::new(ws, &dsh_tools::Limits::default());
+    let cx = dsh_core::ExecContext {
+        call: dsh_core::ToolCall::new("1", "read_file", json!({})),
+        spec: Arc::new(dsh_core::Tool::spec(&tool)),
+        cancel: dsh_core::CancellationToken::new(),
+        attempt: 1,
+    };
+    let err = dsh_core::Tool::run(&tool, &json!({"path": long}), &cx)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, dsh_core::ToolErrorKind::InvalidArgs);
+    assert!(err.message.contains("PATH_MAX"), "{}", err.message);
+    assert!(err.message.len() < 500, "{}", err.message);
 }

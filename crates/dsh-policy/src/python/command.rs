@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dsh_core::Workspace;
+use dsh_core::{Workspace, quote_capped, quote_capped_path};
 
 /// Interpreter flags without a value that change nothing the audit relies on.
 const PLAIN_FLAGS: &str = "uBEsSIOqbdRP";
@@ -101,7 +101,8 @@ impl Cx<'_> {
                 }
                 _ if arg.starts_with("--") => {
                     return Err(format!(
-                        "the interpreter option `{arg}` is not one the audit knows"
+                        "the interpreter option {arg} is not one the audit knows",
+                        arg = quote_capped(arg)
                     ));
                 }
                 _ if arg.starts_with('-') => {
@@ -161,7 +162,8 @@ impl Cx<'_> {
     fn script(&self, script: &str) -> Result<String, String> {
         if script.starts_with('~') {
             return Err(format!(
-                "`{script}` is expanded by the shell to a path outside the workspace"
+                "{script} is expanded by the shell to a path outside the workspace",
+                script = quote_capped(script)
             ));
         }
         let given = if Path::new(script).is_absolute() {
@@ -170,16 +172,17 @@ impl Cx<'_> {
             self.cwd.join(script).to_string_lossy().into_owned()
         };
         let audited = super::audit_file_in(self.ws, &given, self.path)
-            .map_err(|r| format!("`{script}` is refused: {r}"))?;
+            .map_err(|r| format!("{script} is refused: {r}", script = quote_capped(script)))?;
         Ok(format!(
-            "`{}` passed the audit (sha256 {})",
-            audited.rel.display(),
+            "{} passed the audit (sha256 {})",
+            quote_capped_path(&audited.rel),
             &audited.sha256[..16]
         ))
     }
 
     /// `python -m MODULE` (see the table in the module docs). `at` is MODULE's index.
     fn module(&self, module: &str, at: usize) -> Result<Run, String> {
+        let m = quote_capped(&format!("-m {module}"));
         let valid = !module.is_empty()
             && module.split('.').all(|p| {
                 !p.is_empty()
@@ -187,7 +190,7 @@ impl Cx<'_> {
                     && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             });
         if !valid {
-            return Err(format!("`-m {module}` is not a module name"));
+            return Err(format!("{m} is not a module name"));
         }
         // `-m` looks in the current directory (and PYTHONPATH) before anything installed.
         let rel: PathBuf = module.split('.').collect();
@@ -199,15 +202,15 @@ impl Cx<'_> {
             for candidate in [file, main] {
                 if candidate.exists() {
                     let shown = candidate.to_string_lossy().into_owned();
-                    return self.script(&shown).map(|note| {
-                        Run::Passed(format!("`-m {module}` is a local module: {note}"))
-                    });
+                    return self
+                        .script(&shown)
+                        .map(|note| Run::Passed(format!("{m} is a local module: {note}")));
                 }
             }
             if top.exists() || top.with_extension("py").exists() {
                 return Err(format!(
-                    "`-m {module}`: `{}` is in the workspace but holds no module file the audit can read",
-                    top.display()
+                    "{m}: {} is in the workspace but holds no module file the audit can read",
+                    quote_capped_path(&top)
                 ));
             }
         }
@@ -219,15 +222,13 @@ impl Cx<'_> {
             }),
             "pip" | "pip3" if module == first => Ok(Run::As { program: "pip", at }),
             "pdb" | "code" | "idlelib" | "IPython" | "ipdb" | "pudb" | "bpython" | "ptpython"
-            | "idle" | "turtledemo" => Err(format!(
-                "`-m {module}` is interactive, and there is no terminal"
-            )),
+            | "idle" | "turtledemo" => Err(format!("{m} is interactive, and there is no terminal")),
             "timeit" | "cProfile" | "profile" | "trace" | "runpy" | "doctest" | "pydoc"
             | "ensurepip" => Err(format!(
-                "`-m {module}` runs code or a script it is given without the audit; run the script itself (`python script.py`)"
+                "{m} runs code or a script it is given without the audit; run the script itself (`python script.py`)"
             )),
             _ => Ok(Run::Passed(format!(
-                "`-m {module}` runs an installed or standard module, which is not audited; it asks like `python` itself"
+                "{m} runs an installed or standard module, which is not audited; it asks like `python` itself"
             ))),
         }
     }

@@ -20,7 +20,7 @@
 //!   anything computed is refused; without a workspace (`audit_source`), absolute paths and
 //!   `..` escapes are. Used other than as a direct call, they and `os.open` are refused.
 
-use dsh_core::PathError;
+use dsh_core::{PathError, quote_capped};
 use tree_sitter::Node;
 
 use super::imports::resolve;
@@ -112,7 +112,10 @@ impl Auditor<'_> {
         if paths.is_path_class(object) || paths.is_path(object) {
             return Err(Refusal::at(
                 line,
-                format!("`{written}` is `Path.{attr}`, which {does}; it is refused"),
+                format!(
+                    "{written} is `Path.{attr}`, which {does}; it is refused",
+                    written = quote_capped(&written)
+                ),
             ));
         }
         let Some(call) = call else {
@@ -137,8 +140,9 @@ impl Auditor<'_> {
             return Err(Refusal::at(
                 line,
                 format!(
-                    "`{written}` may be `Path.{attr}`, which {does}: the script uses `pathlib` and the audit cannot tell that `{}` is not a path; it is refused",
-                    short(&text(object, src))
+                    "{written} may be `Path.{attr}`, which {does}: the script uses `pathlib` and the audit cannot tell that `{}` is not a path; it is refused",
+                    short(&text(object, src)),
+                    written = quote_capped(&written)
                 ),
             ));
         }
@@ -270,7 +274,8 @@ impl Auditor<'_> {
                 match parse_int(&written) {
                     Some(v) if v & WRITE_BITS == 0 => Ok(()),
                     _ => Err(format!(
-                        "the numeric flags `{written}` (they hold write, create or truncate bits)"
+                        "the numeric flags {written} (they hold write, create or truncate bits)",
+                        written = quote_capped(&written)
                     )),
                 }
             }
@@ -281,8 +286,11 @@ impl Auditor<'_> {
                     .find_map(|r| r.strip_prefix("os.").map(str::to_owned));
                 match flag {
                     Some(f) if READ_FLAGS.contains(&f.as_str()) => Ok(()),
-                    Some(f) if WRITE_FLAGS.contains(&f.as_str()) => Err(format!("`{f}`")),
-                    Some(f) => Err(format!("the flag `{f}`, which the audit does not know")),
+                    Some(f) if WRITE_FLAGS.contains(&f.as_str()) => Err(quote_capped(&f)),
+                    Some(f) => Err(format!(
+                        "the flag {f}, which the audit does not know",
+                        f = quote_capped(&f)
+                    )),
                     None => Err(format!(
                         "the flags `{}`, which are not written at the call",
                         short(&text(flags, src))
@@ -303,33 +311,47 @@ impl Auditor<'_> {
         let values = paths.values(dst).filter(|v| v.iter().all(|v| v.whole));
         let Some(values) = values else {
             return Some(if home {
-                format!("to `{written}`, under `~`, outside the workspace")
+                format!(
+                    "to {written}, under `~`, outside the workspace",
+                    written = quote_capped(&written)
+                )
             } else {
                 format!(
-                    "to `{written}`, which is not a literal path, so where it writes cannot be told"
+                    "to {written}, which is not a literal path, so where it writes cannot be told",
+                    written = quote_capped(&written)
                 )
             });
         };
         for v in values {
             let p = &v.text;
             if p.starts_with('~') {
-                return Some(format!("to `{p}`, under `~`, outside the workspace"));
+                return Some(format!(
+                    "to {p}, under `~`, outside the workspace",
+                    p = quote_capped(p)
+                ));
             }
             match self.root {
                 Some(ws) => match ws.resolve(p) {
                     Ok(_) => {}
                     Err(PathError::Outside { .. }) => {
-                        return Some(format!("to `{p}`, outside the workspace"));
+                        return Some(format!(
+                            "to {p}, outside the workspace",
+                            p = quote_capped(p)
+                        ));
                     }
-                    Err(e) => return Some(format!("to `{p}`: {e}")),
+                    Err(e) => return Some(format!("to {p}: {e}", p = quote_capped(p))),
                 },
                 None if p.starts_with('/') => {
                     return Some(format!(
-                        "to the absolute path `{p}`, which cannot be checked against a workspace here"
+                        "to the absolute path {p}, which cannot be checked against a workspace here",
+                        p = quote_capped(p)
                     ));
                 }
                 None if escapes(p) => {
-                    return Some(format!("to `{p}`, outside the workspace"));
+                    return Some(format!(
+                        "to {p}, outside the workspace",
+                        p = quote_capped(p)
+                    ));
                 }
                 None => {}
             }

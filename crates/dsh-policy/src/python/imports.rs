@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use dsh_core::{quote_capped, quote_capped_path};
 use tree_sitter::Node;
 
 use super::syntax::{field_text, text};
@@ -49,8 +50,8 @@ impl Auditor<'_> {
             return Err(Refusal::at(
                 line,
                 format!(
-                    "`{}` is a relative import of a local module, which the audit does not follow",
-                    text(node, src)
+                    "{} is a relative import of a local module, which the audit does not follow",
+                    quote_capped(&text(node, src))
                 ),
             ));
         }
@@ -64,7 +65,8 @@ impl Auditor<'_> {
             return Err(Refusal::at(
                 line,
                 format!(
-                    "`from {module} import *` binds names the audit cannot see; import them by name"
+                    "{} binds names the audit cannot see; import them by name",
+                    quote_capped(&format!("from {module} import *"))
                 ),
             ));
         }
@@ -81,7 +83,11 @@ impl Auditor<'_> {
             if lists::module_denied(&full) || lists::attr_denied(&module, &imported) {
                 return Err(Refusal::at(
                     line,
-                    format!("`{full}` is refused (imported as `{alias}`)"),
+                    format!(
+                        "{full} is refused (imported as {alias})",
+                        full = quote_capped(&full),
+                        alias = quote_capped(&alias)
+                    ),
                 ));
             }
             // `re.compile` is re's own; a bare `compile` stays refused wherever it is used.
@@ -89,7 +95,10 @@ impl Auditor<'_> {
             if lists::name_denied_anywhere(&imported)
                 || (lists::DENIED_BUILTINS.contains(&imported.as_str()) && !own)
             {
-                return Err(Refusal::at(line, format!("importing `{full}` is refused")));
+                return Err(Refusal::at(
+                    line,
+                    format!("importing {full} is refused", full = quote_capped(&full)),
+                ));
             }
             self.bind(alias, full);
         }
@@ -105,7 +114,10 @@ impl Auditor<'_> {
         if lists::module_denied(dotted) {
             return Err(Refusal::at(
                 line,
-                format!("importing the module `{dotted}` is refused"),
+                format!(
+                    "importing the module {dotted} is refused",
+                    dotted = quote_capped(dotted)
+                ),
             ));
         }
         let top = dotted.split('.').next().unwrap_or_default();
@@ -116,8 +128,9 @@ impl Auditor<'_> {
                 return Err(Refusal::at(
                     line,
                     format!(
-                        "`{top}` may be loaded from `{}`, which the audit cannot read",
-                        opaque.display()
+                        "{top} may be loaded from {}, which the audit cannot read",
+                        quote_capped_path(&opaque),
+                        top = quote_capped(top)
                     ),
                 ));
             }
@@ -135,8 +148,9 @@ impl Auditor<'_> {
                 return Err(Refusal::at(
                     line,
                     format!(
-                        "the local `{}` shadows the standard module `{top}`; it is refused",
-                        local.display()
+                        "the local {} shadows the standard module {top}; it is refused",
+                        quote_capped_path(&local),
+                        top = quote_capped(top)
                     ),
                 ));
             }
@@ -144,8 +158,9 @@ impl Auditor<'_> {
                 return Err(Refusal::at(
                     line,
                     format!(
-                        "`{top}` is a local package ({}), which the audit does not follow",
-                        local.display()
+                        "{top} is a local package ({}), which the audit does not follow",
+                        local.display(),
+                        top = quote_capped(top)
                     ),
                 ));
             }
@@ -160,7 +175,10 @@ impl Auditor<'_> {
         let Some(ws) = self.ws else {
             return Err(Refusal::at(
                 line,
-                format!("`{top}` is a local module, which cannot be audited here"),
+                format!(
+                    "{top} is a local module, which cannot be audited here",
+                    top = quote_capped(top)
+                ),
             ));
         };
         if self.shared.seen.contains(file) {
@@ -179,7 +197,10 @@ impl Auditor<'_> {
         if self.depth >= MAX_LOCAL_DEPTH {
             return Err(Refusal::at(
                 line,
-                format!("`{top}`: local modules import each other too deeply to follow"),
+                format!(
+                    "{top}: local modules import each other too deeply to follow",
+                    top = quote_capped(top)
+                ),
             ));
         }
         let given = file.to_string_lossy().into_owned();
@@ -200,8 +221,9 @@ impl Auditor<'_> {
             Refusal::at(
                 line,
                 format!(
-                    "the local module `{top}` ({}) is refused: {r}",
-                    file.display()
+                    "the local module {top} ({}) is refused: {r}",
+                    file.display(),
+                    top = quote_capped(top)
                 ),
             )
         })

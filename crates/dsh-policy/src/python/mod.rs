@@ -102,7 +102,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use dsh_core::{PathError, Workspace};
+use dsh_core::{PathError, Workspace, quote_capped};
 use sha2::{Digest, Sha256};
 use tree_sitter::{Node, Parser};
 
@@ -257,23 +257,31 @@ fn read_script(
 ) -> Result<(String, dsh_core::ResolvedPath, String), Refusal> {
     let (file, resolved) = ws.open_read(path).map_err(|e| match e {
         PathError::NotFound { .. } => Refusal::whole(format!(
-            "the script `{path}` does not exist, so it cannot be audited"
+            "the script {path} does not exist, so it cannot be audited",
+            path = quote_capped(path)
         )),
         other => Refusal::whole(format!("the script cannot be audited: {other}")),
     })?;
     let mut bytes = Vec::new();
     file.take(MAX_SCRIPT_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| Refusal::whole(format!("the script `{path}` cannot be read: {e}")))?;
+        .map_err(|e| {
+            Refusal::whole(format!(
+                "the script {path} cannot be read: {e}",
+                path = quote_capped(path)
+            ))
+        })?;
     if bytes.len() as u64 > MAX_SCRIPT_BYTES {
         return Err(Refusal::whole(format!(
-            "the script `{path}` is over {MAX_SCRIPT_BYTES} bytes; it is refused"
+            "the script {path} is over {MAX_SCRIPT_BYTES} bytes; it is refused",
+            path = quote_capped(path)
         )));
     }
     let sha256 = hex(&Sha256::digest(&bytes));
     let src = String::from_utf8(bytes).map_err(|_| {
         Refusal::whole(format!(
-            "the script `{path}` is not UTF-8, so what Python reads may differ from what was audited"
+            "the script {path} is not UTF-8, so what Python reads may differ from what was audited",
+            path = quote_capped(path)
         ))
     })?;
     Ok((src, resolved, sha256))
@@ -378,8 +386,8 @@ impl<'a> Auditor<'a> {
                     return Err(Refusal::at(
                         line,
                         format!(
-                            "the identifier `{}` is not ASCII; Python normalizes identifiers (NFKC), so non-ASCII ones are refused",
-                            text(node, bytes)
+                            "the identifier {} is not ASCII; Python normalizes identifiers (NFKC), so non-ASCII ones are refused",
+                            quote_capped(&text(node, bytes))
                         ),
                     ));
                 }
@@ -441,13 +449,19 @@ impl<'a> Auditor<'a> {
             return Err(Refusal::at(line, builtin_refused(&name, parent_kind)));
         }
         if lists::DENIED_INTERNALS.contains(&name.as_str()) {
-            return Err(Refusal::at(line, format!("`{name}` is refused")));
+            return Err(Refusal::at(
+                line,
+                format!("{name} is refused", name = quote_capped(&name)),
+            ));
         }
         let callee = parent.is_some_and(|p| p.kind() == "call" && is_field(p, "function", node));
         if lists::ATTR_BUILTINS.contains(&name.as_str()) && !callee {
             return Err(Refusal::at(
                 line,
-                format!("`{name}` used other than as a direct call is refused"),
+                format!(
+                    "{name} used other than as a direct call is refused",
+                    name = quote_capped(&name)
+                ),
             ));
         }
         let object_of_attribute =
@@ -457,7 +471,8 @@ impl<'a> Auditor<'a> {
                 return Err(Refusal::at(
                     line,
                     format!(
-                        "the module `{name}` is used as a value; only its attributes may be used, so what is done with it can be followed"
+                        "the module {name} is used as a value; only its attributes may be used, so what is done with it can be followed",
+                        name = quote_capped(&name)
                     ),
                 ));
             }
@@ -471,7 +486,9 @@ impl<'a> Auditor<'a> {
                     return Err(Refusal::at(
                         line,
                         format!(
-                            "the module `{target}` is used as a value (`{name}`); only its attributes may be used, so what is done with it can be followed"
+                            "the module {target} is used as a value ({name}); only its attributes may be used, so what is done with it can be followed",
+                            target = quote_capped(target),
+                            name = quote_capped(&name)
                         ),
                     ));
                 }
@@ -523,7 +540,11 @@ impl<'a> Auditor<'a> {
                 if lists::module_denied(&prefix) {
                     return Err(Refusal::at(
                         line,
-                        format!("`{written}` reaches the refused module `{prefix}`"),
+                        format!(
+                            "{written} reaches the refused module {prefix}",
+                            written = quote_capped(&written),
+                            prefix = quote_capped(&prefix)
+                        ),
                     ));
                 }
             }
@@ -550,13 +571,21 @@ impl<'a> Auditor<'a> {
                 if i > 0 && lists::module_denied(comp) {
                     return Err(Refusal::at(
                         line,
-                        format!("`{written}` reaches the refused module `{comp}`"),
+                        format!(
+                            "{written} reaches the refused module {comp}",
+                            written = quote_capped(&written),
+                            comp = quote_capped(comp)
+                        ),
                     ));
                 }
                 if i > 0 && lists::module_denied(&dotted) {
                     return Err(Refusal::at(
                         line,
-                        format!("`{written}` reaches the refused module `{dotted}`"),
+                        format!(
+                            "{written} reaches the refused module {dotted}",
+                            written = quote_capped(&written),
+                            dotted = quote_capped(&dotted)
+                        ),
                     ));
                 }
                 if i + 1 < c.len() && lists::attr_denied(comp, &c[i + 1]) {
@@ -564,9 +593,13 @@ impl<'a> Auditor<'a> {
                     return Err(Refusal::at(
                         line,
                         if reached == written {
-                            format!("`{written}` is refused")
+                            format!("{written} is refused", written = quote_capped(&written))
                         } else {
-                            format!("`{written}` is refused (it is `{reached}`)")
+                            format!(
+                                "{written} is refused (it is {reached})",
+                                written = quote_capped(&written),
+                                reached = quote_capped(&reached)
+                            )
                         },
                     ));
                 }
@@ -577,7 +610,11 @@ impl<'a> Auditor<'a> {
                     if value_use {
                         return Err(Refusal::at(
                             line,
-                            format!("`{written}` uses the module `{comp}` as a value"),
+                            format!(
+                                "{written} uses the module {comp} as a value",
+                                written = quote_capped(&written),
+                                comp = quote_capped(comp)
+                            ),
                         ));
                     }
                 }
@@ -632,15 +669,20 @@ impl<'a> Auditor<'a> {
                     Some(a) => {
                         return Err(Refusal::at(
                             line,
-                            format!("`{name}` with the name `{a}` is refused"),
+                            format!(
+                                "{name} with the name {a} is refused",
+                                name = quote_capped(&name),
+                                a = quote_capped(&a)
+                            ),
                         ));
                     }
                     None => {
                         return Err(Refusal::at(
                             line,
                             format!(
-                                "`{}`: `{name}` with a name that is not a plain string literal is refused",
-                                short(&text(node, src))
+                                "`{}`: {name} with a name that is not a plain string literal is refused",
+                                short(&text(node, src)),
+                                name = quote_capped(&name)
                             ),
                         ));
                     }
@@ -681,7 +723,10 @@ fn builtin_refused(name: &str, parent_kind: &str) -> String {
             "`def {name}` outside a class rebinds the builtin `{name}`, which the audit cannot tell apart from it ({why}); rename the function"
         )
     } else {
-        format!("the builtin `{name}` is refused: {why}")
+        format!(
+            "the builtin {name} is refused: {why}",
+            name = quote_capped(name)
+        )
     }
 }
 
@@ -707,7 +752,10 @@ fn check_encoding(src: &str) -> Result<(), Refusal> {
         if !matches!(n.as_str(), "utf-8" | "utf8") {
             return Err(Refusal::at(
                 i + 1,
-                format!("the source declares the encoding `{name}`; only UTF-8 is audited"),
+                format!(
+                    "the source declares the encoding {name}; only UTF-8 is audited",
+                    name = quote_capped(&name)
+                ),
             ));
         }
     }

@@ -32,6 +32,7 @@
 
 use std::collections::HashSet;
 
+use dsh_core::quote_capped;
 use tree_sitter::Node;
 
 use super::imports::resolve;
@@ -71,7 +72,10 @@ impl Summary {
     pub(super) fn unknown(top: &str) -> Self {
         Summary {
             write: Some(CodeWrite {
-                what: format!("the local module `{top}`, which imports the script back"),
+                what: format!(
+                    "the local module {top}, which imports the script back",
+                    top = quote_capped(top)
+                ),
                 line: 0,
                 names: Endangers::Any,
             }),
@@ -146,7 +150,7 @@ impl Auditor<'_> {
                         loads.push(site(
                             node,
                             Load {
-                                what: format!("imports `{module}`"),
+                                what: format!("imports {module}", module = quote_capped(&module)),
                                 module: Some(module),
                                 line,
                             },
@@ -154,7 +158,10 @@ impl Auditor<'_> {
                     }
                     for (top, summary) in self.locals.get(&pos).into_iter().flatten() {
                         let within = |w: &str, l: usize| {
-                            format!("{w} (in the local module `{top}`, its line {l})")
+                            format!(
+                                "{w} (in the local module {top}, its line {l})",
+                                top = quote_capped(top)
+                            )
                         };
                         if let Some(w) = &summary.write {
                             writes.push(site(
@@ -312,7 +319,10 @@ impl Auditor<'_> {
                         };
                         let what = into.map(|(_, w)| w).unwrap_or_else(|| ".".to_owned());
                         return Ok(Some(CodeWrite {
-                            what: format!("files into `{what}` with `shutil.{f}`"),
+                            what: format!(
+                                "files into {what} with `shutil.{f}`",
+                                what = quote_capped(&what)
+                            ),
                             line,
                             names: Endangers::Any,
                         }));
@@ -392,7 +402,10 @@ impl Auditor<'_> {
             if let Some(found) = found {
                 if what.is_empty() {
                     what = match values.as_deref() {
-                        None => format!("`{written}` (a name the audit cannot read) with `{api}`"),
+                        None => format!(
+                            "{written} (a name the audit cannot read) with `{api}`",
+                            written = quote_capped(&written)
+                        ),
                         Some([v]) => {
                             let shown = match (v.whole, v.at_component) {
                                 (true, _) => v.text.clone(),
@@ -400,12 +413,18 @@ impl Auditor<'_> {
                                 (false, false) => format!("...{}", v.text),
                             };
                             if written.starts_with(['\'', '"']) && v.whole {
-                                format!("`{shown}` with `{api}`")
+                                format!("{shown} with `{api}`", shown = quote_capped(&shown))
                             } else {
-                                format!("`{written}` (`{shown}`) with `{api}`")
+                                format!(
+                                    "{written} ({shown}) with `{api}`",
+                                    written = quote_capped(&written),
+                                    shown = quote_capped(&shown)
+                                )
                             }
                         }
-                        Some(_) => format!("`{written}` with `{api}`"),
+                        Some(_) => {
+                            format!("{written} with `{api}`", written = quote_capped(&written))
+                        }
                     };
                 }
                 endangers = Some(merge(endangers, found));
@@ -455,7 +474,8 @@ fn classify(
         return Err(Refusal::at(
             line,
             format!(
-                "the script writes `{written}` with `{api}`: a `.pth` file runs code at every later interpreter start, unaudited; it is refused"
+                "the script writes {written} with `{api}`: a `.pth` file runs code at every later interpreter start, unaudited; it is refused",
+                written = quote_capped(written)
             ),
         ));
     }
@@ -466,7 +486,8 @@ fn classify(
         return Err(Refusal::at(
             line,
             format!(
-                "the script writes `{written}` with `{api}`: `{stem}` runs at every later interpreter start, unaudited; it is refused"
+                "the script writes {written} with `{api}`: `{stem}` runs at every later interpreter start, unaudited; it is refused",
+                written = quote_capped(written)
             ),
         ));
     }
@@ -475,7 +496,8 @@ fn classify(
         return Err(Refusal::at(
             line,
             format!(
-                "the script writes `{written}` with `{api}`, which would shadow the standard module `{stem}` for every later import; it is refused"
+                "the script writes {written} with `{api}`, which would shadow the standard module `{stem}` for every later import; it is refused",
+                written = quote_capped(written)
             ),
         ));
     }

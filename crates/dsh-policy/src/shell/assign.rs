@@ -17,6 +17,8 @@
 
 use std::path::{Path, PathBuf};
 
+use dsh_core::quote_capped;
+
 use super::judge::{Env, firm};
 use super::places::{Place, from};
 use super::words::{Word, short};
@@ -131,7 +133,8 @@ const NPM_DOORS: &[&str] = &[
 pub(crate) fn unset_refusal(name: &str) -> Option<String> {
     name.starts_with("GIT_CONFIG").then(|| {
         format!(
-            "removing `{name}` drops the settings dsh gives every command (safe.bareRepository=explicit, core.fsmonitor=false)"
+            "removing {name} drops the settings dsh gives every command (safe.bareRepository=explicit, core.fsmonitor=false)",
+            name = quote_capped(name)
         )
     })
 }
@@ -147,7 +150,12 @@ impl ShellPolicy {
         out: &mut Vec<Judgement>,
     ) {
         let text = short(text);
-        let deny = |why: String| firm(Verdict::Deny, format!("`{text}` {why}"));
+        let deny = |why: String| {
+            firm(
+                Verdict::Deny,
+                format!("{text} {why}", text = quote_capped(&text)),
+            )
+        };
         let upper = name.to_ascii_uppercase();
         if LOADS_CODE.contains(&name)
             || name.starts_with("LD_")
@@ -161,8 +169,8 @@ impl ShellPolicy {
         if NAMES_A_PROGRAM.contains(&name) {
             if !self.free_command(value) {
                 out.push(deny(format!(
-                    "sets {name}, which names a program to run, to `{}`, which is not a free command",
-                    value.text()
+                    "sets {name}, which names a program to run, to {}, which is not a free command",
+                    quote_capped(value.text())
                 )));
             }
             return;
@@ -203,7 +211,8 @@ impl ShellPolicy {
                 )
             }) {
                 out.push(deny(format!(
-                    "puts `{flag}` in NODE_OPTIONS, which makes every node process load code first"
+                    "puts {flag} in NODE_OPTIONS, which makes every node process load code first",
+                    flag = quote_capped(flag)
                 )));
             }
             return;
@@ -212,7 +221,8 @@ impl ShellPolicy {
             let key = key.to_ascii_lowercase();
             if NPM_DOORS.contains(&key.as_str()) {
                 out.push(deny(format!(
-                    "sets npm's `{key}`, which makes npm run a program or read other settings"
+                    "sets npm's {key}, which makes npm run a program or read other settings",
+                    key = quote_capped(&key)
                 )));
             }
             return;
@@ -255,7 +265,10 @@ impl ShellPolicy {
         let Some(v) = value.exact() else {
             return out.push(firm(
                 Verdict::Deny,
-                format!("`{text}` sets {name} to directories named at run time"),
+                format!(
+                    "{text} sets {name} to directories named at run time",
+                    text = quote_capped(text)
+                ),
             ));
         };
         for entry in v.split(':').filter(|e| !e.is_empty()) {
@@ -263,8 +276,10 @@ impl ShellPolicy {
                 return out.push(firm(
                     Verdict::Deny,
                     format!(
-                        "`{text}` puts `{entry}`{}, outside the workspace, on {name}, so modules from there would be loaded",
-                        from(dir)
+                        "{text} puts {entry}{}, outside the workspace, on {name}, so modules from there would be loaded",
+                        from(dir),
+                        text = quote_capped(text),
+                        entry = quote_capped(entry)
                     ),
                 ));
             }
@@ -282,15 +297,20 @@ impl ShellPolicy {
         let Some(v) = value.exact() else {
             return out.push(firm(
                 Verdict::Deny,
-                format!("`{text}` sets {name} to a place named at run time"),
+                format!(
+                    "{text} sets {name} to a place named at run time",
+                    text = quote_capped(text)
+                ),
             ));
         };
         if let Some(dir) = self.outside_from(dirs, v) {
             out.push(firm(
                 Verdict::Deny,
                 format!(
-                    "`{text}` points {name} at `{v}`{}, outside the workspace",
-                    from(dir)
+                    "{text} points {name} at {v}{}, outside the workspace",
+                    from(dir),
+                    text = quote_capped(text),
+                    v = quote_capped(v)
                 ),
             ));
         }

@@ -1,6 +1,8 @@
 //! The free commands' flag tables, the destructive modes and output files of listed
 //! programs, the shells that are not bash, and the wrappers that run another command.
 
+use dsh_core::quote_capped;
+
 use super::places::Write;
 use super::words::Word;
 
@@ -186,7 +188,8 @@ pub(crate) fn unwrap(words: &[Word]) -> Wrapped<'_> {
                     "-0" | "--null" => i += 1,
                     "-i" | "--ignore-environment" | "-" => {
                         return Wrapped::Deny(format!(
-                            "`env {a}` clears the environment, dropping the settings dsh gives every command (GIT_CONFIG_*: safe.bareRepository=explicit, core.fsmonitor=false)"
+                            "{quoted} clears the environment, dropping the settings dsh gives every command (GIT_CONFIG_*: safe.bareRepository=explicit, core.fsmonitor=false)",
+                            quoted = quote_capped(&format!("env {a}"))
                         ));
                     }
                     "-u" | "--unset" => {
@@ -197,7 +200,8 @@ pub(crate) fn unwrap(words: &[Word]) -> Wrapped<'_> {
                     }
                     "-S" | "--split-string" | "-C" | "--chdir" => {
                         return Wrapped::Ask(format!(
-                            "`env {a}` changes what runs in ways the policy does not follow"
+                            "{quoted} changes what runs in ways the policy does not follow",
+                            quoted = quote_capped(&format!("env {a}"))
                         ));
                     }
                     _ if a.starts_with("--unset=") => {
@@ -208,7 +212,8 @@ pub(crate) fn unwrap(words: &[Word]) -> Wrapped<'_> {
                     }
                     _ if a.starts_with('-') => {
                         return Wrapped::Ask(format!(
-                            "`env {a}` is an option the policy does not know"
+                            "{quoted} is an option the policy does not know",
+                            quoted = quote_capped(&format!("env {a}"))
                         ));
                     }
                     _ if a.contains('=') => {
@@ -225,8 +230,8 @@ pub(crate) fn unwrap(words: &[Word]) -> Wrapped<'_> {
             }
             if let Some(w) = args.get(i).filter(|w| w.literal().is_none()) {
                 return Wrapped::Ask(format!(
-                    "`env` is given `{}` computed at run time",
-                    w.text()
+                    "`env` is given {} computed at run time",
+                    quote_capped(w.text())
                 ));
             }
             match payload(args, i, None) {
@@ -328,7 +333,8 @@ pub(crate) fn other_shell(name: &str) -> Option<String> {
     )
     .then(|| {
         format!(
-            "`{base}` is a shell whose grammar is not bash's, so what it would run cannot be judged; use `bash -c`"
+            "{base} is a shell whose grammar is not bash's, so what it would run cannot be judged; use `bash -c`",
+            base = quote_capped(base)
         )
     })
 }
@@ -351,7 +357,8 @@ pub(crate) fn acts_as_unlisted(name: &str, args: &[Word]) -> Option<String> {
             })
             .map(|f| {
                 format!(
-                    "`{f}` makes `date` set the system clock; a clock setter is not on the lists"
+                    "{f} makes `date` set the system clock; a clock setter is not on the lists",
+                    f = quote_capped(f)
                 )
             }),
         _ => None,

@@ -60,6 +60,8 @@
 
 use std::path::PathBuf;
 
+use dsh_core::quote_capped;
+
 use super::judge::firm;
 use super::places::{Place, from};
 use super::words::{Word, short};
@@ -135,7 +137,8 @@ impl ShellPolicy {
             "npx" => out.push(firm(
                 Verdict::Deny,
                 format!(
-                    "`{text}`: `npx` runs a package from the registry, code nobody here has seen"
+                    "{text}: `npx` runs a package from the registry, code nobody here has seen",
+                    text = quote_capped(&text)
                 ),
             )),
             _ => {}
@@ -143,15 +146,20 @@ impl ShellPolicy {
     }
 
     fn git(&self, args: &[Word], text: &str, dirs: &[PathBuf], out: &mut Vec<Judgement>) {
-        let deny = |why: String| firm(Verdict::Deny, format!("`{text}`: {why}"));
+        let deny = |why: String| {
+            firm(
+                Verdict::Deny,
+                format!("{text}: {why}", text = quote_capped(text)),
+            )
+        };
         let mut git_dirs: Vec<PathBuf> = dirs.to_vec();
         let mut i = 0;
         // Global options, up to the subcommand.
         while let Some(w) = args.get(i) {
             let Some(a) = w.exact() else {
                 return out.push(deny(format!(
-                    "`{}` is computed at run time, so which git command runs cannot be checked",
-                    w.text()
+                    "{} is computed at run time, so which git command runs cannot be checked",
+                    quote_capped(w.text())
                 )));
             };
             let (flag, attached) = split_long(a);
@@ -193,7 +201,8 @@ impl ShellPolicy {
                     let place = attached.or_else(|| value(i).and_then(Word::exact));
                     let Some(place) = place else {
                         return out.push(deny(format!(
-                            "`{flag}` is given a directory named at run time"
+                            "{flag} is given a directory named at run time",
+                            flag = quote_capped(flag)
                         )));
                     };
                     let mut next = Vec::new();
@@ -202,8 +211,9 @@ impl ShellPolicy {
                             Place::Inside(rel) => next.push(rel),
                             _ => {
                                 return out.push(deny(format!(
-                                    "`{flag} {place}`{} is outside the workspace",
-                                    from(dir)
+                                    "{quoted}{} is outside the workspace",
+                                    from(dir),
+                                    quoted = quote_capped(&format!("{flag} {place}"))
                                 )));
                             }
                         }
@@ -216,7 +226,8 @@ impl ShellPolicy {
                 }
                 "--exec-path" if attached.is_some() => {
                     return out.push(deny(format!(
-                        "`{a}` makes git load its commands from another directory"
+                        "{a} makes git load its commands from another directory",
+                        a = quote_capped(a)
                     )));
                 }
                 "--exec-path"
@@ -252,7 +263,11 @@ impl ShellPolicy {
                 _ if a.starts_with('-') => {
                     return out.push(firm(
                         Verdict::Ask,
-                        format!("`{text}`: the git option `{a}` is not one the policy knows"),
+                        format!(
+                            "{text}: the git option {a} is not one the policy knows",
+                            text = quote_capped(text),
+                            a = quote_capped(a)
+                        ),
                     ));
                 }
                 _ => break,
@@ -278,7 +293,8 @@ impl ShellPolicy {
         }
         if let Some(f) = GIT_REMOTE_PROGRAM.iter().find(|f| has(f)) {
             return out.push(deny(format!(
-                "`{f}` names the program git runs for the other side"
+                "{f} names the program git runs for the other side",
+                f = quote_capped(f)
             )));
         }
         let refusal: Option<String> = match sub {
@@ -322,7 +338,12 @@ impl ShellPolicy {
             ]
             .iter()
             .find(|f| has(f))
-            .map(|f| format!("`send-email {f}` runs the program it is given")),
+            .map(|f| {
+                format!(
+                    "{quoted} runs the program it is given",
+                    quoted = quote_capped(&format!("send-email {f}"))
+                )
+            }),
             _ => None,
         };
         if let Some(why) = refusal {
@@ -365,25 +386,41 @@ impl ShellPolicy {
             let Some(t) = attached.or_else(|| rest.get(j + 1).and_then(Word::exact)) else {
                 return out.push(firm(
                     Verdict::Deny,
-                    format!("`{text}`: `--template` is given a directory named at run time"),
+                    format!(
+                        "{text}: `--template` is given a directory named at run time",
+                        text = quote_capped(text)
+                    ),
                 ));
             };
             if self.outside_from(dirs, t).is_some() {
                 return out.push(firm(
                     Verdict::Deny,
-                    format!("`{text}`: `--template {t}` copies hooks from outside the workspace into the new repository"),
+                    format!(
+                        "{text}: {quoted} copies hooks from outside the workspace into the new repository",
+                        text = quote_capped(text),
+                        quoted = quote_capped(&format!("--template {t}"))
+                    ),
                 ));
             }
             out.push(firm(
                 Verdict::Ask,
-                format!("`{text}`: `--template {t}` copies the hooks found there into the new repository"),
+                format!(
+                    "{text}: {quoted} copies the hooks found there into the new repository",
+                    text = quote_capped(text),
+                    quoted = quote_capped(&format!("--template {t}"))
+                ),
             ));
         }
     }
 
     /// `git config …`: an edit runs the editor; a write is judged by its scope and its key.
     fn git_config(&self, rest: &[Word], text: &str, dirs: &[PathBuf], out: &mut Vec<Judgement>) {
-        let deny = |why: String| firm(Verdict::Deny, format!("`{text}`: {why}"));
+        let deny = |why: String| {
+            firm(
+                Verdict::Deny,
+                format!("{text}: {why}", text = quote_capped(text)),
+            )
+        };
         let mut positional: Vec<&Word> = Vec::new();
         let mut scope: Option<&str> = None;
         let mut action: Option<&str> = None;
@@ -406,15 +443,18 @@ impl ShellPolicy {
                         j += 1;
                     }
                     let Some(f) = f else {
-                        return out
-                            .push(deny(format!("`{flag}` is given a file named at run time")));
+                        return out.push(deny(format!(
+                            "{flag} is given a file named at run time",
+                            flag = quote_capped(flag)
+                        )));
                     };
                     if flag != "--blob"
                         && let Some(dir) = self.outside_from(dirs, f)
                     {
                         return out.push(deny(format!(
-                            "`{flag} {f}`{} is outside the workspace",
-                            from(dir)
+                            "{quoted}{} is outside the workspace",
+                            from(dir),
+                            quoted = quote_capped(&format!("{flag} {f}"))
                         )));
                     }
                 }
@@ -434,7 +474,9 @@ impl ShellPolicy {
                     return out.push(firm(
                         Verdict::Ask,
                         format!(
-                            "`{text}`: the `git config` option `{a}` is not one the policy knows"
+                            "{text}: the `git config` option {a} is not one the policy knows",
+                            text = quote_capped(text),
+                            a = quote_capped(a)
                         ),
                     ));
                 }
@@ -466,7 +508,8 @@ impl ShellPolicy {
             _ => {
                 if let Some(s) = scope {
                     return out.push(deny(format!(
-                        "`git config {s}` writes a configuration file outside the workspace; the sandbox would refuse it, so no approval is asked"
+                        "{quoted} writes a configuration file outside the workspace; the sandbox would refuse it, so no approval is asked",
+                        quoted = quote_capped(&format!("git config {s}"))
                     )));
                 }
                 if action == "set" {
@@ -566,7 +609,11 @@ pub(crate) fn git_config_key(key: &str, value: Option<&str>, how: &str) -> Optio
         };
         return Some(firm(
             Verdict::Deny,
-            format!("`{}` sets the git setting `{key}`: {what}", short(how)),
+            format!(
+                "`{}` sets the git setting {key}: {what}",
+                short(how),
+                key = quote_capped(key)
+            ),
         ));
     }
     let harmless = GIT_HARMLESS.iter().any(|h| match h.strip_suffix(".*") {
@@ -580,8 +627,9 @@ pub(crate) fn git_config_key(key: &str, value: Option<&str>, how: &str) -> Optio
     Some(firm(
         Verdict::Ask,
         format!(
-            "`{}` sets the git setting `{key}`, which the policy does not know to be harmless; a person must approve it, whatever the rules say",
-            short(how)
+            "`{}` sets the git setting {key}, which the policy does not know to be harmless; a person must approve it, whatever the rules say",
+            short(how),
+            key = quote_capped(key)
         ),
     ))
 }
@@ -600,13 +648,19 @@ fn short_cluster(a: &str, flag: char) -> bool {
 }
 
 fn make(args: &[Word], text: &str, out: &mut Vec<Judgement>) {
-    let deny = |why: String| firm(Verdict::Deny, format!("`{text}`: {why}"));
+    let deny = |why: String| {
+        firm(
+            Verdict::Deny,
+            format!("{text}: {why}", text = quote_capped(text)),
+        )
+    };
     for (i, w) in args.iter().enumerate() {
         let a = w.literal().unwrap_or_else(|| w.text());
         let (flag, _) = split_long(a);
         if flag == "--eval" || (a.starts_with("-E") && !a.starts_with("--")) {
             return out.push(deny(format!(
-                "`{a}` makes make evaluate the text it is given"
+                "{a} makes make evaluate the text it is given",
+                a = quote_capped(a)
             )));
         }
         if a.starts_with('-') {
@@ -627,13 +681,14 @@ fn make(args: &[Word], text: &str, out: &mut Vec<Judgement>) {
             .find(|f| value.contains(&format!("$({f}")) || value.contains(&format!("${{{f}")))
         {
             return out.push(deny(format!(
-                "`{var}` holds `$({f} …)`, which make evaluates to run or write something else"
+                "{var} holds `$({f} …)`, which make evaluates to run or write something else",
+                var = quote_capped(var)
             )));
         }
         if value_dyn && (value.contains("$(") || value.contains('`')) {
             return out.push(deny(format!(
-                "`{}` (argument {}) gives make a variable computed at run time",
-                w.text(),
+                "{} (argument {}) gives make a variable computed at run time",
+                quote_capped(w.text()),
                 i + 1
             )));
         }
@@ -641,7 +696,12 @@ fn make(args: &[Word], text: &str, out: &mut Vec<Judgement>) {
 }
 
 fn npm(args: &[Word], text: &str, out: &mut Vec<Judgement>) {
-    let deny = |why: String| firm(Verdict::Deny, format!("`{text}`: {why}"));
+    let deny = |why: String| {
+        firm(
+            Verdict::Deny,
+            format!("{text}: {why}", text = quote_capped(text)),
+        )
+    };
     let lits: Vec<&str> = args
         .iter()
         .map(|w| w.literal().unwrap_or_else(|| w.text()))
@@ -654,7 +714,8 @@ fn npm(args: &[Word], text: &str, out: &mut Vec<Judgement>) {
             "--script-shell" | "--node-options" | "--userconfig" | "--globalconfig" | "--shell"
         ) {
             return out.push(deny(format!(
-                "`{flag}` makes npm run another program or read other settings"
+                "{flag} makes npm run another program or read other settings",
+                flag = quote_capped(flag)
             )));
         }
     }
@@ -672,8 +733,9 @@ fn npm(args: &[Word], text: &str, out: &mut Vec<Judgement>) {
             "`npm {sub}` runs a package from the registry, code nobody here has seen"
         )),
         "init" | "create" | "innit" if !after.is_empty() => Some(format!(
-            "`npm {sub} {}` runs the `create-{}` package from the registry",
-            after[0], after[0]
+            "{} runs the {} package from the registry",
+            quote_capped(&format!("npm {sub} {}", after[0])),
+            quote_capped(&format!("create-{}", after[0]))
         )),
         "explore" => Some("`npm explore` runs a shell in a package".to_owned()),
         "config" | "c" if matches!(after.first(), Some(&"set")) => after
@@ -692,7 +754,10 @@ fn npm(args: &[Word], text: &str, out: &mut Vec<Judgement>) {
                 )
             })
             .map(|k| {
-                format!("`npm config set {k}` makes npm run another program or read other settings")
+                format!(
+                    "{quoted} makes npm run another program or read other settings",
+                    quoted = quote_capped(&format!("npm config set {k}"))
+                )
             }),
         _ => None,
     };

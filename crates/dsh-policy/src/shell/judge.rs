@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use dsh_core::{quote_capped, quote_capped_path};
+
 use super::commands::{self, Wrapped};
 use super::parse::{self, Parsed};
 use super::places::{Place, from, lexical};
@@ -130,7 +132,9 @@ impl ShellPolicy {
                 out.push(firm(
                     Verdict::Ask,
                     format!(
-                        "`{text}` expands `{name}`, which dsh passes to commands (`shell.pass_env`) and whose name looks like a credential; its value would reach the command's output"
+                        "{text} expands {name}, which dsh passes to commands (`shell.pass_env`) and whose name looks like a credential; its value would reach the command's output",
+                        text = quote_capped(text),
+                        name = quote_capped(name)
                     ),
                 ));
             }
@@ -150,7 +154,10 @@ impl ShellPolicy {
                 }
                 "-" => break,
                 f if f.starts_with('-') => {
-                    return Err(format!("`cd {f}` is an option the policy does not follow"));
+                    return Err(format!(
+                        "{quoted} is an option the policy does not follow",
+                        quoted = quote_capped(&format!("cd {f}"))
+                    ));
                 }
                 _ => break,
             }
@@ -166,8 +173,8 @@ impl ShellPolicy {
         };
         let Some(target) = dir.exact() else {
             return Err(format!(
-                "`cd {}` goes to a directory named at run time, which the policy cannot follow",
-                dir.text()
+                "{} goes to a directory named at run time, which the policy cannot follow",
+                quote_capped(&format!("cd {}", dir.text()))
             ));
         };
         if target == "-" {
@@ -178,26 +185,32 @@ impl ShellPolicy {
                 let lexical_rel = lexical(&from.join(target));
                 if !Path::new(target).is_absolute() && lexical_rel != rel {
                     return Err(format!(
-                        "`cd {target}`{} passes through a symlink (it leads to `{}`), so bash's directory and the real one differ",
+                        "{quoted}{} passes through a symlink (it leads to {}), so bash's directory and the real one differ",
                         super::places::from(from),
-                        rel.display()
+                        quote_capped_path(&rel),
+                        quoted = quote_capped(&format!("cd {target}"))
                     ));
                 }
                 if let Some(hit) = crate::protected_match(&self.protected, &rel)
                     .or_else(|| crate::protected_match(&self.protected, &rel.join("x")))
                 {
                     return Err(format!(
-                        "`cd {target}` enters `{}`, which is protected (`{}`)",
-                        rel.display(),
-                        hit.as_str()
+                        "{quoted} enters {}, which is protected (`{}`)",
+                        quote_capped_path(&rel),
+                        hit.as_str(),
+                        quoted = quote_capped(&format!("cd {target}"))
                     ));
                 }
                 Ok(rel)
             }
-            Place::Unknown(why) => Err(format!("`cd {target}` cannot be checked: {why}")),
+            Place::Unknown(why) => Err(format!(
+                "{quoted} cannot be checked: {why}",
+                quoted = quote_capped(&format!("cd {target}"))
+            )),
             _ => Err(format!(
-                "`cd {target}`{} leaves the workspace",
-                super::places::from(from)
+                "{quoted}{} leaves the workspace",
+                super::places::from(from),
+                quoted = quote_capped(&format!("cd {target}"))
             )),
         }
     }
@@ -219,7 +232,10 @@ impl ShellPolicy {
                 .iter()
                 .find_map(|w| super::assign::unset_refusal(w.text()))
         {
-            return out.push(firm(Verdict::Deny, format!("`{text}`: {why}")));
+            return out.push(firm(
+                Verdict::Deny,
+                format!("{text}: {why}", text = quote_capped(&text)),
+            ));
         }
         // Running as another user, or with a dangerous variable: no rule lifts it.
         if let Wrapped::Deny(why) = commands::unwrap(words) {
@@ -276,9 +292,10 @@ impl ShellPolicy {
                     by_rule: true,
                     firm: false,
                     reason: format!(
-                        "`{text}` {did} by rule `{}` from {}",
+                        "{text} {did} by rule `{}` from {}",
                         rule.text(),
-                        rule.origin
+                        rule.origin,
+                        text = quote_capped(&text)
                     ),
                 });
                 // A rule on a wrapper (`env *`) lifts neither an audit refusal of its payload
@@ -309,11 +326,15 @@ impl ShellPolicy {
                     verdict: Verdict::Allow,
                     by_rule: false,
                     firm: false,
-                    reason: format!("{tag}`{text}`{}: {note}", from(dir)),
+                    reason: format!(
+                        "{tag}{text}{}: {note}",
+                        from(dir),
+                        text = quote_capped(text)
+                    ),
                 }),
                 crate::python::Verdict::Refused(why) => out.push(firm(
                     Verdict::Deny,
-                    format!("{tag}`{text}`{}: {why}", from(dir)),
+                    format!("{tag}{text}{}: {why}", from(dir), text = quote_capped(text)),
                 )),
                 crate::python::Verdict::AsProgram { program, from } => {
                     return Some((program, from));
@@ -336,7 +357,8 @@ impl ShellPolicy {
             out.push(structural(
                 Verdict::Deny,
                 format!(
-                    "`{text}`: the command name is computed at run time, so it cannot be checked"
+                    "{text}: the command name is computed at run time, so it cannot be checked",
+                    text = quote_capped(text)
                 ),
             ));
             return;
@@ -348,13 +370,19 @@ impl ShellPolicy {
                 let Some(script) = script.exact() else {
                     return out.push(structural(
                         Verdict::Deny,
-                        format!("`{text}` runs a string computed at run time"),
+                        format!(
+                            "{text} runs a string computed at run time",
+                            text = quote_capped(text)
+                        ),
                     ));
                 };
                 if at.depth >= MAX_DEPTH {
                     return out.push(structural(
                         Verdict::Deny,
-                        format!("`{text}` nests shells too deeply to follow"),
+                        format!(
+                            "{text} nests shells too deeply to follow",
+                            text = quote_capped(text)
+                        ),
                     ));
                 }
                 return self.judge_line(script, at.dirs, at.depth + 1, out);
@@ -382,7 +410,7 @@ impl ShellPolicy {
                             j.verdict = Verdict::Ask;
                             j.by_rule = true;
                             j.firm = false;
-                            j.reason = format!("`{text}`: {note}");
+                            j.reason = format!("{text}: {note}", text = quote_capped(text));
                         }
                     }
                 }
@@ -396,7 +424,8 @@ impl ShellPolicy {
                 firm(
                     Verdict::Deny,
                     format!(
-                        "`{text}`: `cd` under a wrapper changes directory in a way the policy does not follow"
+                        "{text}: `cd` under a wrapper changes directory in a way the policy does not follow",
+                        text = quote_capped(text)
                     ),
                 )
             } else {
@@ -404,20 +433,30 @@ impl ShellPolicy {
                     verdict: Verdict::Allow,
                     by_rule: false,
                     firm: false,
-                    reason: format!("`{text}` changes directory inside the workspace"),
+                    reason: format!(
+                        "{text} changes directory inside the workspace",
+                        text = quote_capped(text)
+                    ),
                 }
             });
         }
         if matches!(name, "pushd" | "popd") {
             return out.push(structural(
                 Verdict::Deny,
-                format!("`{text}`: `{name}` keeps a directory stack the policy does not follow; use `cd DIR &&`"),
+                format!(
+                    "{text}: `{name}` keeps a directory stack the policy does not follow; use `cd DIR &&`",
+                    text = quote_capped(text)
+                ),
             ));
         }
         if matches!(name, "eval" | "source" | ".") {
             return out.push(structural(
                 Verdict::Deny,
-                format!("`{text}`: `{name}` runs code the policy cannot see; allow it with a rule"),
+                format!(
+                    "{text}: {name} runs code the policy cannot see; allow it with a rule",
+                    text = quote_capped(text),
+                    name = quote_capped(name)
+                ),
             ));
         }
         if let Some(why) = commands::other_shell(name) {
@@ -425,7 +464,7 @@ impl ShellPolicy {
                 verdict: Verdict::Deny,
                 by_rule: false,
                 firm: false,
-                reason: format!("`{text}`: {why}"),
+                reason: format!("{text}: {why}", text = quote_capped(text)),
             });
         }
         let origin = &self.lists.origin;
@@ -438,7 +477,7 @@ impl ShellPolicy {
                     verdict: Verdict::Deny,
                     by_rule: false,
                     firm: false,
-                    reason: format!("`{text}`: {why}"),
+                    reason: format!("{text}: {why}", text = quote_capped(text)),
                 });
             }
             // git's output flags are judged with its doors, from its `-C` directory.
@@ -454,16 +493,25 @@ impl ShellPolicy {
                     verdict: Verdict::Allow,
                     by_rule: false,
                     firm: false,
-                    reason: format!("`{text}` is on the safe list ({origin})"),
+                    reason: format!(
+                        "{text} is on the safe list ({origin})",
+                        text = quote_capped(text)
+                    ),
                 }),
-                Err(why) => out.push(structural(Verdict::Ask, format!("`{text}`: {why}"))),
+                Err(why) => out.push(structural(
+                    Verdict::Ask,
+                    format!("{text}: {why}", text = quote_capped(text)),
+                )),
             }
         } else if confirm {
             out.push(Judgement {
                 verdict: Verdict::Ask,
                 by_rule: false,
                 firm: false,
-                reason: format!("`{text}` is on the confirm list ({origin})"),
+                reason: format!(
+                    "{text} is on the confirm list ({origin})",
+                    text = quote_capped(text)
+                ),
             });
             if name == "find" {
                 // Its `-exec` payloads are still judged.
@@ -474,7 +522,10 @@ impl ShellPolicy {
                 verdict: Verdict::Deny,
                 by_rule: false,
                 firm: false,
-                reason: format!("`{text}` is not on the safe or confirm lists ({origin})"),
+                reason: format!(
+                    "{text} is not on the safe or confirm lists ({origin})",
+                    text = quote_capped(text)
+                ),
             });
         }
     }
@@ -498,8 +549,8 @@ impl ShellPolicy {
                     continue;
                 }
                 return Err(format!(
-                    "`{}` is computed at run time, so the file it names cannot be checked",
-                    arg.text()
+                    "{} is computed at run time, so the file it names cannot be checked",
+                    quote_capped(arg.text())
                 ));
             };
             if options && a == "--" {
@@ -510,7 +561,11 @@ impl ShellPolicy {
                     None => (a, None),
                 };
                 if table.not_free_long.contains(&flag) {
-                    return Err(format!("`{flag}` {}, so it is not read-only", table.why));
+                    return Err(format!(
+                        "{flag} {}, so it is not read-only",
+                        table.why,
+                        flag = quote_capped(flag)
+                    ));
                 }
                 if let Some(v) = value.filter(|_| !table.data_args) {
                     self.path_inside(at.dirs, v)?;
@@ -545,8 +600,8 @@ impl ShellPolicy {
                 Some(a) => self.path_inside(at.dirs, a)?,
                 None => {
                     return Err(format!(
-                        "`{}` is computed at run time, so the file it names cannot be checked",
-                        w.text()
+                        "{} is computed at run time, so the file it names cannot be checked",
+                        quote_capped(w.text())
                     ));
                 }
             }
@@ -559,18 +614,24 @@ impl ShellPolicy {
         };
         while let Some(w) = args.get(i) {
             let Some(a) = w.literal() else {
-                return Err(format!("`{}` is computed at run time", w.text()));
+                return Err(format!(
+                    "{} is computed at run time",
+                    quote_capped(w.text())
+                ));
             };
             i += 1;
             if commands::FIND_WRITES.contains(&a) {
                 return Err(format!(
-                    "`{a}` writes or deletes files, so it is not read-only"
+                    "{a} writes or deletes files, so it is not read-only",
+                    a = quote_capped(a)
                 ));
             } else if commands::FIND_EXEC.contains(&a) {
                 let end = args[i..]
                     .iter()
                     .position(|w| matches!(w.literal(), Some(";" | "+")))
-                    .ok_or_else(|| format!("`{a}` has no terminating `;` or `+`"))?;
+                    .ok_or_else(|| {
+                        format!("{a} has no terminating `;` or `+`", a = quote_capped(a))
+                    })?;
                 self.judge_command(&args[i..i + end], &[], inner, out);
                 i += end + 1;
             } else if commands::FIND_VALUE.contains(&a) {
@@ -578,11 +639,19 @@ impl ShellPolicy {
             } else if commands::FIND_FILE.contains(&a) || a.starts_with("-newer") {
                 match args.get(i).and_then(Word::literal) {
                     Some(v) => self.path_inside(at.dirs, v)?,
-                    None => return Err(format!("`{a}` names a file computed at run time")),
+                    None => {
+                        return Err(format!(
+                            "{a} names a file computed at run time",
+                            a = quote_capped(a)
+                        ));
+                    }
                 }
                 i += 1;
             } else if !commands::FIND_BARE.contains(&a) {
-                return Err(format!("`find` option `{a}` is not in its flag table"));
+                return Err(format!(
+                    "`find` option {a} is not in its flag table",
+                    a = quote_capped(a)
+                ));
             }
         }
         Ok(())

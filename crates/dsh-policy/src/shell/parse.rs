@@ -13,6 +13,7 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use dsh_core::quote_capped;
 use tree_sitter::{Node, Parser};
 
 use super::Verdict;
@@ -577,21 +578,23 @@ impl Walker<'_> {
             self.finding(
                 Verdict::Deny,
                 format!(
-                    "`{}` is indirection: it expands the variable named by `{name}`'s value, which can run code hidden in it",
-                    short(&text)
+                    "`{}` is indirection: it expands the variable named by {name}'s value, which can run code hidden in it",
+                    short(&text),
+                    name = quote_capped(&name)
                 ),
             );
         } else if let Some(op) = ["@P", "@E"].iter().find(|op| after.starts_with(**op)) {
             self.finding(
                 Verdict::Deny,
                 format!(
-                    "`{}` expands `{name}`'s value as a {} (`{op}`), which evaluates what it holds",
+                    "`{}` expands {name}'s value as a {} (`{op}`), which evaluates what it holds",
                     short(&text),
                     if *op == "@P" {
                         "prompt"
                     } else {
                         "string with escapes"
-                    }
+                    },
+                    name = quote_capped(&name)
                 ),
             );
         } else if let Some(rest) = after.strip_prefix(':')
@@ -635,7 +638,9 @@ impl Walker<'_> {
                 self.finding(
                     Verdict::Ask,
                     format!(
-                        "`{expr}` evaluates `{name}` as arithmetic, and the line sets `{name}` from a value it does not spell out; a value like `a[$(cmd)]` would run cmd"
+                        "{expr} evaluates {name} as arithmetic, and the line sets {name} from a value it does not spell out; a value like `a[$(cmd)]` would run cmd",
+                        expr = quote_capped(&expr),
+                        name = quote_capped(&name)
                     ),
                 );
             }

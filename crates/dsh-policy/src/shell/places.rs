@@ -5,6 +5,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use dsh_core::{quote_capped, quote_capped_path};
+
 use super::judge::firm;
 use super::parse::{Parsed, Redirect};
 use super::words::Word;
@@ -102,16 +104,26 @@ impl ShellPolicy {
         }
         if path.contains('{') {
             return Err(format!(
-                "`{path}` may be a brace expansion, so the files it names cannot be checked"
+                "{path} may be a brace expansion, so the files it names cannot be checked",
+                path = quote_capped(path)
             ));
         }
         for dir in dirs {
             match self.place(dir, path) {
                 Place::Inside(_) | Place::Temp | Place::Sink => {}
                 Place::Outside | Place::Device => {
-                    return Err(format!("`{path}` is outside the workspace{}", from(dir)));
+                    return Err(format!(
+                        "{path} is outside the workspace{}",
+                        from(dir),
+                        path = quote_capped(path)
+                    ));
                 }
-                Place::Unknown(why) => return Err(format!("`{path}` cannot be checked: {why}")),
+                Place::Unknown(why) => {
+                    return Err(format!(
+                        "{path} cannot be checked: {why}",
+                        path = quote_capped(path)
+                    ));
+                }
             }
         }
         Ok(())
@@ -131,8 +143,9 @@ impl ShellPolicy {
                 "a place named at run time"
             };
             return out.push(deny(format!(
-                "`{how}` writes to {what} (`{}`), which cannot be checked; only `$TMPDIR` is known ahead of the run",
-                w.target.text()
+                "{how} writes to {what} ({}), which cannot be checked; only `$TMPDIR` is known ahead of the run",
+                quote_capped(w.target.text()),
+                how = quote_capped(how)
             )));
         };
         let mut asks = false;
@@ -143,33 +156,43 @@ impl ShellPolicy {
                 Place::Inside(rel) => {
                     if let Some(hit) = crate::protected_match(&self.protected, &rel) {
                         return out.push(deny(format!(
-                            "`{how}` writes `{}`, which is protected (`{}`)",
-                            rel.display(),
-                            hit.as_str()
+                            "{how} writes {}, which is protected (`{}`)",
+                            quote_capped_path(&rel),
+                            hit.as_str(),
+                            how = quote_capped(how)
                         )));
                     }
                     asks = true;
                 }
                 Place::Device => {
                     return out.push(deny(format!(
-                        "`{how}` writes to the device `{target}`; only /dev/null, /dev/stdout and /dev/stderr may be written"
+                        "{how} writes to the device {target}; only /dev/null, /dev/stdout and /dev/stderr may be written",
+                        how = quote_capped(how),
+                        target = quote_capped(target)
                     )));
                 }
                 Place::Outside => {
                     return out.push(deny(format!(
-                        "`{how}` writes `{target}`, outside the workspace and the session's temporary directory{}; the sandbox would refuse it, so no approval is asked",
-                        from(dir)
+                        "{how} writes {target}, outside the workspace and the session's temporary directory{}; the sandbox would refuse it, so no approval is asked",
+                        from(dir),
+                        how = quote_capped(how),
+                        target = quote_capped(target)
                     )));
                 }
                 Place::Unknown(why) => {
                     return out.push(deny(format!(
-                        "`{how}` writes `{target}`, which cannot be checked: {why}"
+                        "{how} writes {target}, which cannot be checked: {why}",
+                        how = quote_capped(how),
+                        target = quote_capped(target)
                     )));
                 }
             }
         }
         if asks {
-            out.push(firm(Verdict::Ask, format!("`{how}` writes a file")));
+            out.push(firm(
+                Verdict::Ask,
+                format!("{how} writes a file", how = quote_capped(how)),
+            ));
         }
     }
 
@@ -185,14 +208,14 @@ impl ShellPolicy {
         let ask = |reason: String| firm(Verdict::Ask, reason);
         match r.target.exact() {
             None => out.push(ask(format!(
-                "`{}` reads from a file named at run time",
-                r.text
+                "{} reads from a file named at run time",
+                quote_capped(&r.text)
             ))),
             Some(target) => {
                 if self.path_inside(dirs, target).is_err() {
                     out.push(ask(format!(
-                        "`{}` reads from outside the workspace",
-                        r.text
+                        "{} reads from outside the workspace",
+                        quote_capped(&r.text)
                     )));
                 }
             }
@@ -217,7 +240,8 @@ impl ShellPolicy {
                 out.push(firm(
                     Verdict::Ask,
                     format!(
-                        "`{text}` is a pattern that may expand to a file the permission rules keep from dsh's file tools"
+                        "{text} is a pattern that may expand to a file the permission rules keep from dsh's file tools",
+                        text = quote_capped(text)
                     ),
                 ));
                 continue;
@@ -251,12 +275,13 @@ impl ShellPolicy {
             out.push(firm(
                 Verdict::from_rule(rule.kind),
                 format!(
-                    "`{candidate}`{} names `{}`, which {} rule `{}` from {} keeps from dsh's file tools; a shell command may not read it either",
+                    "{candidate}{} names {}, which {} rule `{}` from {} keeps from dsh's file tools; a shell command may not read it either",
                     from(dir),
-                    rel.display(),
+                    quote_capped_path(&rel),
                     rule.kind.as_str(),
                     rule.text(),
-                    rule.origin
+                    rule.origin,
+                    candidate = quote_capped(candidate)
                 ),
             ));
         }
@@ -268,6 +293,6 @@ pub(crate) fn from(dir: &Path) -> String {
     if dir.as_os_str().is_empty() {
         String::new()
     } else {
-        format!(" (from `{}`)", dir.display())
+        format!(" (from {})", quote_capped_path(dir))
     }
 }

@@ -7,8 +7,14 @@
 //! (path, line) and cut at [`Limits::max_results`]; a file contributes at most that many
 //! matches, so the total said when truncated is a lower bound ("at least N"), the same on
 //! every run.
+//!
+//! **Interrupts.** The searcher calls back only on matches, so a file with few matches would
+//! be searched to its end before anything looked at the cancellation token. Each file is
+//! therefore read through [`Cancellable`], which checks the token before every read (the
+//! searcher reads 64 KiB at a time): a search stops within one buffer's worth of work of an
+//! interrupt, inside a 1 GB file as between small ones (BENCHMARKS.md).
 
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -165,7 +171,8 @@ impl Found {
         self.hard_linked += other.hard_linked;
     }
 
-    /// Searches one opened file; `rel` is its workspace-relative path.
+    /// Searches one opened file; `rel` is its workspace-relative path. Stops early, keeping
+    /// what it found, once `cancel` is cancelled.
     fn search(
         &mut self,
         searcher: &mut Searcher,
@@ -173,6 +180,7 @@ impl Found {
         file: &std::fs::File,
         rel: &Path,
         cap: usize,
+        cancel: &CancellationToken,
     ) {
         let mut sink = FileSink {
             matches: Vec::new(),
@@ -181,8 +189,9 @@ impl Found {
             more: false,
         };
         self.files += 1;
-        // An I/O error mid-file (a file truncated under us) keeps what was found before it.
-        let _ = searcher.search_file(matcher, file, &mut sink);
+        // An I/O error mid-file (a file truncated under us, or the call cancelled) keeps what
+        // was found before it.
+        let _ = searcher.search_reader(matcher, Cancellable { file, cancel }, &mut sink);
         if sink.binary {
             self.binary += 1;
             return;
@@ -196,6 +205,22 @@ impl Found {
                 text,
             });
         }
+    }
+}
+
+/// A file as the searcher reads it, failing every read once the call is cancelled.
+struct Cancellable<'a, R> {
+    file: R,
+    cancel: &'a CancellationToken,
+}
+
+impl<R: Read> Read for Cancellable<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.cancel.is_cancelled() {
+            // Not `Interrupted`: readers retry that one.
+            return Err(io::Error::other("the call was cancelled"));
+        }
+        self.file.read(buf)
     }
 }
 
@@ -282,7 +307,10 @@ impl Grep {
         if meta.is_file() {
             // One file named explicitly: searched even if ignored, with read_file's checks.
             let (file, resolved) = open_file(&self.ws, given)?;
-            found.search(&mut searcher(), &matcher, &file, &resolved.rel, cap);
+            found.search(&mut searcher(), &matcher, &file, &resolved.rel, cap, cancel);
+            if cancel.is_cancelled() {
+                return Err(cancelled());
+            }
         } else if meta.is_dir() {
             let shared = Mutex::new(Found::new(cap));
             let opener = WalkOpener::new(&self.ws);
@@ -428,8 +456,14 @@ impl ParallelVisitor for Visitor<'_> {
         }
         match self.opener.open(path) {
             Ok(file) => {
-                self.local
-                    .search(&mut self.searcher, &self.matcher, &file, rel, self.cap);
+                self.local.search(
+                    &mut self.searcher,
+                    &self.matcher,
+                    &file,
+                    rel,
+                    self.cap,
+                    self.cancel,
+                );
             }
             Err(Skipped::HardLinked) => self.local.hard_linked += 1,
             Err(Skipped::NotRegular | Skipped::Outside) => {}
@@ -442,5 +476,82 @@ impl Drop for Visitor<'_> {
     fn drop(&mut self) {
         let local = std::mem::replace(&mut self.local, Found::new(0));
         lock(self.shared).merge(local);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2 MB: `needle` on the first and the last line, `hay` between.
+    fn haystack() -> tempfile::NamedTempFile {
+        let mut text = String::from("needle\n");
+        text.push_str(&"hay\n".repeat(500_000));
+        text.push_str("needle\n");
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), text).unwrap();
+        f
+    }
+
+    /// Reads like a file, and cancels the call right after its first read.
+    struct CancelAfterFirstRead<'a> {
+        file: std::fs::File,
+        cancel: &'a CancellationToken,
+        reads: usize,
+    }
+
+    impl Read for CancelAfterFirstRead<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            let n = self.file.read(buf)?;
+            self.cancel.cancel();
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_search_cancelled_inside_a_file_stops_at_the_next_read() {
+        let hay = haystack();
+        let cancel = CancellationToken::new();
+        let mut inner = CancelAfterFirstRead {
+            file: std::fs::File::open(hay.path()).unwrap(),
+            cancel: &cancel,
+            reads: 0,
+        };
+        let matcher = RegexMatcherBuilder::new().build("needle").unwrap();
+        let mut sink = FileSink {
+            matches: Vec::new(),
+            cap: 10,
+            binary: false,
+            more: false,
+        };
+        let reader = Cancellable {
+            file: &mut inner,
+            cancel: &cancel,
+        };
+        let stopped = searcher().search_reader(&matcher, reader, &mut sink);
+        assert!(stopped.is_err());
+        // No read after the one that saw the cancellation: the needle 2 MB on is never met.
+        assert_eq!(inner.reads, 1);
+        assert!(sink.matches.iter().all(|(line, _)| *line == 1));
+    }
+
+    #[test]
+    fn grep_of_one_named_file_answers_cancelled_when_cancelled() {
+        let hay = haystack();
+        let dir = hay.path().parent().unwrap();
+        let ws = Arc::new(Workspace::new(dir).unwrap());
+        let grep = Grep::new(ws, &crate::Limits::default());
+        let name = hay.path().file_name().unwrap().to_str().unwrap().to_owned();
+        let args = Args {
+            pattern: "needle".to_owned(),
+            path: Some(name),
+            include: None,
+        };
+        let cancel = CancellationToken::new();
+        assert!(grep.grep(&args, &cancel).is_ok());
+        cancel.cancel();
+        let err = grep.grep(&args, &cancel).unwrap_err();
+        assert!(err.message.contains("cancelled"), "{}", err.message);
     }
 }
