@@ -188,7 +188,17 @@ fn sweep(helper: i32) {
     let mut pause = Duration::from_millis(1);
     loop {
         // SAFETY: waitpid with a null status pointer reaps any child without blocking.
-        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        let reaped = loop {
+            let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
+            if r <= 0 {
+                break r;
+            }
+        };
+        // No child at all: every process of the session descends from the helper (orphans
+        // are re-parented to it, the subreaper), so none is left and `/proc` need not be read.
+        if reaped < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
+            return;
+        }
         let Some(all) = crate::procfs::processes() else {
             return;
         };
