@@ -13,7 +13,7 @@ use dsh_core::{
 };
 use dsh_testkit::{FnPolicy, FnTool, Recorder, kinds, ok_output};
 use serde_json::{Value, json};
-use tokio::sync::Barrier;
+use tokio::sync::{Barrier, Notify};
 
 /// Tracks how many tool bodies run at once and the highest it reached.
 #[derive(Default)]
@@ -76,12 +76,14 @@ fn ids(results: &[Arc<FrozenResult>]) -> Vec<&str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn seed_example_reads_overlap_write_runs_alone_and_results_commit_in_order() {
     let barrier = Arc::new(Barrier::new(2));
+    let b_done = Arc::new(Notify::new());
     let conc = Arc::new(Concurrency::default());
     let reads_done = Arc::new(AtomicUsize::new(0));
     let write_done = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(Mutex::new(Vec::<String>::new()));
 
     let read = {
+        let b_done = b_done.clone();
         let (barrier, conc, reads_done, write_done, finished) = (
             barrier.clone(),
             conc.clone(),
@@ -90,6 +92,7 @@ async fn seed_example_reads_overlap_write_runs_alone_and_results_commit_in_order
             finished.clone(),
         );
         FnTool::new("read", move |args, _cx: ExecContext| {
+            let b_done = b_done.clone();
             let (barrier, conc, reads_done, write_done, finished) = (
                 barrier.clone(),
                 conc.clone(),
@@ -115,11 +118,17 @@ async fn seed_example_reads_overlap_write_runs_alone_and_results_commit_in_order
                             .map_err(|_| ToolError::failed("the reads did not overlap"))?;
                         // Finish B before A: completion order differs from submission order.
                         if path == "A" {
-                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            tokio::time::timeout(Duration::from_secs(5), b_done.notified())
+                                .await
+                                .map_err(|_| ToolError::failed("read B never finished"))?;
                         }
                         reads_done.fetch_add(1, Ordering::SeqCst);
                     }
                     finished.lock().unwrap().push(format!("read {path}"));
+                    if path == "B" {
+                        // A permit is kept if A is not waiting yet.
+                        b_done.notify_one();
+                    }
                     Ok(ok_output(0))
                 }
                 .await;
@@ -226,12 +235,16 @@ async fn exclusive_calls_never_overlap() {
 async fn parallel_safe_calls_overlap_up_to_max_parallel() {
     let conc = Arc::new(Concurrency::default());
     let c = conc.clone();
+    // Each wave of three meets at the barrier: they can only pass it by running together,
+    // and a fourth could never have joined (the count of three is checked after).
+    let wave = Arc::new(Barrier::new(3));
     let tool = FnTool::new("par", move |_, _| {
-        let c = c.clone();
+        let (c, wave) = (c.clone(), wave.clone());
         async move {
             c.enter();
-            tokio::time::sleep(Duration::from_millis(40)).await;
+            let met = tokio::time::timeout(Duration::from_secs(5), wave.wait()).await;
             c.leave();
+            met.map_err(|_| ToolError::failed("three calls never ran together"))?;
             Ok(ok_output(0))
         }
     })

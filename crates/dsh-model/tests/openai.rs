@@ -614,16 +614,14 @@ async fn cancellation_aborts_a_stream_promptly() {
     ]);
     let p = provider(&server, fast());
     let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        trigger.cancel();
-    });
     let started = Instant::now();
     let mut events = Vec::new();
-    let result = p
-        .complete(&request(), &mut |e| events.push(e), &cancel)
-        .await;
+    let req = request();
+    let mut on_event = |e| events.push(e);
+    let (result, ()) = tokio::join!(
+        p.complete(&req, &mut on_event, &cancel),
+        cancel_when_requested(&server, &cancel, 1)
+    );
     assert!(matches!(result, Err(ModelError::Cancelled)), "{result:?}");
     assert!(started.elapsed() < Duration::from_secs(2));
 }
@@ -642,13 +640,14 @@ async fn cancellation_aborts_a_backoff_wait() {
         },
     );
     let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        trigger.cancel();
-    });
     let started = Instant::now();
-    let result = p.complete(&request(), &mut |_| {}, &cancel).await;
+    // The 429 has been answered: the provider is in its 30 s backoff.
+    let req = request();
+    let mut on_event = |_| {};
+    let (result, ()) = tokio::join!(
+        p.complete(&req, &mut on_event, &cancel),
+        cancel_when_requested(&server, &cancel, 1)
+    );
     assert!(matches!(result, Err(ModelError::Cancelled)), "{result:?}");
     assert!(started.elapsed() < Duration::from_secs(2));
 }
@@ -717,4 +716,17 @@ async fn https_goes_through_rustls_with_ring() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// Cancels `cancel` once the server has received `n` requests (polled: a state, not a
+/// guess at how long the client takes).
+async fn cancel_when_requested(
+    server: &dsh_testkit::model_server::ServerHandle,
+    cancel: &CancellationToken,
+    n: usize,
+) {
+    while server.requests().len() < n {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    cancel.cancel();
 }

@@ -462,21 +462,6 @@ fn a_symlink_out_of_the_workspace_is_outside() {
     }
 }
 
-/// `LINES_TO_TRY=file.json cargo test -p dsh-policy --test shell_policy try_lines -- --nocapture`
-/// prints the decision on each line of a JSON array: a tool for exploring the policy.
-#[test]
-fn try_lines() {
-    let Ok(file) = std::env::var("LINES_TO_TRY") else {
-        return;
-    };
-    let (_d, ws) = workspace();
-    let p = policy_with(&ws, &[]);
-    let lines: Vec<String> = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    for line in &lines {
-        eprintln!("{}", show(line, &p.decide(line)));
-    }
-}
-
 #[test]
 fn reasons_quote_long_words_capped_with_their_length() {
     let (_d, ws) = workspace();

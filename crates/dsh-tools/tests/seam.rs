@@ -298,9 +298,15 @@ async fn a_same_length_change_from_outside_is_stale_too() {
         .unwrap()
         .modified()
         .unwrap();
-    // Same length, same inode: only the timestamps tell. Wait out a coarse clock tick.
-    std::thread::sleep(Duration::from_millis(50));
+    // Same length, same inode: only the timestamps tell. The new mtime is set a second
+    // later explicitly, so a coarse clock cannot hide the change.
     std::fs::write(e.path("v.txt"), "version=2\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(e.path("v.txt"))
+        .unwrap()
+        .set_modified(before + Duration::from_secs(1))
+        .unwrap();
     let after = std::fs::metadata(e.path("v.txt"))
         .unwrap()
         .modified()

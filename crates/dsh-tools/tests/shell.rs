@@ -290,8 +290,12 @@ async fn cancellation_kills_the_tree_and_returns() {
     let args = json!({"command": "sleep 100 & echo $! > bg.pid; sleep 100"});
     let cancel = CancellationToken::new();
     let cx = cx(&tool, "c1", &args, cancel.clone());
+    // Cancel once the command is known to run (it wrote its background child's pid).
+    let pid_file = f.ws.join("bg.pid");
     let canceller = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        while std::fs::read_to_string(&pid_file).map_or(true, |s| !s.ends_with('\n')) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         cancel.cancel();
     });
     let start = Instant::now();
