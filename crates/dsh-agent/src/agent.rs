@@ -26,21 +26,21 @@ use crate::Session;
 #[derive(Clone, Debug)]
 pub struct LoopConfig {
     pub max_steps: u32,
-    /// Total prompt + completion tokens after which the loop stops.
+    /// Total prompt + completion tokens after which the loop stops; 0: no budget.
     pub max_tokens: u64,
     /// Stop when the same call(s) are asked for this many times in a row.
     pub repeat_limit: u32,
-    /// Units of history sent (see `trim`); adjustable between runs.
-    pub turns: usize,
+    /// Whole turns of history sent (see `trim`; `None`: all of them); adjustable between runs.
+    pub keep_turns: Option<usize>,
 }
 
 impl Default for LoopConfig {
     fn default() -> Self {
         LoopConfig {
-            max_steps: 50,
-            max_tokens: 400_000,
+            max_steps: 1_000,
+            max_tokens: 0,
             repeat_limit: 3,
-            turns: 60,
+            keep_turns: None,
         }
     }
 }
@@ -97,6 +97,8 @@ pub struct Agent<'s> {
     pub config: LoopConfig,
     system: String,
     history: Vec<Message>,
+    /// Where each turn (a `run`'s prompt) starts in `history`.
+    turn_starts: Vec<usize>,
     tools: Vec<ToolSchema>,
     usage: Usage,
     step: u32,
@@ -134,6 +136,7 @@ impl<'s> Agent<'s> {
             provider,
             config,
             history: Vec::new(),
+            turn_starts: Vec::new(),
             tools,
             usage: Usage::default(),
             step: 0,
@@ -213,6 +216,7 @@ impl<'s> Agent<'s> {
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Outcome, AgentError> {
         self.record("user_message", &json!({"text": prompt}))?;
+        self.turn_starts.push(self.history.len());
         self.history.push(Message::user(prompt));
         let mut last_text = String::new();
         let mut previous: Option<Vec<(String, String)>> = None;
@@ -228,7 +232,11 @@ impl<'s> Agent<'s> {
             self.step += 1;
             let step = self.step;
             let mut messages = vec![Message::system(self.system.clone())];
-            messages.extend(crate::trim::trim(&self.history, self.config.turns));
+            messages.extend(crate::trim::trim(
+                &self.history,
+                &self.turn_starts,
+                self.config.keep_turns,
+            ));
             let request = ChatRequest {
                 model: self.provider.model().to_owned(),
                 messages,
@@ -338,7 +346,9 @@ impl<'s> Agent<'s> {
             if cancel.is_cancelled() {
                 return self.stop(StopReason::Interrupted, last_text);
             }
-            if self.usage.prompt_tokens + self.usage.completion_tokens >= self.config.max_tokens {
+            if self.config.max_tokens > 0
+                && self.usage.prompt_tokens + self.usage.completion_tokens >= self.config.max_tokens
+            {
                 return self.stop(StopReason::TokenBudget, last_text);
             }
         }

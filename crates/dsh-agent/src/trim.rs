@@ -1,47 +1,29 @@
-//! Context trimming by whole units (SPEC A5): the system prompt is kept, the task (the first
-//! user message) is kept, and then the most recent units that fit. A unit is a user message,
-//! or an assistant message together with every tool result answering it — so a tool-call
-//! message is never separated from its results, which providers reject.
+//! Context trimming by whole turns (SPEC A5, the seed's rule): a *turn* is a user's message
+//! and everything after it up to the next one — the model's answers, its tool calls with
+//! their results, attached context (which is not a turn of its own). With `keep_turns` set,
+//! only the last that many turns are sent; otherwise the whole history. Cutting only at turn
+//! starts means a tool-call message is never separated from its results (providers reject
+//! that), and the messages sent within one turn only ever grow at the end, so providers'
+//! prompt caches keep serving their prefix. Room by tokens comes with the context work.
 
-use dsh_model::{Message, Role};
+use dsh_model::Message;
 
-/// Splits `history` (without the system message) into units: index ranges.
-pub fn units(history: &[Message]) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < history.len() {
-        let start = i;
-        i += 1;
-        if history[start].role == Role::Assistant {
-            while i < history.len() && history[i].role == Role::Tool {
-                i += 1;
-            }
+/// The messages to send: `history` from the start of the `keep`-th last turn, or all of it.
+/// `turn_starts` are the indices in `history` where turns begin, ascending.
+pub fn trim(history: &[Message], turn_starts: &[usize], keep: Option<usize>) -> Vec<Message> {
+    match keep {
+        Some(keep) if keep > 0 && turn_starts.len() > keep => {
+            let from = turn_starts[turn_starts.len() - keep].min(history.len());
+            history[from..].to_vec()
         }
-        out.push(start..i);
+        _ => history.to_vec(),
     }
-    out
-}
-
-/// The messages to send: the first unit (the task) and the last `keep - 1` other units, in
-/// order. `keep` is at least 2, so the latest unit is always sent.
-pub fn trim(history: &[Message], keep: usize) -> Vec<Message> {
-    let units = units(history);
-    let keep = keep.max(2);
-    if units.len() <= keep {
-        return history.to_vec();
-    }
-    let mut out: Vec<Message> = history[units[0].clone()].to_vec();
-    let tail = &units[units.len() - (keep - 1)..];
-    for u in tail {
-        out.extend_from_slice(&history[u.clone()]);
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dsh_model::ToolCallRequest;
+    use dsh_model::{Role, ToolCallRequest};
 
     fn call(id: &str) -> ToolCallRequest {
         ToolCallRequest {
@@ -51,9 +33,10 @@ mod tests {
         }
     }
 
-    /// A deterministic pseudo-random history of user messages, assistant answers and
-    /// assistant tool-call messages each followed by their results.
-    fn history(seed: u64, len: usize) -> Vec<Message> {
+    /// A deterministic pseudo-random history of turns: a user message, then answers,
+    /// attached context and tool-call messages each followed by their results. Returns the
+    /// history and where its turns start.
+    fn history(seed: u64, len: usize) -> (Vec<Message>, Vec<usize>) {
         let mut x = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
@@ -63,12 +46,17 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let mut h = vec![Message::user("task")];
+        let mut h = vec![Message::user("task 0")];
+        let mut starts = vec![0];
         let mut n = 0;
         while h.len() < len {
-            match next() % 3 {
-                0 => h.push(Message::user("more")),
+            match next() % 4 {
+                0 => {
+                    starts.push(h.len());
+                    h.push(Message::user(format!("task {}", starts.len() - 1)));
+                }
                 1 => h.push(Message::assistant("answer", vec![])),
+                2 => h.push(Message::user("[from policy] attached context")),
                 _ => {
                     let k = 1 + (next() % 3) as usize;
                     let calls: Vec<_> = (0..k).map(|j| call(&format!("c{n}-{j}"))).collect();
@@ -80,46 +68,47 @@ mod tests {
                 }
             }
         }
-        h
+        (h, starts)
     }
 
     #[test]
-    fn trimming_never_separates_a_tool_call_from_its_results() {
+    fn trimming_keeps_whole_turns_and_never_separates_calls_from_results() {
         for seed in 0..500 {
-            let h = history(seed, 5 + (seed as usize % 60));
+            let (h, starts) = history(seed, 5 + (seed as usize % 60));
             for keep in 1..12 {
-                let t = trim(&h, keep);
-                assert_eq!(t[0].content, "task", "the task is kept");
-                // Every tool result answers a call of the assistant message before it, and
-                // every call of a kept assistant message has its result.
+                let t = trim(&h, &starts, Some(keep));
+                // It starts at a turn's first message, and is a suffix of the history.
+                assert!(t[0].content.starts_with("task "), "seed {seed} keep {keep}");
+                assert_eq!(t[..], h[h.len() - t.len()..]);
+                let turns = t.iter().filter(|m| m.content.starts_with("task ")).count();
+                assert_eq!(turns, keep.min(starts.len()), "seed {seed} keep {keep}");
                 for (i, m) in t.iter().enumerate() {
                     if m.role == Role::Tool {
                         let owner = t[..i].iter().rev().find(|m| m.role != Role::Tool).unwrap();
                         assert_eq!(owner.role, Role::Assistant, "seed {seed} keep {keep}");
-                        assert!(
-                            owner
-                                .tool_calls
-                                .iter()
-                                .any(|c| Some(&c.id) == m.tool_call_id.as_ref())
-                        );
-                    }
-                    for c in &m.tool_calls {
-                        assert!(
-                            t.iter().any(|r| r.tool_call_id.as_ref() == Some(&c.id)),
-                            "seed {seed}"
-                        );
                     }
                 }
-                assert!(units(&t).len() <= keep.max(2));
-                // The kept units are the most recent ones.
-                assert_eq!(t.last(), h.last());
             }
         }
     }
 
     #[test]
-    fn short_histories_are_untouched() {
-        let h = history(7, 6);
-        assert_eq!(trim(&h, 100), h);
+    fn without_a_limit_everything_is_sent() {
+        let (h, starts) = history(7, 80);
+        assert_eq!(trim(&h, &starts, None), h);
+        assert_eq!(trim(&h, &starts, Some(0)), h);
+        assert_eq!(trim(&h, &starts, Some(starts.len())), h);
+    }
+
+    #[test]
+    fn a_long_turn_is_never_cut_inside() {
+        // One task with 200 tool calls: whatever the limit, all of it is sent.
+        let (mut h, starts) = (vec![Message::user("task 0")], vec![0]);
+        for i in 0..200 {
+            let c = call(&format!("c{i}"));
+            h.push(Message::assistant("", vec![c.clone()]));
+            h.push(Message::tool(c.id, "result"));
+        }
+        assert_eq!(trim(&h, &starts, Some(1)), h);
     }
 }
