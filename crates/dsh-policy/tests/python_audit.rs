@@ -414,13 +414,21 @@ fn shell_pipeline(ws: &Arc<Workspace>, runs: &Arc<AtomicUsize>, content: &'stati
     let mut registry = Registry::new();
     let runs = runs.clone();
     registry
-        .register(FnTool::new("run_shell", move |_, _| {
-            let runs = runs.clone();
-            async move {
-                runs.fetch_add(1, Ordering::SeqCst);
-                Ok(ToolOutput::new("ran", json!({"n": 1})))
-            }
-        }))
+        .register(
+            FnTool::new("run_shell", move |_, _| {
+                let runs = runs.clone();
+                async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok(ToolOutput::new("ran", json!({"n": 1})))
+                }
+            })
+            // Policies judge what a tool declares, never its name.
+            .accesses(|a| {
+                vec![dsh_core::Access::Execute {
+                    command: a["command"].as_str().unwrap_or_default().to_owned(),
+                }]
+            }),
+        )
         .unwrap();
     Pipeline::builder(registry, Arc::new(MemoryJournal::new("t")))
         .pre_policy(policy(ws, &[]))

@@ -1,4 +1,4 @@
-//! The audit again at gate 3: just before a `run_shell` call runs (after any approval), every
+//! The audit again at gate 3: just before a call that declares a command runs (after any approval), every
 //! Python script and `-c` code the line names is audited once more, on the file's content of
 //! that moment. A script that changed since gate 1 is judged on what it holds now, so the
 //! hash recorded at gate 1 is in effect checked again: content that no longer passes is
@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use dsh_core::{Denial, Guard, PolicyContext, ToolCall, Workspace};
+use dsh_core::{Access, Denial, Guard, PolicyContext, ToolCall, Workspace};
 
 use super::TAG;
 use crate::shell::{NetworkVote, ShellLists, ShellPolicy, Verdict};
@@ -49,12 +49,18 @@ impl Guard for PythonAuditGuard {
         "python-audit"
     }
 
-    fn check(&self, call: &ToolCall, _cx: &PolicyContext<'_>) -> Option<Denial> {
-        if call.name() != "run_shell" {
-            return None;
-        }
-        let line = call.args().get("command").and_then(|c| c.as_str())?;
-        let refusals = self.refusals(line);
+    /// Audits every command line the call declares (`Access::Execute`), whichever tool
+    /// declares it.
+    fn check(&self, _call: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial> {
+        let refusals: Vec<String> = cx
+            .accesses
+            .iter()
+            .filter_map(|a| match a {
+                Access::Execute { command } => Some(self.refusals(command)),
+                _ => None,
+            })
+            .flatten()
+            .collect();
         let first = refusals.first()?;
         Some(Denial::new(format!(
             "just before running: {first}{}",

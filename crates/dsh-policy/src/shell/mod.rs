@@ -71,7 +71,7 @@ mod words;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use dsh_core::{PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace, async_trait};
+use dsh_core::{Access, PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace, async_trait};
 
 use crate::rules::{Rule, RuleKind};
 use words::Word;
@@ -374,19 +374,31 @@ impl PrePolicy for ShellPolicy {
         "shell"
     }
 
-    async fn vote(&self, call: &ToolCall, _cx: &PolicyContext<'_>) -> Vote {
-        if call.name() != "run_shell" {
+    /// Judges what the call *declares* (DESIGN §3 "Declarations, not names"): every command
+    /// line it will run (`Access::Execute`), whichever tool declares it, by the `run_shell`
+    /// rules and the lists; and a declared network access by the session's network grant.
+    /// A call that declares neither is not this policy's business.
+    async fn vote(&self, _call: &ToolCall, cx: &PolicyContext<'_>) -> Vote {
+        let commands: Vec<&str> = cx
+            .accesses
+            .iter()
+            .filter_map(|a| match a {
+                Access::Execute { command } => Some(command.as_str()),
+                _ => None,
+            })
+            .collect();
+        let network = cx
+            .accesses
+            .iter()
+            .any(|a| matches!(a, Access::Network { .. }));
+        if commands.is_empty() && !network {
             return Vote::abstain();
         }
-        let args = call.args();
-        let Some(command) = args.get("command").and_then(|c| c.as_str()) else {
-            // The tool's own argument check reports the missing command.
-            return Vote::abstain();
-        };
-        let network = args
-            .get("network")
-            .and_then(|n| n.as_bool())
-            .unwrap_or(false);
+        // The worst of the commands' decisions (the first of equals names the reason).
+        let decided = commands
+            .iter()
+            .map(|c| self.decide(c))
+            .reduce(|worst, d| if d.verdict > worst.verdict { d } else { worst });
         if network {
             match self.network {
                 NetworkVote::Refused => {
@@ -396,18 +408,23 @@ impl PrePolicy for ShellPolicy {
                     );
                 }
                 NetworkVote::Ask => {
-                    let d = self.decide(command);
-                    if d.verdict == Verdict::Deny {
+                    if let Some(d) = &decided
+                        && d.verdict == Verdict::Deny
+                    {
                         return d.vote();
                     }
+                    let why = decided.as_ref().map_or("", |d| d.reason.as_str());
                     return Vote::ask(
                         Tier::Rule,
-                        format!("`network: true` needs a person's consent; {}", d.reason),
+                        format!("`network: true` needs a person's consent; {why}"),
                     );
                 }
                 NetworkVote::Granted => {}
             }
         }
-        self.decide(command).vote()
+        match decided {
+            Some(d) => d.vote(),
+            None => Vote::abstain(),
+        }
     }
 }
