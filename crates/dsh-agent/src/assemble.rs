@@ -303,13 +303,19 @@ impl Session {
             .iter()
             .map(|p| dsh_policy::PathPattern::new(p))
             .collect::<Result<Vec<_>, _>>()?;
+        // The tools whose path rules carry over to shell words: those declaring read-only.
+        let readers: Vec<String> = registry
+            .specs()
+            .filter(|s| s.read_only)
+            .map(|s| s.name.clone())
+            .collect();
         let shell = ShellPolicy::new(
             workspace.clone(),
             shell_rules,
             settings.shell_lists.clone(),
             network,
         )
-        .with_file_rules(rules.iter().cloned(), protected_patterns)
+        .with_file_rules(rules.iter().cloned(), &readers, protected_patterns)
         .with_temp_dir(temp_dir)
         .with_pass_env(settings.shell.pass_env.clone());
         let confinement = Confinement::new(workspace.clone());

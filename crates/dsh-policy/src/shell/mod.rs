@@ -240,23 +240,21 @@ impl ShellPolicy {
         self
     }
 
-    /// Carries the file tools' path rules over to the shell: `deny`/`ask` rules of the reading
-    /// tools (`read_file`, `grep`, `find_files`, `list_dir`) that name a path apply to every
-    /// shell word and redirection naming that path, and `protected` paths may not be written
-    /// by redirection.
+    /// Carries the file tools' path rules over to the shell: `deny`/`ask` rules that name a
+    /// path for one of the `readers` — the session's tools that declare themselves read-only
+    /// (the registry's flag, not a list of names) — apply to every shell word and redirection
+    /// naming that path, and `protected` paths may not be written by redirection.
     #[must_use]
     pub fn with_file_rules(
         mut self,
         rules: impl IntoIterator<Item = Rule>,
+        readers: &[String],
         protected: Vec<crate::PathPattern>,
     ) -> Self {
-        const READERS: [&str; 4] = ["read_file", "grep", "find_files", "list_dir"];
         self.read_rules = rules
             .into_iter()
             .filter(|r| {
-                r.kind != RuleKind::Allow
-                    && r.specifier.is_some()
-                    && READERS.contains(&r.tool.as_str())
+                r.kind != RuleKind::Allow && r.specifier.is_some() && readers.contains(&r.tool)
             })
             .collect();
         self.protected = protected;
