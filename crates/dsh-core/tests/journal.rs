@@ -1148,6 +1148,27 @@ async fn every_record_kind_round_trips_through_the_file() {
         text: "remember this".to_owned(),
     };
     let records = one_of_every_kind(&results[0], &attached);
+    // One of each: a kind added to `Record` fails to compile here until it is added above.
+    let index = |r: &Record<'_>| match r {
+        Record::SessionStart { .. } => 0,
+        Record::UserMessage { .. } => 1,
+        Record::LlmCall { .. } => 2,
+        Record::AssistantMessage { .. } => 3,
+        Record::ToolCall { .. } => 4,
+        Record::Approval { .. } => 5,
+        Record::ToolStarted { .. } => 6,
+        Record::ToolResult(_) => 7,
+        Record::ContextAttached(_) => 8,
+        Record::Stop { .. } => 9,
+        Record::SessionEnd { .. } => 10,
+        Record::SubAgentStart { .. } => 11,
+        Record::SubAgentEnd { .. } => 12,
+        Record::ContextCompacted { .. } => 13,
+        Record::HistoryCleared {} => 14,
+        Record::SessionNamed { .. } => 15,
+    };
+    let indices: Vec<usize> = records.iter().map(index).collect();
+    assert_eq!(indices, (0..16).collect::<Vec<_>>());
 
     let dir = tempfile::tempdir().unwrap();
     let path = journal_path(&dir);
