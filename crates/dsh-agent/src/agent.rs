@@ -10,10 +10,11 @@
 //!   the repetition is not executed;
 //! - `interrupted`: the user interrupted (running tools are cancelled and recorded).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
-use dsh_core::journal::{self, JournalError};
+use dsh_core::journal::{JournalError, Record, RequestedCall};
 
 use crate::ending::Totals;
 use dsh_core::{BatchError, CancellationToken, ToolCall};
@@ -158,12 +159,8 @@ impl<'s> Agent<'s> {
         &self.history
     }
 
-    fn record<T: serde::Serialize + ?Sized>(
-        &self,
-        kind: &str,
-        fields: &T,
-    ) -> Result<(), JournalError> {
-        journal::append(self.session.pipeline.journal().as_ref(), kind, fields).map(|_| ())
+    fn record(&self, record: &Record<'_>) -> Result<(), JournalError> {
+        self.session.pipeline.journal().append(record).map(|_| ())
     }
 
     /// What this agent spent so far.
@@ -215,7 +212,9 @@ impl<'s> Agent<'s> {
         cancel: &CancellationToken,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Outcome, AgentError> {
-        self.record("user_message", &json!({"text": prompt}))?;
+        self.record(&Record::UserMessage {
+            text: prompt.into(),
+        })?;
         self.turn_starts.push(self.history.len());
         self.history.push(Message::user(prompt));
         let mut last_text = String::new();
@@ -275,31 +274,33 @@ impl<'s> Agent<'s> {
             };
             self.usage.prompt_tokens += usage.prompt_tokens;
             self.usage.completion_tokens += usage.completion_tokens;
-            self.record(
-                "llm_call",
-                &json!({
-                    "step": step,
-                    "provider": self.provider.name(),
-                    "model": self.provider.model(),
-                    "prompt_tokens": usage.prompt_tokens,
-                    "completion_tokens": usage.completion_tokens,
-                    "tokens_estimated": estimated,
-                    "elapsed_ms": elapsed_ms,
-                    "has_tool_calls": !message.tool_calls.is_empty(),
-                    "finish_reason": completion.finish_reason,
-                }),
-            )?;
+            self.record(&Record::LlmCall {
+                step,
+                provider: self.provider.name().into(),
+                model: self.provider.model().into(),
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+                tokens_estimated: estimated,
+                elapsed_ms,
+                has_tool_calls: !message.tool_calls.is_empty(),
+                finish_reason: Cow::Owned(json!(completion.finish_reason)),
+            })?;
             let mut message = message;
             unique_call_ids(&mut message, step);
-            self.record(
-                "assistant_message",
-                &json!({
-                    "step": step,
-                    "content": message.content,
-                    "tool_calls": message.tool_calls,
-                    "reasoning": message.reasoning,
-                }),
-            )?;
+            self.record(&Record::AssistantMessage {
+                step,
+                content: Cow::Borrowed(&message.content),
+                tool_calls: message
+                    .tool_calls
+                    .iter()
+                    .map(|c| RequestedCall {
+                        id: Cow::Borrowed(&c.id),
+                        name: Cow::Borrowed(&c.name),
+                        arguments: Cow::Borrowed(&c.arguments),
+                    })
+                    .collect(),
+                reasoning: message.reasoning.as_deref().map(Cow::Borrowed),
+            })?;
             if !message.content.is_empty() {
                 last_text.clone_from(&message.content);
             }

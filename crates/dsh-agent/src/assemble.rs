@@ -221,19 +221,20 @@ impl Session {
         session.journal_path = Some(path.clone());
         // Leftovers of changes killed midway (not in `build`: `dsh check` changes nothing).
         dsh_tools::sweep_stale_temp_files(&session.workspace);
-        let start = serde_json::json!({
-            "workspace": session.workspace.root(),
-            "provider": settings.provider,
-            "model": settings.model,
-            "dsh_version": env!("CARGO_PKG_VERSION"),
-            "config_digest": settings.config_digest,
-        });
-        journal::append(journal.as_ref(), "session_start", &start).map_err(|source| {
-            AssemblyError::Journal {
+        let start = journal::Record::SessionStart {
+            workspace: session.workspace.root().into(),
+            provider: settings.provider.as_deref().map(Into::into),
+            model: settings.model.as_deref().map(Into::into),
+            dsh_version: env!("CARGO_PKG_VERSION").into(),
+            config_digest: settings.config_digest.as_str().into(),
+            resumed_from: None,
+        };
+        journal
+            .append(&start)
+            .map_err(|source| AssemblyError::Journal {
                 path: path.display().to_string(),
                 source,
-            }
-        })?;
+            })?;
         Ok(session)
     }
 

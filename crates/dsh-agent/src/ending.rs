@@ -4,31 +4,12 @@
 //! Both are closing records: they are tried even after a journal write failed, as long as
 //! the file still ends with a whole record.
 
-use dsh_core::journal::{self, JournalError};
-use serde::Serialize;
+use std::borrow::Cow;
+
+pub use dsh_core::journal::Totals;
+use dsh_core::journal::{JournalError, Record};
 
 use crate::Session;
-
-/// What a session spent, carried by `stop` and `session_end`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Totals {
-    /// Model calls made.
-    pub steps: u32,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    /// `None` while the model's prices are unknown.
-    pub cost_usd: Option<f64>,
-}
-
-impl Totals {
-    /// A run without a model (`dsh batch`): nothing spent.
-    pub fn none() -> Self {
-        Totals {
-            cost_usd: Some(0.0),
-            ..Totals::default()
-        }
-    }
-}
 
 /// Why a session ended, for `session_end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,24 +48,6 @@ impl Ending {
     }
 }
 
-#[derive(Serialize)]
-struct StopFields<'a> {
-    reason: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a str>,
-    #[serde(flatten)]
-    totals: Totals,
-}
-
-#[derive(Serialize)]
-struct EndFields {
-    reason: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    signal: Option<&'static str>,
-    #[serde(flatten)]
-    totals: Totals,
-}
-
 impl Session {
     /// Writes `stop` (why the loop or batch stopped; `error` for a fault) with the totals.
     pub fn record_stop(
@@ -93,29 +56,21 @@ impl Session {
         error: Option<&str>,
         totals: Totals,
     ) -> Result<u64, JournalError> {
-        journal::append_closing(
-            self.pipeline.journal().as_ref(),
-            "stop",
-            &StopFields {
-                reason,
-                error,
-                totals,
-            },
-        )
+        self.pipeline.journal().append_closing(&Record::Stop {
+            reason: reason.into(),
+            error: error.map(Cow::Borrowed),
+            totals,
+        })
     }
 
     /// Writes `session_end` with the totals and makes the journal durable.
     pub fn finish(&self, ending: Ending, totals: Totals) -> Result<(), JournalError> {
         let journal = self.pipeline.journal();
-        journal::append_closing(
-            journal.as_ref(),
-            "session_end",
-            &EndFields {
-                reason: ending.as_str(),
-                signal: ending.signal(),
-                totals,
-            },
-        )?;
+        journal.append_closing(&Record::SessionEnd {
+            reason: ending.as_str().into(),
+            signal: ending.signal().map(Cow::Borrowed),
+            totals,
+        })?;
         journal.sync()
     }
 }

@@ -106,7 +106,10 @@ impl Env {
             .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
             .unwrap();
         let t = dsh_core::journal::read_journal(&newest).unwrap();
-        t.records.into_iter().map(Value::Object).collect()
+        t.records
+            .into_iter()
+            .map(|e| Value::Object(e.json))
+            .collect()
     }
 }
 

@@ -517,7 +517,11 @@ fn batch_json_streams_the_journal_instead_of_results() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let t = dsh_core::journal::read_journal(&e.journals()[0]).unwrap();
-    let journal: Vec<Value> = t.records.into_iter().map(Value::Object).collect();
+    let journal: Vec<Value> = t
+        .records
+        .into_iter()
+        .map(|e| Value::Object(e.json))
+        .collect();
     assert_eq!(lines, journal);
     let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
     assert_eq!(

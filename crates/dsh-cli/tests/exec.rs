@@ -112,7 +112,10 @@ impl Env {
             .path();
         let t = dsh_core::journal::read_journal(&path).unwrap();
         assert!(t.torn_tail.is_none());
-        t.records.into_iter().map(Value::Object).collect()
+        t.records
+            .into_iter()
+            .map(|e| Value::Object(e.json))
+            .collect()
     }
 }
 

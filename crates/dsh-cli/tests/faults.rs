@@ -86,7 +86,10 @@ fn journal_path(home: &Path) -> PathBuf {
 fn records(path: &Path) -> Vec<Value> {
     let t = dsh_core::journal::read_journal(path).unwrap();
     assert!(t.torn_tail.is_none(), "a torn tail in {}", path.display());
-    t.records.into_iter().map(Value::Object).collect()
+    t.records
+        .into_iter()
+        .map(|e| Value::Object(e.json))
+        .collect()
 }
 
 fn kinds(records: &[Value]) -> Vec<&str> {

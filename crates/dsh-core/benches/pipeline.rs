@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dsh_core::journal::{Journal, JournalError, JsonlJournal, MemoryJournal, SyncPolicy};
+use dsh_core::journal::{Body, Journal, JournalError, JsonlJournal, MemoryJournal, SyncPolicy};
 use dsh_core::{
     Action, CancellationToken, Candidate, Disposition, ExecContext, FrozenResult, Guard, Observer,
     Pipeline, PipelineConfig, PolicyContext, PrePolicy, Registry, Tier, Timeout, Tool, ToolCall,
@@ -192,8 +192,8 @@ impl Observer for Counter {
 struct FlushOnly(JsonlJournal);
 
 impl Journal for FlushOnly {
-    fn append(&self, kind: &str, fields: &str) -> Result<u64, JournalError> {
-        self.0.append(kind, fields)
+    fn write(&self, body: &Body, closing: bool) -> Result<u64, JournalError> {
+        self.0.write(body, closing)
     }
     fn sync(&self) -> Result<(), JournalError> {
         Ok(())

@@ -31,7 +31,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
-use crate::journal::{Journal, JournalError};
+use crate::journal::{Journal, JournalError, Record};
 use crate::panic;
 use crate::policy::{
     ApprovalOutcome, ApprovalRequest, Approver, Disposition, Guard, PolicyContext, PrePolicy, Tier,
@@ -539,11 +539,10 @@ impl Pipeline {
                     cancel: cancel.clone(),
                 };
                 let (outcome, approver) = self.approval(&request, cancel).await;
-                crate::journal::append(
-                    self.journal.as_ref(),
-                    "approval",
-                    &serde_json::json!({"call_id": call.id(), "outcome": outcome}),
-                )?;
+                self.journal.append(&Record::Approval {
+                    call_id: call.id().into(),
+                    outcome,
+                })?;
                 let approver = approver.as_deref();
                 let ask = &decided.reason;
                 match outcome {

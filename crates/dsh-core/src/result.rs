@@ -3,11 +3,11 @@
 //! Every call ends as exactly one [`FrozenResult`] — success, denial or failure alike — whose
 //! JSON form is DESIGN §4's result object. The lists of failure kinds and gates are closed.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Why a call did not succeed. Closed list (DESIGN §4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
     /// Refused at gate 1 or by a guard (`decided_by.gate` says which).
@@ -56,7 +56,7 @@ impl FailureKind {
 }
 
 /// The gates, in the order a call meets them (DESIGN §1). Closed list (DESIGN §4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Gate {
     /// Tool lookup and argument validation, before any policy.
@@ -91,7 +91,7 @@ impl Gate {
 
 /// Which gate decided the outcome, which policy there, and why (SPEC P12). For a success it
 /// names what let the call run (the allowing vote, or the approval).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecidedBy {
     pub gate: Gate,
     pub policy: Option<String>,
@@ -112,7 +112,7 @@ impl DecidedBy {
 }
 
 /// Whether a command ran inside the OS sandbox.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxState {
     Landlock,
@@ -184,8 +184,8 @@ impl Candidate {
 
 /// The authoritative, immutable result of one call (SPEC P8). Built only by the pipeline and
 /// handed out as one `Arc<FrozenResult>`: the caller, every observer and the journal see the
-/// same allocation. Serializes to DESIGN §4's result object, field for field.
-#[derive(Debug, PartialEq, Serialize)]
+/// same allocation. (Deserializing one only reads back what a journal recorded.) Serializes to DESIGN §4's result object, field for field.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 pub struct FrozenResult {
     call_id: String,
     tool: String,
@@ -260,7 +260,7 @@ impl FrozenResult {
 
 /// Context a disposition attached to a result, released as the model's next input only after
 /// the whole batch's results are journaled (SPEC P6).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttachedContext {
     pub call_id: String,
     pub policy: String,

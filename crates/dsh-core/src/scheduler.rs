@@ -8,16 +8,16 @@
 //! `tool_result`, observers — also happens in submission order, whatever the completion
 //! order. A cancelled or timed-out call keeps its slot until its task has really ended.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use serde::Serialize;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
-use crate::journal::{self, JournalError};
+use crate::journal::{JournalError, Record};
 use crate::pipeline::{Admitted, BatchError, BatchOutcome, Pipeline, Started};
 use crate::result::{Candidate, DecidedBy, FailureKind, Gate};
 use crate::tool::{ExecContext, ToolError, ToolErrorKind, ToolOutput};
@@ -57,16 +57,6 @@ impl Abort {
     }
 }
 
-#[derive(Serialize)]
-struct CallRecord<'a> {
-    call_id: &'a str,
-    name: &'a str,
-    args: &'a serde_json::Value,
-    source: &'a str,
-    parent: Option<&'a str>,
-    step: u32,
-}
-
 pub(crate) async fn run_batch(
     p: &Pipeline,
     calls: Vec<ToolCall>,
@@ -101,7 +91,7 @@ pub(crate) async fn run_batch(
             let result = p
                 .settle(&calls[next_commit], candidate, &mut attached)
                 .await;
-            match p.journal.append("tool_result", &result.to_json()) {
+            match p.journal.append(&Record::ToolResult((&*result).into())) {
                 Ok(_) => {
                     p.notify(&result);
                     results.push(result);
@@ -234,12 +224,12 @@ pub(crate) async fn run_batch(
     }
 
     for a in &attached {
-        journal::append(p.journal.as_ref(), "context_attached", a).map_err(|source| {
-            BatchError {
+        p.journal
+            .append(&Record::ContextAttached(a.into()))
+            .map_err(|source| BatchError {
                 source,
                 committed: results.clone(),
-            }
-        })?;
+            })?;
     }
     p.journal.sync().map_err(|source| BatchError {
         source,
@@ -254,22 +244,19 @@ async fn start_one<'p>(
     call: &ToolCall,
     batch: &CancellationToken,
 ) -> Result<Started<'p>, JournalError> {
-    let record = CallRecord {
-        call_id: call.id(),
-        name: call.name(),
-        args: call.args(),
-        source: call.source().as_str(),
-        parent: call.source().parent(),
+    p.journal.append(&Record::ToolCall {
+        call_id: call.id().into(),
+        name: call.name().into(),
+        args: Cow::Borrowed(call.args()),
+        source: call.source().as_str().into(),
+        parent: call.source().parent().map(Cow::Borrowed),
         step: call.step(),
-    };
-    journal::append(p.journal.as_ref(), "tool_call", &record)?;
+    })?;
     let started = p.start(call, batch).await?;
     if let Started::Admitted(_) = &started {
-        journal::append(
-            p.journal.as_ref(),
-            "tool_started",
-            &serde_json::json!({"call_id": call.id()}),
-        )?;
+        p.journal.append(&Record::ToolStarted {
+            call_id: call.id().into(),
+        })?;
     }
     Ok(started)
 }

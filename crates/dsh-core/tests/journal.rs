@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use dsh_core::journal::{
-    GENESIS, Journal, JournalError, JsonlJournal, MemoryJournal, ReadError, SyncPolicy, Transcript,
-    read_journal,
+    GENESIS, Journal, JournalError, JsonlJournal, MemoryJournal, ReadError, Record, SyncPolicy,
+    Totals, Transcript, read_journal,
 };
 use dsh_core::{
     Action, ApprovalOutcome, BatchError, BatchOutcome, CallSource, CancellationToken, Candidate,
@@ -135,8 +135,7 @@ fn fields(record: &Map<String, Value>) -> Map<String, Value> {
 
 /// `(kind, call_id)` of every record.
 fn kinds_and_ids(t: &Transcript) -> Vec<(String, String)> {
-    t.records
-        .iter()
+    t.json()
         .map(|r| {
             (
                 str_field(r, "kind").to_owned(),
@@ -218,8 +217,7 @@ async fn tool_call_is_on_disk_while_the_tool_runs() {
     let gate1 = FnPolicy::new("peek", move |c, _cx| {
         let t = read_journal(&gate1_path).unwrap();
         let on_record: Vec<String> = t
-            .records
-            .iter()
+            .json()
             .filter(|r| str_field(r, "call_id") == c.id())
             .map(|r| str_field(r, "kind").to_owned())
             .collect();
@@ -350,8 +348,7 @@ async fn abort_mid_tool_leaves_call_and_started_on_record() {
 
     // The aborting call: on record with its arguments and its start, and nothing more.
     let boom: Vec<_> = t
-        .records
-        .iter()
+        .json()
         .filter(|r| str_field(r, "call_id") == "c-boom")
         .collect();
     assert_eq!(boom.len(), 2, "{records:?}");
@@ -447,7 +444,7 @@ async fn tampering_with_a_middle_line_breaks_the_chain_at_the_next_line() {
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
 
     match read_journal(&path) {
-        Err(ReadError::BrokenChain { line }) => assert_eq!(line, target + 1),
+        Err(ReadError::BrokenChain { line, .. }) => assert_eq!(line, target + 1),
         other => panic!(
             "expected a broken chain at line {}, got {other:?}",
             target + 1
@@ -460,7 +457,7 @@ async fn tampering_with_a_middle_line_breaks_the_chain_at_the_next_line() {
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     assert!(matches!(
         read_journal(&path),
-        Err(ReadError::BadGenesis { line: 1 })
+        Err(ReadError::BadGenesis { line: 1, .. })
     ));
 }
 
@@ -480,10 +477,7 @@ async fn records_come_in_gate_order_and_tool_result_is_the_frozen_result() {
 
     let t = read_journal(&path).unwrap();
     let by_call = |id: &str| -> Vec<&Map<String, Value>> {
-        t.records
-            .iter()
-            .filter(|r| str_field(r, "call_id") == id)
-            .collect()
+        t.json().filter(|r| str_field(r, "call_id") == id).collect()
     };
     let kinds_of = |rs: &[&Map<String, Value>]| -> Vec<String> {
         rs.iter().map(|r| str_field(r, "kind").to_owned()).collect()
@@ -614,11 +608,7 @@ async fn create_refuses_an_existing_path_instead_of_appending() {
     // Nothing was appended, truncated or re-chained.
     assert_eq!(std::fs::read(&path).unwrap(), before);
     let t = read_journal(&path).unwrap();
-    assert!(
-        t.records
-            .iter()
-            .all(|r| str_field(r, "session") == "s-first")
-    );
+    assert!(t.json().all(|r| str_field(r, "session") == "s-first"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -807,7 +797,11 @@ async fn disk_full_mid_record_stops_the_batch_and_takes_the_short_write_back() {
 
         // A closing record is still tried, and fits: the failed line was taken back.
         journal
-            .append_closing("stop", r#"{"reason":"journal_error"}"#)
+            .append_closing(&Record::Stop {
+                reason: "journal_error".into(),
+                error: None,
+                totals: Totals::default(),
+            })
             .unwrap();
         return;
     }
@@ -873,8 +867,7 @@ async fn every_record_and_batch_end_sync_write_the_same_journal() {
     // Same records, once the time-dependent parts (ts, the hashes that cover it, elapsed_ms)
     // are set aside.
     let normalized = |t: &Transcript| -> Vec<Map<String, Value>> {
-        t.records
-            .iter()
+        t.json()
             .map(|r| {
                 let mut r = r.clone();
                 r.remove("ts");
@@ -1035,4 +1028,252 @@ fn kind_and_id_lines(lines: &[String]) -> Vec<String> {
             format!("{} {}", str_field(&r, "kind"), str_field(&r, "call_id"))
         })
         .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The typed records: every kind round-trips; what is not a record is an error naming the line
+// ---------------------------------------------------------------------------------------------
+
+/// One record of every kind of DESIGN §6's closed list.
+fn one_of_every_kind(
+    result: &FrozenResult,
+    attached: &dsh_core::AttachedContext,
+) -> Vec<Record<'static>> {
+    use dsh_core::journal::{Held, RequestedCall, ResumedFrom};
+    use std::borrow::Cow;
+    let totals = Totals {
+        steps: 3,
+        prompt_tokens: 120,
+        completion_tokens: 45,
+        cost_usd: Some(0.25),
+    };
+    let result: FrozenResult = serde_json::from_str(&result.to_json()).unwrap();
+    vec![
+        Record::SessionStart {
+            workspace: Cow::Owned(PathBuf::from("/tmp/ws")),
+            provider: Some("openai".into()),
+            model: None,
+            dsh_version: "0.1.0".into(),
+            config_digest: "abc".into(),
+            resumed_from: Some(ResumedFrom {
+                session: "s-old".into(),
+                seq: 7,
+                hash: GENESIS.into(),
+            }),
+        },
+        Record::UserMessage { text: "hi".into() },
+        Record::LlmCall {
+            step: 1,
+            provider: "openai".into(),
+            model: "m".into(),
+            prompt_tokens: 10,
+            completion_tokens: 2,
+            tokens_estimated: false,
+            elapsed_ms: 5,
+            has_tool_calls: true,
+            finish_reason: Cow::Owned(json!({"other": "weird"})),
+        },
+        Record::AssistantMessage {
+            step: 1,
+            content: "".into(),
+            tool_calls: vec![RequestedCall {
+                id: "c1".into(),
+                name: "read_file".into(),
+                arguments: "{not json".into(),
+            }],
+            reasoning: Some("because".into()),
+        },
+        Record::ToolCall {
+            call_id: "c1".into(),
+            name: "read_file".into(),
+            args: Cow::Owned(json!({"path": "a.txt"})),
+            source: "code".into(),
+            parent: Some("c0".into()),
+            step: 1,
+        },
+        Record::Approval {
+            call_id: "c1".into(),
+            outcome: ApprovalOutcome::Rejected,
+        },
+        Record::ToolStarted {
+            call_id: "c1".into(),
+        },
+        Record::ToolResult(Held::Owned(result)),
+        Record::ContextAttached(Held::Owned(attached.clone())),
+        Record::Stop {
+            reason: "model_error".into(),
+            error: Some("connection refused".into()),
+            totals,
+        },
+        Record::SessionEnd {
+            reason: "interrupted".into(),
+            signal: Some("SIGINT".into()),
+            totals,
+        },
+        Record::SubAgentStart {
+            child: "sub-1".into(),
+            profile: "explore".into(),
+            call_id: "c2".into(),
+            task: "look around".into(),
+        },
+        Record::SubAgentEnd {
+            child: "sub-1".into(),
+            stop: "finished".into(),
+            steps: 2,
+            tokens: 300,
+            cost_usd: None,
+        },
+        Record::ContextCompacted {
+            replaced: vec![2, 3, 4],
+            summary: "earlier".into(),
+            tokens_before: 1000,
+            tokens_after: 100,
+        },
+        Record::HistoryCleared {},
+        Record::SessionNamed {
+            name: "refactor".into(),
+        },
+    ]
+}
+
+#[tokio::test]
+async fn every_record_kind_round_trips_through_the_file() {
+    // A real frozen result, from a real batch.
+    let memory = Arc::new(MemoryJournal::new("s-rt"));
+    let p = mixed_pipeline(memory, Arc::new(AtomicUsize::new(0)));
+    let results = run_mixed(&p).await;
+    let attached = dsh_core::AttachedContext {
+        call_id: "c1".to_owned(),
+        policy: "notes".to_owned(),
+        text: "remember this".to_owned(),
+    };
+    let records = one_of_every_kind(&results[0], &attached);
+    // One of each: a kind added to `Record` fails to compile here until it is added above.
+    let index = |r: &Record<'_>| match r {
+        Record::SessionStart { .. } => 0,
+        Record::UserMessage { .. } => 1,
+        Record::LlmCall { .. } => 2,
+        Record::AssistantMessage { .. } => 3,
+        Record::ToolCall { .. } => 4,
+        Record::Approval { .. } => 5,
+        Record::ToolStarted { .. } => 6,
+        Record::ToolResult(_) => 7,
+        Record::ContextAttached(_) => 8,
+        Record::Stop { .. } => 9,
+        Record::SessionEnd { .. } => 10,
+        Record::SubAgentStart { .. } => 11,
+        Record::SubAgentEnd { .. } => 12,
+        Record::ContextCompacted { .. } => 13,
+        Record::HistoryCleared {} => 14,
+        Record::SessionNamed { .. } => 15,
+    };
+    let indices: Vec<usize> = records.iter().map(index).collect();
+    assert_eq!(indices, (0..16).collect::<Vec<_>>());
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = journal_path(&dir);
+    let journal = JsonlJournal::create(&path, "s-rt", SyncPolicy::BatchEnd).unwrap();
+    for (i, r) in records.iter().enumerate() {
+        let seq = match r {
+            Record::Stop { .. } | Record::SessionEnd { .. } => journal.append_closing(r),
+            _ if i % 2 == 1 => journal.append_as(Some("sub-1"), r),
+            _ => journal.append(r),
+        }
+        .unwrap();
+        assert_eq!(seq, i as u64 + 1);
+    }
+    journal.sync().unwrap();
+
+    let t = read_journal(&path).unwrap();
+    assert_eq!(t.torn_tail, None);
+    assert_eq!(t.records.len(), records.len());
+    let text = std::fs::read_to_string(&path).unwrap();
+    for (i, ((entry, written), line)) in
+        t.records.iter().zip(&records).zip(text.lines()).enumerate()
+    {
+        assert_eq!(&entry.record, written, "line {}", i + 1);
+        assert_eq!(entry.seq, i as u64 + 1);
+        assert_eq!(entry.session, "s-rt");
+        let closing = matches!(written, Record::Stop { .. } | Record::SessionEnd { .. });
+        let agent = (i % 2 == 1 && !closing).then_some("sub-1");
+        assert_eq!(entry.agent.as_deref(), agent, "line {}", i + 1);
+        assert_eq!(entry.hash, sha256_hex(line));
+        // The envelope keeps its order around the record's own fields.
+        assert!(
+            line.starts_with(&format!(r#"{{"v":1,"seq":{},"ts":""#, i + 1)),
+            "{line}"
+        );
+        assert!(line.contains(r#","session":"s-rt","kind":""#), "{line}");
+    }
+    // The result record is the §4 result object, byte for byte, after the envelope.
+    let result_line = text.lines().nth(7).unwrap();
+    let body = results[0].to_json();
+    assert!(
+        result_line.contains(&format!(
+            r#""kind":"tool_result",{}"#,
+            &body[1..body.len() - 1]
+        )),
+        "{result_line}"
+    );
+}
+
+#[test]
+fn an_unknown_kind_is_an_error_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = journal_path(&dir);
+    let journal = JsonlJournal::create(&path, "s-unknown", SyncPolicy::BatchEnd).unwrap();
+    journal
+        .append(&Record::UserMessage { text: "hi".into() })
+        .unwrap();
+    drop(journal);
+    // A well-chained second line of a kind the list does not have.
+    let first = std::fs::read_to_string(&path).unwrap();
+    let prev = sha256_hex(first.trim_end_matches('\n'));
+    let second = format!(
+        r#"{{"v":1,"seq":2,"ts":"2026-12-01T00:00:00.000Z","session":"s-unknown","kind":"telepathy","prev":"{prev}"}}"#
+    );
+    std::fs::write(&path, format!("{first}{second}\n")).unwrap();
+    let err = read_journal(&path).unwrap_err();
+    assert!(
+        matches!(&err, ReadError::BadRecord { line: 2, path: p, .. } if *p == path.display().to_string()),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("line 2"), "{message}");
+    assert!(message.contains("telepathy"), "{message}");
+}
+
+#[test]
+fn a_malformed_line_is_an_error_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = journal_path(&dir);
+    let journal = JsonlJournal::create(&path, "s-bad", SyncPolicy::BatchEnd).unwrap();
+    journal
+        .append(&Record::UserMessage { text: "hi".into() })
+        .unwrap();
+    drop(journal);
+    let first = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{first}{{\"v\":1,\"seq\":2,\n")).unwrap();
+    let err = read_journal(&path).unwrap_err();
+    assert!(
+        matches!(&err, ReadError::NotJson { line: 2, path: p, .. } if *p == path.display().to_string()),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("line 2"), "{message}");
+
+    // A known kind missing one of its fields is not a record either.
+    let prev = sha256_hex(first.trim_end_matches('\n'));
+    let second = format!(
+        r#"{{"v":1,"seq":2,"ts":"2026-12-01T00:00:00.000Z","session":"s-bad","kind":"tool_started","prev":"{prev}"}}"#
+    );
+    std::fs::write(&path, format!("{first}{second}\n")).unwrap();
+    let err = read_journal(&path).unwrap_err();
+    assert!(
+        matches!(&err, ReadError::BadRecord { line: 2, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("call_id"), "{err}");
 }

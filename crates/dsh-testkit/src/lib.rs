@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use dsh_core::journal::{Journal, JournalError, MemoryJournal};
+use dsh_core::journal::{self, Journal, JournalError, MemoryJournal};
 use dsh_core::{
     Access, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, ExecContext, FrozenResult,
     Observer, PolicyContext, PrePolicy, Tool, ToolCall, ToolError, ToolOutput, ToolSpec, Vote,
@@ -231,17 +231,17 @@ impl FaultyJournal {
 }
 
 impl Journal for FaultyJournal {
-    fn append(&self, kind: &str, fields: &str) -> Result<u64, JournalError> {
+    fn write(&self, body: &journal::Body, closing: bool) -> Result<u64, JournalError> {
         let n = self.appends.fetch_add(1, Ordering::SeqCst) + 1;
         let by_count = self.fail_from.is_some_and(|f| n >= f);
-        let by_kind = self.fail_kind.as_deref() == Some(kind);
+        let by_kind = self.fail_kind.as_deref() == Some(body.kind());
         if by_count || by_kind {
             return Err(JournalError::Io {
                 path: "faulty".to_owned(),
                 source: std::io::Error::other("injected: no space left on device"),
             });
         }
-        self.inner.append(kind, fields)
+        self.inner.write(body, closing)
     }
     fn sync(&self) -> Result<(), JournalError> {
         Ok(())

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::{Chain, Journal, JournalError, Mirror};
+use super::{Body, Chain, Journal, JournalError, Mirror};
 
 /// When records become durable. Every record is handed to the OS (one `write`) before
 /// `append` returns either way; this decides when `fsync` runs.
@@ -114,7 +114,7 @@ impl JsonlJournal {
         }
     }
 
-    fn write(&self, kind: &str, fields: &str, closing: bool) -> Result<u64, JournalError> {
+    fn write_line(&self, body: &Body, closing: bool) -> Result<u64, JournalError> {
         let mut state = self
             .state
             .lock()
@@ -126,7 +126,7 @@ impl JsonlJournal {
                 return Err(JournalError::Broken(self.display.clone()));
             }
         }
-        let (line, hash, seq) = state.chain.line(&self.session, kind, fields)?;
+        let (line, hash, seq) = state.chain.line(&self.session, body)?;
         // One write of the whole line. When it fails, whatever part of it reached the file is
         // cut off again, so the file still ends with a whole record.
         if let Err(e) = state.file.write_all(line.as_bytes()) {
@@ -165,12 +165,8 @@ impl std::fmt::Debug for JsonlJournal {
 }
 
 impl Journal for JsonlJournal {
-    fn append(&self, kind: &str, fields: &str) -> Result<u64, JournalError> {
-        self.write(kind, fields, false)
-    }
-
-    fn append_closing(&self, kind: &str, fields: &str) -> Result<u64, JournalError> {
-        self.write(kind, fields, true)
+    fn write(&self, body: &Body, closing: bool) -> Result<u64, JournalError> {
+        self.write_line(body, closing)
     }
 
     fn sync(&self) -> Result<(), JournalError> {

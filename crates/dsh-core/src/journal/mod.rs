@@ -2,16 +2,31 @@
 //!
 //! Every line is `{"v":1,"seq":N,"ts":"…","session":"…","kind":"…",<fields>,"prev":"<hex>"}`
 //! where `prev` is the SHA-256 of the previous line's bytes without its newline (64 zeros for
-//! the first). The pipeline writes `tool_call` — flushed to the OS — before gate 1 (SPEC P1),
-//! so a crash mid-execution leaves the call on record; `tool_started` when execution begins;
+//! the first); a record written for an agent other than the main one carries
+//! `"agent":"sub-N"` just before `prev`.
+//!
+//! What may be written is one closed enum, [`Record`]: its variants are DESIGN §6's kinds,
+//! their fields the kind's fields, and the kind's name exists only in its serde tag. Writers
+//! build a variant and call [`Journal::append`]; [`read_journal`] gives the same variants back
+//! ([`Entry::record`]) with the envelope (`seq`, `ts`, the line's hash), and rejects a line
+//! that is not JSON, or not a record of a known kind, naming the file and the line. The
+//! envelope is put around the serialized record by hand (`Chain`), so a record is
+//! serialized once, borrowing what it records (a `tool_result` is the [`FrozenResult`] itself,
+//! not a copy).
+//!
+//! The pipeline writes `tool_call` — flushed to the OS — before gate 1 (SPEC P1), so a crash
+//! mid-execution leaves the call on record; `tool_started` when execution begins;
 //! `tool_result` with the frozen result; `approval` and `context_attached` as they happen.
 //! A write failure is a harness error: the batch stops before the next gate, so nothing runs
 //! unrecorded. After one, only the closing records (`stop`, `session_end`) are still tried,
 //! through [`Journal::append_closing`]: they describe the end and let nothing run.
+//!
+//! [`FrozenResult`]: crate::FrozenResult
 
 mod jsonl;
 mod mirror;
 mod read;
+mod record;
 mod time;
 
 use std::sync::Mutex;
@@ -20,7 +35,8 @@ use sha2::{Digest, Sha256};
 
 pub use jsonl::{JsonlJournal, SyncPolicy};
 pub use mirror::{DEFAULT_CAPACITY as MIRROR_CAPACITY, Mirror};
-pub use read::{ReadError, Transcript, read_journal};
+pub use read::{Entry, ReadError, Transcript, read_journal};
+pub use record::{Held, Record, RequestedCall, ResumedFrom, Totals};
 pub use time::rfc3339_millis;
 
 /// The record format version written in every line's `v`.
@@ -49,46 +65,81 @@ pub enum JournalError {
     Other(String),
 }
 
-/// Where records go. Implementations must be safe to call from several tasks; each `append`
+/// A record serialized for the journal: `{"kind":"…",<fields>[,"agent":"…"]}`. Built only
+/// from a [`Record`], so every line's kind and fields are the enum's; serialized once, outside
+/// any journal lock.
+#[derive(Debug)]
+pub struct Body {
+    text: String,
+}
+
+impl Body {
+    /// The record of the main agent.
+    pub fn new(record: &Record<'_>) -> Result<Self, JournalError> {
+        Body::build(None, record)
+    }
+
+    /// The record of the agent `agent` (`sub-N`); `None` is the main agent.
+    pub fn build(agent: Option<&str>, record: &Record<'_>) -> Result<Self, JournalError> {
+        let mut text =
+            serde_json::to_string(record).map_err(|e| JournalError::Other(e.to_string()))?;
+        if let Some(agent) = agent
+            && text.ends_with('}')
+        {
+            text.pop();
+            text.push_str(r#","agent":"#);
+            push_json_str(&mut text, agent);
+            text.push('}');
+        }
+        Ok(Body { text })
+    }
+
+    /// The record's kind, as serde named it.
+    pub fn kind(&self) -> &str {
+        self.text
+            .strip_prefix(r#"{"kind":""#)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or("")
+    }
+
+    /// The fields after the opening brace: `"kind":"…",…` without the closing brace.
+    fn inner(&self) -> Result<&str, JournalError> {
+        self.text
+            .strip_prefix('{')
+            .and_then(|s| s.strip_suffix('}'))
+            .ok_or_else(|| JournalError::NotAnObject(truncate(&self.text)))
+    }
+}
+
+/// Where records go. Implementations must be safe to call from several tasks; each write
 /// must have handed the line to the OS (or failed) before it returns.
 pub trait Journal: Send + Sync {
-    /// Appends one record of `kind`. `fields` is the text of a JSON object whose keys become the
-    /// record's fields (they must not be the envelope's `v`, `seq`, `ts`, `session`, `kind`,
-    /// `prev`). Returns the record's `seq`.
-    fn append(&self, kind: &str, fields: &str) -> Result<u64, JournalError>;
-
-    /// Appends a closing record (`stop`, `session_end`). Unlike [`Journal::append`], it is
-    /// tried even after an earlier write failed, when the journal can still be kept whole
-    /// (the failed line was taken back); nothing runs after a closing record.
-    fn append_closing(&self, kind: &str, fields: &str) -> Result<u64, JournalError> {
-        self.append(kind, fields)
-    }
+    /// Appends one serialized record and returns its `seq`. `closing` marks `stop` and
+    /// `session_end`: unlike other records, they are tried even after an earlier write failed,
+    /// when the journal can still be kept whole (the failed line was taken back); nothing
+    /// runs after a closing record.
+    fn write(&self, body: &Body, closing: bool) -> Result<u64, JournalError>;
 
     /// Makes every record appended so far durable (fsync). Called at the end of each batch.
     fn sync(&self) -> Result<(), JournalError>;
 
     /// The session id written in every record.
     fn session(&self) -> &str;
-}
 
-/// Serializes `fields` and appends it.
-pub fn append<T: serde::Serialize + ?Sized>(
-    journal: &dyn Journal,
-    kind: &str,
-    fields: &T,
-) -> Result<u64, JournalError> {
-    let text = serde_json::to_string(fields).map_err(|e| JournalError::Other(e.to_string()))?;
-    journal.append(kind, &text)
-}
+    /// Appends `record` for the main agent; returns its `seq`.
+    fn append(&self, record: &Record<'_>) -> Result<u64, JournalError> {
+        self.write(&Body::new(record)?, false)
+    }
 
-/// Serializes `fields` and appends it as a closing record (see [`Journal::append_closing`]).
-pub fn append_closing<T: serde::Serialize + ?Sized>(
-    journal: &dyn Journal,
-    kind: &str,
-    fields: &T,
-) -> Result<u64, JournalError> {
-    let text = serde_json::to_string(fields).map_err(|e| JournalError::Other(e.to_string()))?;
-    journal.append_closing(kind, &text)
+    /// Appends `record` for the agent `agent` (`None`: main); returns its `seq`.
+    fn append_as(&self, agent: Option<&str>, record: &Record<'_>) -> Result<u64, JournalError> {
+        self.write(&Body::build(agent, record)?, false)
+    }
+
+    /// Appends a closing record (`stop`, `session_end`; see [`Journal::write`]).
+    fn append_closing(&self, record: &Record<'_>) -> Result<u64, JournalError> {
+        self.write(&Body::new(record)?, true)
+    }
 }
 
 /// The hash chain: builds each line and remembers the last line's hash.
@@ -111,15 +162,9 @@ impl Chain {
     pub(crate) fn line(
         &self,
         session: &str,
-        kind: &str,
-        fields: &str,
+        body: &Body,
     ) -> Result<(String, String, u64), JournalError> {
-        let inner = fields.trim();
-        let inner = inner
-            .strip_prefix('{')
-            .and_then(|s| s.strip_suffix('}'))
-            .ok_or_else(|| JournalError::NotAnObject(truncate(fields)))?
-            .trim();
+        let inner = body.inner()?;
         let seq = self.seq + 1;
         let mut line = String::with_capacity(160 + inner.len());
         line.push_str(r#"{"v":"#);
@@ -130,12 +175,8 @@ impl Chain {
         line.push_str(&rfc3339_millis(std::time::SystemTime::now()));
         line.push_str(r#"","session":"#);
         push_json_str(&mut line, session);
-        line.push_str(r#","kind":"#);
-        push_json_str(&mut line, kind);
-        if !inner.is_empty() {
-            line.push(',');
-            line.push_str(inner);
-        }
+        line.push(',');
+        line.push_str(inner);
         line.push_str(r#","prev":""#);
         line.push_str(&self.prev);
         line.push_str("\"}");
@@ -197,12 +238,12 @@ impl MemoryJournal {
 }
 
 impl Journal for MemoryJournal {
-    fn append(&self, kind: &str, fields: &str) -> Result<u64, JournalError> {
+    fn write(&self, body: &Body, _closing: bool) -> Result<u64, JournalError> {
         let mut state = self
             .state
             .lock()
             .map_err(|_| JournalError::Broken("memory".to_owned()))?;
-        let (mut line, hash, seq) = state.0.line(&self.session, kind, fields)?;
+        let (mut line, hash, seq) = state.0.line(&self.session, body)?;
         line.pop();
         state.1.push(line);
         state.0.commit(hash, seq);

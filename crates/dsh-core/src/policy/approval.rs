@@ -1,7 +1,7 @@
 //! Gate 2, one-shot approval (SPEC P3).
 
 use async_trait::async_trait;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
@@ -10,7 +10,7 @@ use crate::tool::{Access, ToolSpec};
 /// The closed set of approval outcomes. Exactly one variant lets the call proceed; anything
 /// uncertain — nobody to ask, a channel that broke, an approver that panicked — is one of the
 /// other three.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalOutcome {
     /// A person explicitly allowed this one call.
