@@ -29,13 +29,19 @@ use dsh_policy::{
 pub const UNAVAILABLE_HINT: &str = "to let it run, add an allow rule (e.g. `allow = [\"write_file(src/**)\"]` \
 under [permissions] in .dsh/config.toml or your user config) or run with --yolo";
 
-/// One permission rule as configured, with where it came from.
+/// One permission rule as configured — already parsed by the one rule grammar
+/// (`dsh_config::Rule::parse`), never text to parse again — with where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleSpec {
     pub kind: RuleKind,
-    pub text: String,
-    /// E.g. "project /repo/.dsh/config.toml".
+    /// The tool the rule names.
+    pub tool: String,
+    /// The text between the parentheses, if any.
+    pub specifier: Option<String>,
+    /// For explanations, e.g. "project /repo/.dsh/config.toml:3".
     pub origin: String,
+    /// For errors: file, line and key, e.g. "/repo/.dsh/config.toml:3: permissions.allow[0]".
+    pub at: String,
     /// From an untrusted project: it may only tighten a verdict (the shell policy drops it
     /// where it would loosen one; an untrusted `allow` never gets this far).
     pub tighten_only: bool,
@@ -126,9 +132,9 @@ pub enum AssemblyError {
         #[source]
         source: std::io::Error,
     },
-    #[error("permission rule from {origin}: {source}")]
+    #[error("{at}: {source}")]
     Rule {
-        origin: String,
+        at: String,
         #[source]
         source: dsh_policy::RuleError,
     },
@@ -281,9 +287,9 @@ impl Session {
             .rules
             .iter()
             .map(|r| {
-                Rule::parse(r.kind, &r.text, r.origin.clone()).map_err(|source| {
+                Rule::new(r.kind, &r.tool, r.specifier.as_deref(), &r.origin).map_err(|source| {
                     AssemblyError::Rule {
-                        origin: r.origin.clone(),
+                        at: r.at.clone(),
                         source,
                     }
                 })

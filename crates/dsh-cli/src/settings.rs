@@ -59,14 +59,12 @@ pub(crate) fn session_settings(
     ];
     for (kind, list) in rules {
         for r in list {
-            let text = match &r.specifier {
-                Some(spec) => format!("{}({spec})", r.tool),
-                None => r.tool.clone(),
-            };
             s.rules.push(RuleSpec {
                 kind,
-                text,
+                tool: r.tool.clone(),
+                specifier: r.specifier.clone(),
                 origin: r.origin.to_string(),
+                at: r.origin.location(),
                 tighten_only: r.origin.tighten_only(),
             });
         }

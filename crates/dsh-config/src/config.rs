@@ -68,6 +68,8 @@ pub struct Origin {
     pub path: Option<PathBuf>,
     /// The 1-based line in `path`, when known.
     pub line: Option<usize>,
+    /// The dotted key in `path`, e.g. `permissions.deny[2]`, when known.
+    pub key: Option<String>,
 }
 
 impl Origin {
@@ -77,7 +79,24 @@ impl Origin {
             layer: Layer::Default,
             path: None,
             line: None,
+            key: None,
         }
+    }
+
+    /// Where to point an error at the entry: `/w/.dsh/config.toml:12: permissions.deny[2]`
+    /// (the shape of [`ConfigError`](crate::ConfigError)'s messages), or the layer's name.
+    pub fn location(&self) -> String {
+        let mut out = match &self.path {
+            Some(path) => path.display().to_string(),
+            None => self.layer.as_str().to_string(),
+        };
+        if let (Some(_), Some(line)) = (&self.path, self.line) {
+            out.push_str(&format!(":{line}"));
+        }
+        if let Some(key) = &self.key {
+            out.push_str(&format!(": {key}"));
+        }
+        out
     }
 
     /// True when the entry may only tighten a verdict (it comes from an untrusted project).

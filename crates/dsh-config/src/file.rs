@@ -206,6 +206,7 @@ impl Src<'_> {
             layer: self.layer,
             path: Some(self.path.to_path_buf()),
             line: self.line(path),
+            key: Some(dotted(path)),
         }
     }
 }

@@ -14,6 +14,12 @@ use dsh_policy::{Confinement, PermissionRules, ProtectedPaths, Rule, RuleKind, S
 use dsh_testkit::{FnTool, ScriptedApprover};
 use serde_json::json;
 
+/// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
+fn parse_rule(kind: RuleKind, text: &str, origin: &str) -> Rule {
+    let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
+    Rule::new(kind, parsed.tool, parsed.specifier.as_deref(), origin).unwrap()
+}
+
 struct Fixture {
     _dir: tempfile::TempDir,
     ws: Arc<Workspace>,
@@ -60,10 +66,7 @@ fn tools(runs: &Arc<AtomicUsize>, big: usize) -> Registry {
 }
 
 fn rules(ws: &Arc<Workspace>, list: &[(RuleKind, &str, &str)]) -> PermissionRules {
-    let rules = list
-        .iter()
-        .map(|(k, t, o)| Rule::parse(*k, t, *o).unwrap())
-        .collect();
+    let rules = list.iter().map(|(k, t, o)| parse_rule(*k, t, o)).collect();
     PermissionRules::new(ws.clone(), rules)
 }
 
