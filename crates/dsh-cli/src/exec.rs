@@ -72,11 +72,7 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
     let signals = Signals::install().map_err(Failure::harness)?;
     let session =
         Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::harness)?;
-    let config = LoopConfig {
-        max_steps: u32::try_from(loaded.config.limits.max_steps).unwrap_or(u32::MAX),
-        max_tokens: loaded.config.limits.max_tokens,
-        ..LoopConfig::default()
-    };
+    let config = LoopConfig::from_loaded(&loaded);
     let mut agent = Agent::new(&session, provider, config);
     // The agent writes `stop` however its run ends; `session_end` is written here.
     let outcome = agent.run(&prompt, signals.token(), &mut |_| {}).await;
