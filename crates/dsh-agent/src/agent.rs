@@ -36,11 +36,12 @@ pub struct LoopConfig {
 
 impl Default for LoopConfig {
     fn default() -> Self {
+        use dsh_config::defaults as d;
         LoopConfig {
-            max_steps: 50,
-            max_tokens: 400_000,
-            repeat_limit: 3,
-            turns: 60,
+            max_steps: u32::try_from(d::LIMITS_MAX_STEPS).unwrap_or(u32::MAX),
+            max_tokens: d::LIMITS_MAX_TOKENS,
+            repeat_limit: d::REPEAT_LIMIT,
+            turns: d::HISTORY_UNITS,
         }
     }
 }

@@ -96,22 +96,35 @@ pub struct SessionSettings {
 }
 
 impl SessionSettings {
-    /// Defaults for a workspace and a state directory.
+    /// Defaults for a workspace and a state directory, all from `dsh_config::defaults`
+    /// (every default in one place).
     pub fn new(workspace: impl Into<PathBuf>, dsh_home: impl Into<PathBuf>) -> Self {
+        use dsh_config::defaults as d;
+        let usize_of = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let shell_timeout = Duration::from_secs(d::SHELL_TIMEOUT_S);
         SessionSettings {
             workspace: workspace.into(),
             dsh_home: dsh_home.into(),
             rules: Vec::new(),
-            protected: ProtectedPaths::DEFAULT
+            protected: d::GUARDS_PROTECTED
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
-            limits: dsh_tools::Limits::default(),
-            max_parallel: 8,
-            spill_chars: 20_000,
+            limits: dsh_tools::Limits {
+                max_read_bytes: usize_of(d::LIMITS_MAX_READ_BYTES),
+                max_results: usize_of(d::LIMITS_MAX_RESULTS),
+                ..dsh_tools::Limits::default()
+            },
+            max_parallel: usize_of(d::LIMITS_MAX_PARALLEL),
+            spill_chars: usize_of(d::LIMITS_SPILL_CHARS),
             fsync_every_record: false,
-            tool_timeout: Duration::from_secs(120),
-            shell: dsh_tools::ShellSettings::default(),
+            tool_timeout: Duration::from_secs(d::TOOL_TIMEOUT_S),
+            shell: dsh_tools::ShellSettings {
+                timeout: shell_timeout,
+                max_timeout: shell_timeout.max(Duration::from_secs(d::SHELL_MAX_TIMEOUT_S)),
+                max_output_chars: usize_of(d::SHELL_MAX_OUTPUT_CHARS),
+                ..dsh_tools::ShellSettings::default()
+            },
             shell_lists: ShellLists::default(),
             approval: Approval::None,
             config_digest: String::new(),

@@ -107,7 +107,9 @@ fn shell_settings(c: &dsh_config::Config, notices: &mut Vec<String>) -> ShellSet
     let timeout = Duration::from_secs(c.shell.timeout_s.max(1));
     ShellSettings {
         timeout,
-        max_timeout: timeout.max(Duration::from_secs(600)),
+        max_timeout: timeout.max(Duration::from_secs(
+            dsh_config::defaults::SHELL_MAX_TIMEOUT_S,
+        )),
         max_output_chars: to_usize(c.shell.max_output_chars),
         pass_env: c.shell.pass_env.clone(),
         sandbox: match c.sandbox.mode {

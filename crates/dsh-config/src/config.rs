@@ -8,6 +8,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 
+use crate::defaults;
+
 /// Where a setting came from, lowest to highest precedence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -412,10 +414,10 @@ impl Default for ShellConfig {
     fn default() -> Self {
         let words = |s: &str| s.split_whitespace().map(str::to_string).collect();
         ShellConfig {
-            safe: words("ls cat head tail wc find grep tree pwd whoami date echo diff stat file"),
-            confirm: words("python python3 pip pip3 pytest git make npm node"),
-            timeout_s: 30,
-            max_output_chars: 3000,
+            safe: words(defaults::SHELL_SAFE),
+            confirm: words(defaults::SHELL_CONFIRM),
+            timeout_s: defaults::SHELL_TIMEOUT_S,
+            max_output_chars: defaults::SHELL_MAX_OUTPUT_CHARS,
             pass_env: Vec::new(),
         }
     }
@@ -432,10 +434,10 @@ pub struct Guards {
 impl Default for Guards {
     fn default() -> Self {
         Guards {
-            protected: vec![
-                Sourced::builtin(".git/**".to_string()),
-                Sourced::builtin(".dsh/**".to_string()),
-            ],
+            protected: defaults::GUARDS_PROTECTED
+                .iter()
+                .map(|p| Sourced::builtin((*p).to_string()))
+                .collect(),
         }
     }
 }
@@ -507,12 +509,12 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_steps: 50,
-            max_tokens: 400_000,
-            max_parallel: 8,
-            max_read_bytes: 262_144,
-            max_results: 50,
-            spill_chars: 20_000,
+            max_steps: defaults::LIMITS_MAX_STEPS,
+            max_tokens: defaults::LIMITS_MAX_TOKENS,
+            max_parallel: defaults::LIMITS_MAX_PARALLEL,
+            max_read_bytes: defaults::LIMITS_MAX_READ_BYTES,
+            max_results: defaults::LIMITS_MAX_RESULTS,
+            spill_chars: defaults::LIMITS_SPILL_CHARS,
         }
     }
 }

@@ -356,7 +356,7 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
                 value: Hook {
                     matcher: h.matcher,
                     command: h.command,
-                    timeout_ms: h.timeout_ms.unwrap_or(5000),
+                    timeout_ms: h.timeout_ms.unwrap_or(crate::defaults::HOOK_TIMEOUT_MS),
                     on_error: h.on_error.unwrap_or(OnError::Deny),
                 },
                 origin: src.origin(&p([k("hooks"), k("pre_tool_use"), Seg::Index(i)])),

@@ -51,6 +51,7 @@
 //! [`record_trust`], writing the user file.
 
 mod config;
+pub mod defaults;
 mod error;
 mod file;
 mod locate;
