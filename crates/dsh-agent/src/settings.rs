@@ -268,6 +268,7 @@ mod tests {
             base_url: "http://127.0.0.1:9/v1".into(),
             model: None,
             api_key_env: None,
+            ..ModelConfig::default()
         };
         assert_eq!(pick(&m, &[("OPENAI_API_KEY", "k")], true).0, "ollama");
     }

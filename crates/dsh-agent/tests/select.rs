@@ -78,6 +78,7 @@ async fn explicit_configuration_is_used_as_it_stands() {
         base_url: server.url.clone(),
         model: Some("my-model".into()),
         api_key_env: Some("MY_KEY".into()),
+        ..ModelConfig::default()
     };
     let p = from_config(
         &model,

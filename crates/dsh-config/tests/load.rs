@@ -286,11 +286,11 @@ fn unknown_key_is_an_error_with_file_line_and_key() {
 #[test]
 fn unknown_table_is_an_error_with_line() {
     let w = World::new();
-    let path = w.user("[limits]\nmax_steps = 3\n\n[plugins]\nx = 1\n");
+    let path = w.user("[limits]\nmax_steps = 3\n\n[widgets]\nx = 1\n");
     let msg = w.error();
     assert!(
         msg.starts_with(&format!(
-            "{}:4: plugins: unknown key (expected one of: model, ",
+            "{}:4: widgets: unknown key (expected one of: model, ",
             path.display()
         )),
         "{msg}"
