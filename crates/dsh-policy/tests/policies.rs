@@ -72,7 +72,8 @@ fn rules(ws: &Arc<Workspace>, list: &[(RuleKind, &str, &str)]) -> PermissionRule
 
 fn pipeline(f: &Fixture, rules_list: &[(RuleKind, &str, &str)], yolo: bool) -> Pipeline {
     let confine = Confinement::new(f.ws.clone());
-    let protect = ProtectedPaths::new(f.ws.clone(), &ProtectedPaths::DEFAULT).unwrap();
+    let protect =
+        ProtectedPaths::new(f.ws.clone(), &dsh_config::defaults::GUARDS_PROTECTED).unwrap();
     let mut b = Pipeline::builder(tools(&f.runs, 1), Arc::new(MemoryJournal::new("t")))
         .pre_policy(confine.clone())
         .pre_policy(protect.clone())
@@ -235,7 +236,8 @@ async fn the_guards_hold_even_if_gate_one_is_skipped() {
     // Only the guards mounted, with a listener that allows everything: still denied at gate 3.
     let f = fixture();
     let confine = Confinement::new(f.ws.clone());
-    let protect = ProtectedPaths::new(f.ws.clone(), &ProtectedPaths::DEFAULT).unwrap();
+    let protect =
+        ProtectedPaths::new(f.ws.clone(), &dsh_config::defaults::GUARDS_PROTECTED).unwrap();
     let p = Pipeline::builder(tools(&f.runs, 1), Arc::new(MemoryJournal::new("t")))
         .pre_policy(rules(
             &f.ws,
