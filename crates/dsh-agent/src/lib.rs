@@ -19,4 +19,6 @@ pub use assemble::{
 };
 pub use ending::{Ending, Totals};
 pub use session_id::new_session_id;
-pub use settings::{Configured, SettingsError, model_settings, provider_from_config};
+pub use settings::{
+    Configured, SettingsError, model_settings, provider_from_config, provider_from_loaded,
+};

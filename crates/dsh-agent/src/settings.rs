@@ -191,6 +191,14 @@ pub fn provider_from_config(
     dsh_model::select(&model_settings(model, env, explicit))
 }
 
+/// The provider a loaded configuration asks for (`[model]`, `Loaded::model_explicit`).
+pub fn provider_from_loaded(
+    loaded: &Loaded,
+    env: &BTreeMap<String, String>,
+) -> Result<Arc<dyn dsh_model::Provider>, ModelError> {
+    provider_from_config(&loaded.config.model, env, loaded.model_explicit)
+}
+
 fn provider_kind(p: Provider) -> ProviderKind {
     match p {
         Provider::Openai => ProviderKind::Openai,

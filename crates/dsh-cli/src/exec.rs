@@ -61,10 +61,7 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
     };
     let loaded = settings::load_config_with(common, overrides)?;
     let env = dsh_config::process_env();
-    let model = &loaded.config.model;
-    let explicit = loaded.model_explicit;
-    let provider =
-        dsh_agent::provider_from_config(model, &env, explicit).map_err(Failure::usage)?;
+    let provider = dsh_agent::provider_from_loaded(&loaded, &env).map_err(Failure::usage)?;
 
     let mut settings = settings::session_settings(common, &loaded)?;
     settings.provider = Some(provider.name().to_owned());
