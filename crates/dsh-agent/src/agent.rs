@@ -37,13 +37,19 @@ pub struct LoopConfig {
 
 impl Default for LoopConfig {
     fn default() -> Self {
+        use dsh_config::defaults as d;
         LoopConfig {
-            max_steps: 1_000,
-            max_tokens: 0,
-            repeat_limit: 3,
-            keep_turns: None,
+            max_steps: u32::try_from(d::LIMITS_MAX_STEPS).unwrap_or(u32::MAX),
+            max_tokens: d::LIMITS_MAX_TOKENS,
+            repeat_limit: d::REPEAT_LIMIT,
+            keep_turns: keep_turns(d::CONTEXT_KEEP_TURNS),
         }
     }
+}
+
+/// `[context] keep_turns` as the loop takes it: 0 is unlimited.
+pub(crate) fn keep_turns(n: u64) -> Option<usize> {
+    (n > 0).then(|| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 /// Why the loop stopped.

@@ -29,13 +29,19 @@ use dsh_policy::{
 pub const UNAVAILABLE_HINT: &str = "to let it run, add an allow rule (e.g. `allow = [\"write_file(src/**)\"]` \
 under [permissions] in .dsh/config.toml or your user config) or run with --yolo";
 
-/// One permission rule as configured, with where it came from.
+/// One permission rule as configured — already parsed by the one rule grammar
+/// (`dsh_config::Rule::parse`), never text to parse again — with where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleSpec {
     pub kind: RuleKind,
-    pub text: String,
-    /// E.g. "project /repo/.dsh/config.toml".
+    /// The tool the rule names.
+    pub tool: String,
+    /// The text between the parentheses, if any.
+    pub specifier: Option<String>,
+    /// For explanations, e.g. "project /repo/.dsh/config.toml:3".
     pub origin: String,
+    /// For errors: file, line and key, e.g. "/repo/.dsh/config.toml:3: permissions.allow[0]".
+    pub at: String,
     /// From an untrusted project: it may only tighten a verdict (the shell policy drops it
     /// where it would loosen one; an untrusted `allow` never gets this far).
     pub tighten_only: bool,
@@ -90,22 +96,35 @@ pub struct SessionSettings {
 }
 
 impl SessionSettings {
-    /// Defaults for a workspace and a state directory.
+    /// Defaults for a workspace and a state directory, all from `dsh_config::defaults`
+    /// (every default in one place).
     pub fn new(workspace: impl Into<PathBuf>, dsh_home: impl Into<PathBuf>) -> Self {
+        use dsh_config::defaults as d;
+        let usize_of = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let shell_timeout = Duration::from_secs(d::SHELL_TIMEOUT_S);
         SessionSettings {
             workspace: workspace.into(),
             dsh_home: dsh_home.into(),
             rules: Vec::new(),
-            protected: ProtectedPaths::DEFAULT
+            protected: d::GUARDS_PROTECTED
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
-            limits: dsh_tools::Limits::default(),
-            max_parallel: 8,
-            spill_chars: 20_000,
+            limits: dsh_tools::Limits {
+                max_read_bytes: usize_of(d::LIMITS_MAX_READ_BYTES),
+                max_results: usize_of(d::LIMITS_MAX_RESULTS),
+                ..dsh_tools::Limits::default()
+            },
+            max_parallel: usize_of(d::LIMITS_MAX_PARALLEL),
+            spill_chars: usize_of(d::LIMITS_SPILL_CHARS),
             fsync_every_record: false,
-            tool_timeout: Duration::from_secs(120),
-            shell: dsh_tools::ShellSettings::default(),
+            tool_timeout: Duration::from_secs(d::TOOL_TIMEOUT_S),
+            shell: dsh_tools::ShellSettings {
+                timeout: shell_timeout,
+                max_timeout: shell_timeout.max(Duration::from_secs(d::SHELL_MAX_TIMEOUT_S)),
+                max_output_chars: usize_of(d::SHELL_MAX_OUTPUT_CHARS),
+                ..dsh_tools::ShellSettings::default()
+            },
             shell_lists: ShellLists::default(),
             approval: Approval::None,
             config_digest: String::new(),
@@ -126,9 +145,9 @@ pub enum AssemblyError {
         #[source]
         source: std::io::Error,
     },
-    #[error("permission rule from {origin}: {source}")]
+    #[error("{at}: {source}")]
     Rule {
-        origin: String,
+        at: String,
         #[source]
         source: dsh_policy::RuleError,
     },
@@ -282,9 +301,9 @@ impl Session {
             .rules
             .iter()
             .map(|r| {
-                Rule::parse(r.kind, &r.text, r.origin.clone()).map_err(|source| {
+                Rule::new(r.kind, &r.tool, r.specifier.as_deref(), &r.origin).map_err(|source| {
                     AssemblyError::Rule {
-                        origin: r.origin.clone(),
+                        at: r.at.clone(),
                         source,
                     }
                 })

@@ -1,4 +1,5 @@
-//! The composition root: turns settings into a running session — the registry of tools, the
+//! The composition root: turns configuration (`dsh_config::Loaded`, read only by `settings.rs`)
+//! into settings and settings into a running session — the registry of tools, the
 //! policies on each gate in their fixed order, the journal and the approver. `dsh check`,
 //! `dsh batch` and (later) the agent loop all use this one assembly, so what `check` predicts is
 //! what `batch` and the loop do.
@@ -9,6 +10,7 @@ mod ending;
 mod leftovers;
 pub mod prompt;
 mod session_id;
+mod settings;
 pub mod trim;
 
 pub use agent::{Agent, AgentError, LoopConfig, Outcome, StopReason, estimate_tokens};
@@ -17,3 +19,6 @@ pub use assemble::{
 };
 pub use ending::{Ending, Totals};
 pub use session_id::new_session_id;
+pub use settings::{
+    Configured, SettingsError, model_settings, provider_from_config, provider_from_loaded,
+};

@@ -61,9 +61,7 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
     };
     let loaded = settings::load_config_with(common, overrides)?;
     let env = dsh_config::process_env();
-    let model = &loaded.config.model;
-    let explicit = loaded.model_explicit;
-    let provider = dsh_model::from_config(model, &env, explicit).map_err(Failure::usage)?;
+    let provider = dsh_agent::provider_from_loaded(&loaded, &env).map_err(Failure::usage)?;
 
     let mut settings = settings::session_settings(common, &loaded)?;
     settings.provider = Some(provider.name().to_owned());
@@ -72,11 +70,7 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
     let signals = Signals::install().map_err(Failure::harness)?;
     let session =
         Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::harness)?;
-    let config = LoopConfig {
-        max_steps: u32::try_from(loaded.config.limits.max_steps).unwrap_or(u32::MAX),
-        max_tokens: loaded.config.limits.max_tokens,
-        ..LoopConfig::default()
-    };
+    let config = LoopConfig::from_loaded(&loaded);
     let mut agent = Agent::new(&session, provider, config);
     // The agent writes `stop` however its run ends; `session_end` is written here.
     let outcome = agent.run(&prompt, signals.token(), &mut |_| {}).await;

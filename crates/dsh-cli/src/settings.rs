@@ -1,13 +1,9 @@
-//! From configuration and flags to session settings (configuration in two stages: dsh-config
-//! parses plain data, this fills the assembly's settings).
-
-use std::time::Duration;
+//! From flags to configuration (dsh-config loads it) and to session settings (dsh-agent
+//! translates it); this file only fills the options and prints the notices.
 
 use anyhow::anyhow;
-use dsh_agent::{Approval, RuleSpec, SessionSettings};
-use dsh_config::{Fsync, LoadOptions, Loaded, SandboxMode};
-use dsh_policy::RuleKind;
-use dsh_tools::{NetworkGrant, ShellSettings};
+use dsh_agent::SessionSettings;
+use dsh_config::{LoadOptions, Loaded};
 
 use crate::{Common, Failure, exit};
 
@@ -39,91 +35,19 @@ pub(crate) fn load(common: &Common) -> Result<SessionSettings, Failure> {
     session_settings(common, &loaded)
 }
 
-/// The session settings for a loaded configuration and the common flags.
+/// The session settings for a loaded configuration and the common flags (dsh-agent
+/// translates; this prints its notices).
 pub(crate) fn session_settings(
     common: &Common,
     loaded: &Loaded,
 ) -> Result<SessionSettings, Failure> {
     let env = dsh_config::process_env();
-    let home = dsh_config::dsh_home(&env).ok_or_else(|| {
-        Failure::usage(anyhow!(
-            "cannot find a home directory for dsh's state; set DSH_HOME"
-        ))
-    })?;
-    let c = &loaded.config;
-    let mut s = SessionSettings::new(&loaded.workspace, home);
-    let rules = [
-        (RuleKind::Allow, &c.permissions.allow),
-        (RuleKind::Ask, &c.permissions.ask),
-        (RuleKind::Deny, &c.permissions.deny),
-    ];
-    for (kind, list) in rules {
-        for r in list {
-            let text = match &r.specifier {
-                Some(spec) => format!("{}({spec})", r.tool),
-                None => r.tool.clone(),
-            };
-            s.rules.push(RuleSpec {
-                kind,
-                text,
-                origin: r.origin.to_string(),
-                tighten_only: r.origin.tighten_only(),
-            });
-        }
+    let configured =
+        SessionSettings::from_loaded(loaded, &env, common.yolo).map_err(Failure::usage)?;
+    for notice in &configured.notices {
+        eprintln!("dsh: {notice}");
     }
-    s.protected = c.guards.protected.iter().map(|p| p.value.clone()).collect();
-    s.limits.max_read_bytes = to_usize(c.limits.max_read_bytes);
-    s.limits.max_results = to_usize(c.limits.max_results);
-    s.max_parallel = to_usize(c.limits.max_parallel);
-    s.spill_chars = to_usize(c.limits.spill_chars);
-    s.fsync_every_record = c.journal.fsync == Fsync::Record;
-    s.config_digest.clone_from(&loaded.digest);
-    s.shell = shell_settings(c);
-    // dsh-config has already applied the lists' layers (an untrusted project can only move
-    // a command from safe to confirm).
-    s.shell_lists = dsh_policy::ShellLists {
-        safe: c.shell.safe.clone(),
-        confirm: c.shell.confirm.clone(),
-        origin: "[shell] safe/confirm lists".to_owned(),
-    };
-    if common.yolo {
-        s.approval = Approval::Yolo;
-    }
-    Ok(s)
-}
-
-/// `[shell]` and `[sandbox]` (the `--sandbox` flag is already merged into `sandbox.mode`).
-fn shell_settings(c: &dsh_config::Config) -> ShellSettings {
-    for name in &c.shell.pass_env {
-        if let Some(why) = dsh_tools::shell::env::refusal(name) {
-            eprintln!("dsh: shell.pass_env: {name} is never passed to commands ({why})");
-        }
-    }
-    let timeout = Duration::from_secs(c.shell.timeout_s.max(1));
-    ShellSettings {
-        timeout,
-        max_timeout: timeout.max(Duration::from_secs(600)),
-        max_output_chars: to_usize(c.shell.max_output_chars),
-        pass_env: c.shell.pass_env.clone(),
-        sandbox: match c.sandbox.mode {
-            SandboxMode::Off => dsh_tools::sandbox::SandboxMode::Off,
-            SandboxMode::Auto => dsh_tools::sandbox::SandboxMode::Auto,
-            SandboxMode::Required => dsh_tools::sandbox::SandboxMode::Required,
-        },
-        // The helper is this very binary (`dsh sandbox-exec`).
-        helper: std::env::current_exe().ok(),
-        // Only configuration can lift the network ban headless: `--yolo` never does, and
-        // an untrusted project's `allow_network = true` was already dropped by dsh-config.
-        network: if c.sandbox.allow_network {
-            NetworkGrant::UserConfig
-        } else {
-            NetworkGrant::Refused
-        },
-    }
-}
-
-fn to_usize(n: u64) -> usize {
-    usize::try_from(n).unwrap_or(usize::MAX)
+    Ok(configured.settings)
 }
 
 /// `dsh trust`: records the workspace as trusted in the user configuration.

@@ -840,3 +840,40 @@ fn anthropic_refusals_and_bad_tool_input_are_reported_like_openai_ones() {
         .unwrap();
     assert!(answer.to_string().contains("not valid JSON"), "{answer}");
 }
+
+#[test]
+fn a_hundred_call_task_finishes_with_default_settings() {
+    // Issue 9: no 60-unit window, no 50-step limit, no token budget by default. Every
+    // request carries the whole history, so the task is still in the last one.
+    let e = Env::new();
+    let mut script: Vec<Reply> = (0..100)
+        .map(|i| {
+            let (name, args) = if i % 2 == 0 {
+                ("read_file", r#"{"path":"src/lib.rs"}"#)
+            } else {
+                ("list_dir", r#"{"path":"src"}"#)
+            };
+            Turn::tool_call(&format!("c{i}"), name, args)
+                .usage(5_000, 20)
+                .into()
+        })
+        .collect();
+    script.push(Turn::text("all hundred done").into());
+    let server = ScriptedServer::start(script);
+    let out = e.exec(&server.url, &[], "the first task, to be kept");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "all hundred done"
+    );
+    let records = e.journal();
+    assert_eq!(records_of(&records, "tool_result").len(), 100);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 101);
+    let last = requests.last().unwrap().to_string();
+    assert!(last.contains("the first task, to be kept"));
+    assert!(
+        last.contains("\"c0\""),
+        "the first call is still in the history"
+    );
+}

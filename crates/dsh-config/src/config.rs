@@ -8,6 +8,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 
+use crate::defaults;
+
 /// Where a setting came from, lowest to highest precedence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -68,6 +70,8 @@ pub struct Origin {
     pub path: Option<PathBuf>,
     /// The 1-based line in `path`, when known.
     pub line: Option<usize>,
+    /// The dotted key in `path`, e.g. `permissions.deny[2]`, when known.
+    pub key: Option<String>,
 }
 
 impl Origin {
@@ -77,7 +81,24 @@ impl Origin {
             layer: Layer::Default,
             path: None,
             line: None,
+            key: None,
         }
+    }
+
+    /// Where to point an error at the entry: `/w/.dsh/config.toml:12: permissions.deny[2]`
+    /// (the shape of [`ConfigError`](crate::ConfigError)'s messages), or the layer's name.
+    pub fn location(&self) -> String {
+        let mut out = match &self.path {
+            Some(path) => path.display().to_string(),
+            None => self.layer.as_str().to_string(),
+        };
+        if let (Some(_), Some(line)) = (&self.path, self.line) {
+            out.push_str(&format!(":{line}"));
+        }
+        if let Some(key) = &self.key {
+            out.push_str(&format!(": {key}"));
+        }
+        out
     }
 
     /// True when the entry may only tighten a verdict (it comes from an untrusted project).
@@ -249,8 +270,19 @@ impl SandboxMode {
     }
 }
 
+/// `[model] price`: USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Price {
+    /// Prompt tokens.
+    pub input: f64,
+    /// Prompt tokens served from the provider's cache (`None`: priced as `input`).
+    pub cached_input: Option<f64>,
+    /// Completion tokens.
+    pub output: f64,
+}
+
 /// `[model]`, resolved: provider defaults are filled in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelConfig {
     /// The provider (default `openai`).
     pub provider: Provider,
@@ -261,6 +293,10 @@ pub struct ModelConfig {
     /// The environment variable holding the API key (default
     /// [`Provider::default_api_key_env`]); `None` sends no key.
     pub api_key_env: Option<String>,
+    /// The model's context window in tokens (`None`: the agent's estimate).
+    pub context_window: Option<u64>,
+    /// Prices for cost accounting (`None`: cost unknown).
+    pub price: Option<Price>,
 }
 
 impl Default for ModelConfig {
@@ -271,6 +307,8 @@ impl Default for ModelConfig {
             base_url: provider.default_base_url().to_string(),
             model: None,
             api_key_env: provider.default_api_key_env().map(str::to_string),
+            context_window: None,
+            price: None,
         }
     }
 }
@@ -393,10 +431,10 @@ impl Default for ShellConfig {
     fn default() -> Self {
         let words = |s: &str| s.split_whitespace().map(str::to_string).collect();
         ShellConfig {
-            safe: words("ls cat head tail wc find grep tree pwd whoami date echo diff stat file"),
-            confirm: words("python python3 pip pip3 pytest git make npm node"),
-            timeout_s: 30,
-            max_output_chars: 3000,
+            safe: words(defaults::SHELL_SAFE),
+            confirm: words(defaults::SHELL_CONFIRM),
+            timeout_s: defaults::SHELL_TIMEOUT_S,
+            max_output_chars: defaults::SHELL_MAX_OUTPUT_CHARS,
             pass_env: Vec::new(),
         }
     }
@@ -413,10 +451,10 @@ pub struct Guards {
 impl Default for Guards {
     fn default() -> Self {
         Guards {
-            protected: vec![
-                Sourced::builtin(".git/**".to_string()),
-                Sourced::builtin(".dsh/**".to_string()),
-            ],
+            protected: defaults::GUARDS_PROTECTED
+                .iter()
+                .map(|p| Sourced::builtin((*p).to_string()))
+                .collect(),
         }
     }
 }
@@ -468,8 +506,8 @@ pub struct Mcp {
     pub servers: BTreeMap<String, Sourced<McpServer>>,
 }
 
-/// `[limits]`; every value is positive.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// `[limits]`; every integer value is positive.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Limits {
     /// Model steps per task.
     pub max_steps: u64,
@@ -483,17 +521,20 @@ pub struct Limits {
     pub max_results: u64,
     /// Results longer than this are spilled to a file and replaced by a locator.
     pub spill_chars: u64,
+    /// Cost budget per session in USD; 0 = off.
+    pub max_cost_usd: f64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_steps: 50,
-            max_tokens: 400_000,
-            max_parallel: 8,
-            max_read_bytes: 262_144,
-            max_results: 50,
-            spill_chars: 20_000,
+            max_steps: defaults::LIMITS_MAX_STEPS,
+            max_tokens: defaults::LIMITS_MAX_TOKENS,
+            max_parallel: defaults::LIMITS_MAX_PARALLEL,
+            max_read_bytes: defaults::LIMITS_MAX_READ_BYTES,
+            max_results: defaults::LIMITS_MAX_RESULTS,
+            spill_chars: defaults::LIMITS_SPILL_CHARS,
+            max_cost_usd: defaults::LIMITS_MAX_COST_USD,
         }
     }
 }
@@ -507,6 +548,20 @@ impl Limits {
         "max_results",
         "spill_chars",
     ];
+
+    /// Whether 0 means "no limit" for the value at `i` (`max_tokens`): the loosest value.
+    pub(crate) fn zero_is_off(i: usize) -> bool {
+        Self::NAMES[i] == "max_tokens"
+    }
+
+    /// How tight the value `v` at `i` is, for comparisons: larger is looser.
+    pub(crate) fn looseness(i: usize, v: u64) -> u64 {
+        if v == 0 && Self::zero_is_off(i) {
+            u64::MAX
+        } else {
+            v
+        }
+    }
 
     pub(crate) fn slots(&mut self) -> [&mut u64; 6] {
         [
@@ -553,8 +608,86 @@ impl Default for SandboxConfig {
     }
 }
 
-/// The effective configuration. `Config::default()` is the built-in defaults.
+/// `[context]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextConfig {
+    /// Turns of history kept; 0 = unlimited.
+    pub keep_turns: u64,
+    /// Fraction of the context window the history may fill (0 < f ≤ 1).
+    pub max_fraction: f64,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig {
+            keep_turns: defaults::CONTEXT_KEEP_TURNS,
+            max_fraction: defaults::CONTEXT_MAX_FRACTION,
+        }
+    }
+}
+
+string_enum! {
+    /// How the model calls tools.
+    ToolsMode {
+        /// The provider's native tool calls (the default).
+        Native = "native",
+        /// Code Mode: one `run_code` tool.
+        Code = "code",
+        /// Both.
+        Both = "both",
+    }
+}
+
+/// `[tools]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolsConfig {
+    /// Default native.
+    pub mode: ToolsMode,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig {
+            mode: ToolsMode::Native,
+        }
+    }
+}
+
+/// `[verify]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifyConfig {
+    /// The command that checks the agent's work (`None`: no verification).
+    pub command: Option<String>,
+    /// Rounds of fixing after a failed check.
+    pub max_rounds: u64,
+}
+
+impl Default for VerifyConfig {
+    fn default() -> Self {
+        VerifyConfig {
+            command: None,
+            max_rounds: defaults::VERIFY_MAX_ROUNDS,
+        }
+    }
+}
+
+/// One `[agents.NAME]` profile. Tool names are checked when the session is assembled.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AgentProfile {
+    pub description: Option<String>,
+    pub tools: Option<Vec<String>>,
+    pub system: Option<String>,
+    pub model: Option<String>,
+    pub max_steps: Option<u64>,
+}
+
+impl AgentProfile {
+    /// The built-in profiles, which no layer may redefine.
+    pub const BUILT_IN: [&'static str; 4] = ["search", "code", "shell", "general"];
+}
+
+/// The effective configuration. `Config::default()` is the built-in defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Config {
     /// `[model]`.
     pub model: ModelConfig,
@@ -574,6 +707,19 @@ pub struct Config {
     pub journal: JournalConfig,
     /// `[sandbox]`.
     pub sandbox: SandboxConfig,
+    /// `[context]`.
+    pub context: ContextConfig,
+    /// `[tools]`.
+    pub tools: ToolsConfig,
+    /// `[verify]`.
+    pub verify: VerifyConfig,
+    /// `[agents.NAME]`, by name (never a built-in name); a higher trusted layer replaces a
+    /// lower one's profile of the same name.
+    pub agents: BTreeMap<String, Sourced<AgentProfile>>,
+    /// `[plugins.NAME]`, by name: kept as TOML tables until the plugin issue lands.
+    pub plugins: BTreeMap<String, Sourced<toml::Table>>,
+    /// `[skills.NAME]`, by name: kept as TOML tables until the skills issue lands.
+    pub skills: BTreeMap<String, Sourced<toml::Table>>,
 }
 
 impl Config {

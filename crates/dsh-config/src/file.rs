@@ -10,7 +10,8 @@ use serde::Deserialize;
 use toml_edit::Document;
 
 use crate::config::{
-    Fsync, Hook, Layer, Limits, McpServer, OnError, Origin, Provider, Rule, SandboxMode, Sourced,
+    AgentProfile, Fsync, Hook, Layer, Limits, McpServer, OnError, Origin, Price, Provider, Rule,
+    SandboxMode, Sourced, ToolsMode,
 };
 use crate::error::{ConfigError, ErrorKind, line_of, tidy_serde_message};
 use crate::locate::{Seg, dotted, path_at, span_of};
@@ -35,6 +36,50 @@ struct RawFile {
     journal: Option<RawJournal>,
     sandbox: Option<RawSandbox>,
     trust: Option<RawTrust>,
+    context: Option<RawContext>,
+    tools: Option<RawTools>,
+    verify: Option<RawVerify>,
+    agents: Option<BTreeMap<String, RawAgent>>,
+    plugins: Option<BTreeMap<String, toml::Table>>,
+    skills: Option<BTreeMap<String, toml::Table>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrice {
+    input: f64,
+    cached_input: Option<f64>,
+    output: f64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawContext {
+    keep_turns: Option<u64>,
+    max_fraction: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTools {
+    mode: Option<ToolsMode>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawVerify {
+    command: Option<String>,
+    max_rounds: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawAgent {
+    description: Option<String>,
+    tools: Option<Vec<String>>,
+    system: Option<String>,
+    model: Option<String>,
+    max_steps: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -44,6 +89,8 @@ struct RawModel {
     base_url: Option<String>,
     model: Option<String>,
     api_key_env: Option<String>,
+    context_window: Option<u64>,
+    price: Option<RawPrice>,
 }
 
 #[derive(Deserialize, Default)]
@@ -118,6 +165,7 @@ struct RawLimits {
     max_read_bytes: Option<u64>,
     max_results: Option<u64>,
     spill_chars: Option<u64>,
+    max_cost_usd: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -206,6 +254,7 @@ impl Src<'_> {
             layer: self.layer,
             path: Some(self.path.to_path_buf()),
             line: self.line(path),
+            key: Some(dotted(path)),
         }
     }
 }
@@ -268,10 +317,31 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
         {
             return Err(src.invalid(&p([k("model"), k("model")]), "must not be empty"));
         }
+        if let Some(w) = m.context_window {
+            positive(w).map_err(|e| src.invalid(&p([k("model"), k("context_window")]), e))?;
+        }
+        if let Some(price) = &m.price {
+            for (name, v) in [
+                ("input", Some(price.input)),
+                ("cached_input", price.cached_input),
+                ("output", Some(price.output)),
+            ] {
+                if let Some(v) = v {
+                    non_negative(v)
+                        .map_err(|e| src.invalid(&p([k("model"), k("price"), k(name)]), e))?;
+                }
+            }
+        }
         part.model.provider = m.provider;
         part.model.base_url = m.base_url;
         part.model.model = m.model;
         part.model.api_key_env = m.api_key_env;
+        part.model.context_window = m.context_window;
+        part.model.price = m.price.map(|p| Price {
+            input: p.input,
+            cached_input: p.cached_input,
+            output: p.output,
+        });
     }
 
     if let Some(perms) = raw.permissions {
@@ -355,7 +425,7 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
                 value: Hook {
                     matcher: h.matcher,
                     command: h.command,
-                    timeout_ms: h.timeout_ms.unwrap_or(5000),
+                    timeout_ms: h.timeout_ms.unwrap_or(crate::defaults::HOOK_TIMEOUT_MS),
                     on_error: h.on_error.unwrap_or(OnError::Deny),
                 },
                 origin: src.origin(&p([k("hooks"), k("pre_tool_use"), Seg::Index(i)])),
@@ -418,10 +488,109 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
         for (i, (name, value)) in Limits::NAMES.iter().zip(values).enumerate() {
             if let Some(v) = value {
                 let at = p([k("limits"), k(name)]);
-                positive(v).map_err(|e| src.invalid(&at, e))?;
+                // `max_tokens = 0` turns the token budget off.
+                if !Limits::zero_is_off(i) {
+                    positive(v).map_err(|e| src.invalid(&at, e))?;
+                }
                 part.note_line(&format!("limits.{name}"), src.line(&at));
                 part.limits[i] = Some(v);
             }
+        }
+        if let Some(v) = l.max_cost_usd {
+            let at = p([k("limits"), k("max_cost_usd")]);
+            non_negative(v).map_err(|e| src.invalid(&at, e))?;
+            part.note_line("limits.max_cost_usd", src.line(&at));
+            part.max_cost_usd = Some(v);
+        }
+    }
+
+    if let Some(c) = raw.context {
+        if let Some(f) = c.max_fraction {
+            let at = p([k("context"), k("max_fraction")]);
+            if !(f > 0.0 && f <= 1.0) {
+                return Err(src.invalid(&at, format!("{f} is not a fraction in (0, 1]")));
+            }
+            part.note_line("context.max_fraction", src.line(&at));
+        }
+        part.keep_turns = c.keep_turns;
+        part.max_fraction = c.max_fraction;
+    }
+
+    if let Some(t) = raw.tools {
+        part.tools_mode = t.mode;
+    }
+
+    if let Some(v) = raw.verify {
+        if let Some(c) = &v.command
+            && c.trim().is_empty()
+        {
+            return Err(src.invalid(&p([k("verify"), k("command")]), "must not be empty"));
+        }
+        if let Some(n) = v.max_rounds {
+            positive(n).map_err(|e| src.invalid(&p([k("verify"), k("max_rounds")]), e))?;
+        }
+        part.verify_command = v.command;
+        part.verify_max_rounds = v.max_rounds;
+    }
+
+    for (name, a) in raw.agents.unwrap_or_default() {
+        let at = p([k("agents"), k(&name)]);
+        if AgentProfile::BUILT_IN.contains(&name.as_str()) {
+            return Err(src.invalid(
+                &at,
+                format!(
+                    "{name:?} is a built-in agent profile and cannot be redefined (the built-in \
+                     profiles are {}; choose another name)",
+                    AgentProfile::BUILT_IN.join(", ")
+                ),
+            ));
+        }
+        let sub = |key: &str| p([k("agents"), k(&name), k(key)]);
+        for (key, value) in [
+            ("description", &a.description),
+            ("system", &a.system),
+            ("model", &a.model),
+        ] {
+            if let Some(v) = value
+                && v.trim().is_empty()
+            {
+                return Err(src.invalid(&sub(key), "must not be empty"));
+            }
+        }
+        for (i, tool) in a.tools.iter().flatten().enumerate() {
+            if tool.trim().is_empty() {
+                return Err(src.invalid(
+                    &p([k("agents"), k(&name), k("tools"), Seg::Index(i)]),
+                    "must not be empty",
+                ));
+            }
+        }
+        if let Some(n) = a.max_steps {
+            positive(n).map_err(|e| src.invalid(&sub("max_steps"), e))?;
+        }
+        let profile = AgentProfile {
+            description: a.description,
+            tools: a.tools,
+            system: a.system,
+            model: a.model,
+            max_steps: a.max_steps,
+        };
+        part.agents.push((
+            name,
+            Sourced {
+                value: profile,
+                origin: src.origin(&at),
+            },
+        ));
+    }
+
+    for (table, entries, out) in [
+        ("plugins", raw.plugins, &mut part.plugins),
+        ("skills", raw.skills, &mut part.skills),
+    ] {
+        for (name, value) in entries.unwrap_or_default() {
+            let origin = src.origin(&p([k(table), k(&name)]));
+            out.push((name, Sourced { value, origin }));
         }
     }
 
@@ -476,6 +645,14 @@ pub(crate) fn positive(v: u64) -> Result<(), String> {
         Err("must be a positive integer, not 0".to_string())
     } else {
         Ok(())
+    }
+}
+
+pub(crate) fn non_negative(v: f64) -> Result<(), String> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{v} is not a number of 0 or more"))
     }
 }
 

@@ -39,9 +39,19 @@
 //! entries that move a command out of `shell.safe`. Ignored, with one notice per kind
 //! naming the file and `dsh trust`: `permissions.allow`, `shell.safe` additions,
 //! `shell.confirm` additions of refused commands, `shell.pass_env`, `hooks`,
-//! `mcp.servers`, all of `[model]` (a repository must not redirect the endpoint, choose
-//! the model, or choose which key variable is sent), `[journal]`, limit increases,
-//! looser `sandbox.mode`, `sandbox.allow_network = true`. Entries kept from it carry
+//! `mcp.servers`, `[agents.*]`, `[plugins.*]`, `[skills.*]`, `[verify]`, `tools.mode`,
+//! all of `[model]` including `context_window` and `price` (a repository must not
+//! redirect the endpoint, choose the model, or choose which key variable is sent),
+//! `[journal]`, limit increases (a larger `context.max_fraction`, a looser
+//! `limits.max_cost_usd`, where 0 is off), looser `sandbox.mode`,
+//! `sandbox.allow_network = true`. `context.keep_turns` applies from it.
+//!
+//! No layer may define `[agents.search]`, `[agents.code]`, `[agents.shell]` or
+//! `[agents.general]`: the built-in profiles ([`AgentProfile::BUILT_IN`]); doing so is an
+//! error naming the file, line and key. Keys that no issue uses yet (`[context]`,
+//! `[tools]`, `[verify]`, `[agents.*]`, `[plugins.*]`, `[skills.*]`, `model.price`,
+//! `model.context_window`, `limits.max_cost_usd`) are parsed, validated and carried in
+//! [`Config`], unused. Entries kept from it carry
 //! [`Layer::UntrustedProject`]: a policy must only let them tighten a verdict (an `ask`
 //! rule must not turn a refused shell command into an ask). A trusted project file
 //! applies fully (still below environment and flags, still unable to loosen the
@@ -51,6 +61,7 @@
 //! [`record_trust`], writing the user file.
 
 mod config;
+pub mod defaults;
 mod error;
 mod file;
 mod locate;
@@ -61,8 +72,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use config::{
-    Config, Fsync, Guards, Hook, Hooks, JournalConfig, Layer, Limits, Mcp, McpServer, ModelConfig,
-    OnError, Origin, Permissions, Provider, Rule, SandboxConfig, SandboxMode, ShellConfig, Sourced,
+    AgentProfile, Config, ContextConfig, Fsync, Guards, Hook, Hooks, JournalConfig, Layer, Limits,
+    Mcp, McpServer, ModelConfig, OnError, Origin, Permissions, Price, Provider, Rule,
+    SandboxConfig, SandboxMode, ShellConfig, Sourced, ToolsConfig, ToolsMode, VerifyConfig,
 };
 pub use error::{ConfigError, ErrorKind};
 pub use trust::record_trust;

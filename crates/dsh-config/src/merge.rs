@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::config::{
-    Config, Fsync, Hook, Layer, Limits, McpServer, ModelConfig, Provider, Rule, SandboxMode,
-    Sourced,
+    AgentProfile, Config, Fsync, Hook, Layer, Limits, McpServer, ModelConfig, Price, Provider,
+    Rule, SandboxMode, Sourced, ToolsMode,
 };
 
 /// `[model]` settings of one layer (each optional).
@@ -16,6 +16,8 @@ pub(crate) struct ModelPart {
     pub base_url: Option<String>,
     pub model: Option<String>,
     pub api_key_env: Option<String>,
+    pub context_window: Option<u64>,
+    pub price: Option<Price>,
 }
 
 impl ModelPart {
@@ -26,6 +28,8 @@ impl ModelPart {
             (self.base_url.is_some(), "model.base_url"),
             (self.model.is_some(), "model.model"),
             (self.api_key_env.is_some(), "model.api_key_env"),
+            (self.context_window.is_some(), "model.context_window"),
+            (self.price.is_some(), "model.price"),
         ] {
             if set {
                 keys.push(key);
@@ -83,6 +87,15 @@ pub(crate) struct Part {
     pub sandbox_mode: Option<SandboxMode>,
     pub allow_network: Option<bool>,
     pub trust: Vec<PathBuf>,
+    pub max_cost_usd: Option<f64>,
+    pub keep_turns: Option<u64>,
+    pub max_fraction: Option<f64>,
+    pub tools_mode: Option<ToolsMode>,
+    pub verify_command: Option<String>,
+    pub verify_max_rounds: Option<u64>,
+    pub agents: Vec<(String, Sourced<AgentProfile>)>,
+    pub plugins: Vec<(String, Sourced<toml::Table>)>,
+    pub skills: Vec<(String, Sourced<toml::Table>)>,
 }
 
 impl Part {
@@ -110,6 +123,15 @@ impl Part {
             sandbox_mode: None,
             allow_network: None,
             trust: Vec::new(),
+            max_cost_usd: None,
+            keep_turns: None,
+            max_fraction: None,
+            tools_mode: None,
+            verify_command: None,
+            verify_max_rounds: None,
+            agents: Vec::new(),
+            plugins: Vec::new(),
+            skills: Vec::new(),
         }
     }
 
@@ -132,6 +154,8 @@ pub(crate) struct Builder {
     base_url: Option<String>,
     model_name: Option<String>,
     api_key_env: Option<String>,
+    context_window: Option<u64>,
+    price: Option<Price>,
     /// Managed ceilings per limit: (value, where the managed file set it).
     ceilings: [Option<(u64, String)>; 6],
     /// Set when the managed file requires the sandbox.
@@ -151,6 +175,8 @@ impl Builder {
             base_url: None,
             model_name: None,
             api_key_env: None,
+            context_window: None,
+            price: None,
             ceilings: Default::default(),
             sandbox_lock: None,
             network_lock: None,
@@ -208,6 +234,12 @@ impl Builder {
             }
             if m.api_key_env.is_some() {
                 self.api_key_env.clone_from(&m.api_key_env);
+            }
+            if m.context_window.is_some() {
+                self.context_window = m.context_window;
+            }
+            if m.price.is_some() {
+                self.price = m.price;
             }
         }
 
@@ -324,8 +356,9 @@ impl Builder {
         for (i, slot) in slots.into_iter().enumerate() {
             let Some(v) = part.limits[i] else { continue };
             let key = format!("limits.{}", Limits::NAMES[i]);
+            let loose = |x: u64| Limits::looseness(i, x);
             if untrusted {
-                if v > *slot {
+                if loose(v) > loose(*slot) {
                     raised.push(format!("{key} = {v}"));
                 } else {
                     *slot = v;
@@ -333,7 +366,7 @@ impl Builder {
                 continue;
             }
             match &self.ceilings[i] {
-                Some((ceiling, from)) if v > *ceiling => {
+                Some((ceiling, from)) if loose(v) > loose(*ceiling) => {
                     self.notices.push(format!(
                         "{} = {v} exceeds the managed ceiling {ceiling} ({from}); using {ceiling}",
                         site.at(&key)
@@ -346,8 +379,75 @@ impl Builder {
                 self.ceilings[i] = Some((v, site.at(&key)));
             }
         }
+        // `max_cost_usd`: 0 is off, i.e. no budget at all, so it is the loosest value.
+        if let Some(v) = part.max_cost_usd {
+            let slot = &mut self.config.limits.max_cost_usd;
+            let looser = |a: f64, b: f64| b != 0.0 && (a == 0.0 || a > b);
+            if untrusted && looser(v, *slot) {
+                raised.push(format!("limits.max_cost_usd = {v}"));
+            } else {
+                *slot = v;
+            }
+        }
+        // [context]: `keep_turns` applies from every layer; a larger `max_fraction` only
+        // from a trusted one.
+        if let Some(n) = part.keep_turns {
+            self.config.context.keep_turns = n;
+        }
+        if let Some(f) = part.max_fraction {
+            if untrusted && f > self.config.context.max_fraction {
+                raised.push(format!("context.max_fraction = {f}"));
+            } else {
+                self.config.context.max_fraction = f;
+            }
+        }
         if !raised.is_empty() {
             ignored.push(format!("limit increases ({})", raised.join(", ")));
+        }
+
+        // [tools], [verify], [agents.*], [plugins.*], [skills.*]: they choose what runs and
+        // what the model is told, so never from an untrusted project.
+        if untrusted {
+            if let Some(mode) = part.tools_mode {
+                ignored.push(format!("tools.mode = \"{mode}\""));
+            }
+            if part.verify_command.is_some() || part.verify_max_rounds.is_some() {
+                ignored.push("[verify]".to_string());
+            }
+            for (table, names) in [
+                (
+                    "agents",
+                    part.agents
+                        .iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>(),
+                ),
+                (
+                    "plugins",
+                    part.plugins.iter().map(|(n, _)| n.as_str()).collect(),
+                ),
+                (
+                    "skills",
+                    part.skills.iter().map(|(n, _)| n.as_str()).collect(),
+                ),
+            ] {
+                if !names.is_empty() {
+                    ignored.push(format!("{table} ({})", names.join(", ")));
+                }
+            }
+        } else {
+            if let Some(mode) = part.tools_mode {
+                self.config.tools.mode = mode;
+            }
+            if part.verify_command.is_some() {
+                self.config.verify.command = part.verify_command;
+            }
+            if let Some(n) = part.verify_max_rounds {
+                self.config.verify.max_rounds = n;
+            }
+            self.config.agents.extend(part.agents);
+            self.config.plugins.extend(part.plugins);
+            self.config.skills.extend(part.skills);
         }
 
         // [journal]
@@ -422,6 +522,8 @@ impl Builder {
             api_key_env: self
                 .api_key_env
                 .or_else(|| self.provider.default_api_key_env().map(str::to_string)),
+            context_window: self.context_window,
+            price: self.price,
         };
         (config, self.notices)
     }

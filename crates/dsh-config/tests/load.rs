@@ -23,8 +23,9 @@ fn no_files_gives_built_in_defaults() {
     assert_eq!(c.model.base_url, "https://api.openai.com/v1");
     assert_eq!(c.shell.timeout_s, 30);
     assert_eq!(c.shell.max_output_chars, 3000);
-    assert_eq!(c.limits.max_steps, 50);
-    assert_eq!(c.limits.max_tokens, 400_000);
+    assert_eq!(c.limits.max_steps, 1_000);
+    // The token budget is opt-in.
+    assert_eq!(c.limits.max_tokens, 0);
     assert_eq!(patterns(&c.guards.protected), [".git/**", ".dsh/**"]);
     assert_eq!(c.journal.fsync, Fsync::Batch);
     assert_eq!(c.sandbox.mode, SandboxMode::Auto);
@@ -286,11 +287,11 @@ fn unknown_key_is_an_error_with_file_line_and_key() {
 #[test]
 fn unknown_table_is_an_error_with_line() {
     let w = World::new();
-    let path = w.user("[limits]\nmax_steps = 3\n\n[plugins]\nx = 1\n");
+    let path = w.user("[limits]\nmax_steps = 3\n\n[widgets]\nx = 1\n");
     let msg = w.error();
     assert!(
         msg.starts_with(&format!(
-            "{}:4: plugins: unknown key (expected one of: model, ",
+            "{}:4: widgets: unknown key (expected one of: model, ",
             path.display()
         )),
         "{msg}"

@@ -101,7 +101,7 @@ fn untrusted_project_cannot_raise_limits_but_can_lower_them() {
     w.project("[limits]\nmax_steps = 5000\nmax_parallel = 2\nmax_read_bytes = 99999999\n[shell]\ntimeout_s = 3600\nmax_output_chars = 100\n");
     let loaded = w.load();
     let c = &loaded.config;
-    assert_eq!(c.limits.max_steps, 50);
+    assert_eq!(c.limits.max_steps, 1_000);
     assert_eq!(c.limits.max_read_bytes, 262_144);
     assert_eq!(c.limits.max_parallel, 2);
     assert_eq!(c.shell.timeout_s, 30);
@@ -169,7 +169,7 @@ fn untrusted_project_can_add_deny_and_ask_rules_and_protected_paths() {
 #[test]
 fn untrusted_project_gets_one_notice_per_kind() {
     let w = World::new();
-    w.project("[permissions]\nallow = [\"a\", \"b\", \"c\"]\n[[hooks.pre_tool_use]]\ncommand = \"x\"\n[[hooks.pre_tool_use]]\ncommand = \"y\"\n[limits]\nmax_steps = 100\nmax_tokens = 9999999\n");
+    w.project("[permissions]\nallow = [\"a\", \"b\", \"c\"]\n[[hooks.pre_tool_use]]\ncommand = \"x\"\n[[hooks.pre_tool_use]]\ncommand = \"y\"\n[limits]\nmax_steps = 5000\nmax_tokens = 9999999\n");
     let notices = w.load().notices;
     assert_eq!(notices.len(), 3, "{notices:#?}");
 }
@@ -507,4 +507,19 @@ fn project_config_pointing_at_a_device_is_refused() {
     let err = w.try_load().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Io);
     assert!(err.to_string().contains("not a regular file"), "{err}");
+}
+
+#[test]
+fn a_token_budget_is_a_tightening_and_zero_turns_it_off() {
+    // Off by default; an untrusted project may set one (it only tightens), never turn a
+    // user's budget off again.
+    let w = World::new();
+    w.project("[limits]\nmax_tokens = 5000\n");
+    assert_eq!(w.load().config.limits.max_tokens, 5000);
+    let w = World::new();
+    w.user("[limits]\nmax_tokens = 5000\n");
+    w.project("[limits]\nmax_tokens = 0\n");
+    let loaded = w.load();
+    assert_eq!(loaded.config.limits.max_tokens, 5000);
+    notice_about(&loaded.notices, "limit increases");
 }

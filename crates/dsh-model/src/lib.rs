@@ -8,8 +8,9 @@
 //! - [`OpenAiProvider`]: OpenAI-compatible chat completions (the `openai`, `deepseek` and
 //!   `ollama` presets).
 //! - [`AnthropicProvider`]: Anthropic messages (the `anthropic` preset).
-//! - [`from_config`]: picks and builds the provider the configuration (or, with nothing
-//!   configured, the environment) asks for.
+//! - [`select`]: picks and builds the provider that [`ModelSettings`] (plain values the
+//!   agent fills from configuration and the environment) ask for. This crate reads no
+//!   configuration and no environment.
 
 mod anthropic;
 mod http;
@@ -20,7 +21,9 @@ mod types;
 pub use anthropic::AnthropicProvider;
 pub use http::{ProviderConfig, ProviderOptions};
 pub use openai::OpenAiProvider;
-pub use select::{HOW_TO_CONFIGURE, default_model, from_config, from_config_with};
+pub use select::{
+    Endpoint, HOW_TO_CONFIGURE, ModelSettings, ProviderKind, default_model, select, select_with,
+};
 pub use types::{
     ChatRequest, Completion, FinishReason, Message, ModelError, Provider, Role, StreamEvent,
     ToolCallRequest, ToolSchema, Usage,

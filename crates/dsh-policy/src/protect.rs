@@ -46,9 +46,6 @@ pub struct ProtectedPaths {
 }
 
 impl ProtectedPaths {
-    /// The default list: `.git/**` and `.dsh/**`.
-    pub const DEFAULT: [&'static str; 2] = [".git/**", ".dsh/**"];
-
     pub fn new<S: AsRef<str>>(
         workspace: Arc<Workspace>,
         patterns: &[S],

@@ -1,6 +1,10 @@
 //! Permission rules for the non-shell tools: `allow`, `ask` and `deny` lists of `Tool` or
-//! `Tool(path pattern)` (DESIGN §5). Rules for `run_shell` are parsed here but judged by the
+//! `Tool(path pattern)` (DESIGN §5). Rules for `run_shell` are compiled here but judged by the
 //! shell policy, against each parsed command (DESIGN §3), never by this listener.
+//!
+//! The rule *text* has one grammar, dsh-config's (`dsh_config::Rule::parse`): this crate never
+//! reads rule text. It takes the parsed parts (tool, specifier) and compiles the specifier into a
+//! path matcher — the second stage of "configuration in two stages" (STYLE 9).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,7 +33,7 @@ impl RuleKind {
     }
 }
 
-/// Why a rule could not be parsed.
+/// Why a rule's specifier could not be compiled.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
     "`{rule}` is not a rule: {reason} (write `tool` or `tool(pattern)`, e.g. `read_file(src/**)`)"
@@ -53,39 +57,28 @@ pub struct Rule {
 }
 
 impl Rule {
-    pub fn parse(kind: RuleKind, text: &str, origin: impl Into<String>) -> Result<Self, RuleError> {
-        let err = |reason: &str| RuleError {
-            rule: text.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let text = text.trim();
-        let (tool, specifier) = match text.find('(') {
-            None => (text, None),
-            Some(open) => {
-                let Some(inner) = text[open + 1..].strip_suffix(')') else {
-                    return Err(err("missing `)` at the end"));
-                };
-                if inner.trim().is_empty() {
-                    return Err(err("empty `()`"));
-                }
-                (&text[..open], Some(inner.trim().to_owned()))
-            }
-        };
-        let valid = !tool.is_empty()
-            && tool
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !valid {
-            return Err(err("the tool name must be letters, digits, `_` or `-`"));
-        }
-        let pattern = match (&specifier, tool) {
-            (Some(s), t) if t != SHELL => Some(PathPattern::new(s).map_err(|e| err(&e.reason))?),
+    /// A rule from its parsed parts (dsh-config's grammar splits the text): compiles the
+    /// specifier as a path pattern, except for `run_shell`, whose specifier the shell policy
+    /// reads as a command pattern. The specifier is trimmed; an empty one means none.
+    pub fn new(
+        kind: RuleKind,
+        tool: impl Into<String>,
+        specifier: Option<&str>,
+        origin: impl Into<String>,
+    ) -> Result<Self, RuleError> {
+        let tool = tool.into();
+        let specifier = specifier.map(str::trim).filter(|s| !s.is_empty());
+        let pattern = match specifier {
+            Some(s) if tool != SHELL => Some(PathPattern::new(s).map_err(|e| RuleError {
+                rule: format!("{tool}({s})"),
+                reason: e.reason,
+            })?),
             _ => None,
         };
         Ok(Rule {
             kind,
-            tool: tool.to_owned(),
-            specifier,
+            tool,
+            specifier: specifier.map(str::to_owned),
             pattern,
             origin: origin.into(),
         })
@@ -200,28 +193,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_bare_and_specified_rules() {
-        let r = Rule::parse(RuleKind::Allow, "read_file(src/**)", "user").unwrap();
+    fn builds_bare_and_specified_rules() {
+        let r = Rule::new(RuleKind::Allow, "read_file", Some(" src/** "), "user").unwrap();
         assert_eq!(
             (r.tool.as_str(), r.specifier.as_deref()),
             ("read_file", Some("src/**"))
         );
-        let r = Rule::parse(RuleKind::Deny, "write_file", "user").unwrap();
+        let r = Rule::new(RuleKind::Deny, "write_file", None, "user").unwrap();
         assert_eq!(r.specifier, None);
-        let r = Rule::parse(RuleKind::Ask, "run_shell(git push *)", "user").unwrap();
+        let r = Rule::new(RuleKind::Ask, "run_shell", Some("git push *"), "user").unwrap();
         assert_eq!(r.text(), "run_shell(git push *)");
     }
 
     #[test]
-    fn malformed_rules_are_errors() {
-        for bad in [
-            "read_file(src/**",
-            "read file(x)",
-            "(x)",
-            "read_file()",
-            "read_file(../x)",
-        ] {
-            assert!(Rule::parse(RuleKind::Allow, bad, "user").is_err(), "{bad}");
-        }
+    fn a_path_pattern_leaving_the_workspace_is_an_error() {
+        let e = Rule::new(RuleKind::Allow, "read_file", Some("../x"), "user").unwrap_err();
+        assert_eq!(e.rule, "read_file(../x)");
     }
 }

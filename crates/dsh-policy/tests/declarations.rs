@@ -44,7 +44,10 @@ fn pipeline(ws: &Arc<Workspace>) -> Pipeline {
         (RuleKind::Deny, "run_shell(rm *)"),
     ]
     .iter()
-    .map(|(k, t)| Rule::parse(*k, t, "user").unwrap())
+    .map(|(k, t)| {
+        let parsed = dsh_config::Rule::parse(t, dsh_config::Origin::builtin()).unwrap();
+        Rule::new(*k, parsed.tool, parsed.specifier.as_deref(), "user").unwrap()
+    })
     .collect();
     let mut registry = Registry::new();
     registry

@@ -14,6 +14,12 @@ use dsh_policy::{Confinement, PermissionRules, ProtectedPaths, Rule, RuleKind, S
 use dsh_testkit::{FnTool, ScriptedApprover};
 use serde_json::json;
 
+/// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
+fn parse_rule(kind: RuleKind, text: &str, origin: &str) -> Rule {
+    let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
+    Rule::new(kind, parsed.tool, parsed.specifier.as_deref(), origin).unwrap()
+}
+
 struct Fixture {
     _dir: tempfile::TempDir,
     ws: Arc<Workspace>,
@@ -60,16 +66,14 @@ fn tools(runs: &Arc<AtomicUsize>, big: usize) -> Registry {
 }
 
 fn rules(ws: &Arc<Workspace>, list: &[(RuleKind, &str, &str)]) -> PermissionRules {
-    let rules = list
-        .iter()
-        .map(|(k, t, o)| Rule::parse(*k, t, *o).unwrap())
-        .collect();
+    let rules = list.iter().map(|(k, t, o)| parse_rule(*k, t, o)).collect();
     PermissionRules::new(ws.clone(), rules)
 }
 
 fn pipeline(f: &Fixture, rules_list: &[(RuleKind, &str, &str)], yolo: bool) -> Pipeline {
     let confine = Confinement::new(f.ws.clone());
-    let protect = ProtectedPaths::new(f.ws.clone(), &ProtectedPaths::DEFAULT).unwrap();
+    let protect =
+        ProtectedPaths::new(f.ws.clone(), &dsh_config::defaults::GUARDS_PROTECTED).unwrap();
     let mut b = Pipeline::builder(tools(&f.runs, 1), Arc::new(MemoryJournal::new("t")))
         .pre_policy(confine.clone())
         .pre_policy(protect.clone())
@@ -232,7 +236,8 @@ async fn the_guards_hold_even_if_gate_one_is_skipped() {
     // Only the guards mounted, with a listener that allows everything: still denied at gate 3.
     let f = fixture();
     let confine = Confinement::new(f.ws.clone());
-    let protect = ProtectedPaths::new(f.ws.clone(), &ProtectedPaths::DEFAULT).unwrap();
+    let protect =
+        ProtectedPaths::new(f.ws.clone(), &dsh_config::defaults::GUARDS_PROTECTED).unwrap();
     let p = Pipeline::builder(tools(&f.runs, 1), Arc::new(MemoryJournal::new("t")))
         .pre_policy(rules(
             &f.ws,

@@ -22,6 +22,12 @@ use dsh_policy::{
 use dsh_testkit::FnTool;
 use serde_json::json;
 
+/// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
+fn parse_rule(kind: RuleKind, text: &str, origin: &str) -> Rule {
+    let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
+    Rule::new(kind, parsed.tool, parsed.specifier.as_deref(), origin).unwrap()
+}
+
 fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
@@ -33,7 +39,7 @@ fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
 fn policy(ws: &Arc<Workspace>, rules: &[(RuleKind, &str)]) -> ShellPolicy {
     let rules = rules
         .iter()
-        .map(|(k, t)| ShellRule::new(Rule::parse(*k, t, "user").unwrap(), false));
+        .map(|(k, t)| ShellRule::new(parse_rule(*k, t, "user"), false));
     ShellPolicy::new(
         ws.clone(),
         rules,

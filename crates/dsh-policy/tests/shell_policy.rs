@@ -10,6 +10,12 @@ use dsh_core::{Tier, Workspace};
 use dsh_policy::shell::{Decision, Verdict};
 use dsh_policy::{NetworkVote, Rule, RuleKind, ShellLists, ShellPolicy, ShellRule};
 
+/// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
+fn parse_rule(kind: RuleKind, text: &str, origin: &str) -> Rule {
+    let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
+    Rule::new(kind, parsed.tool, parsed.specifier.as_deref(), origin).unwrap()
+}
+
 fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("src")).unwrap();
@@ -29,7 +35,7 @@ fn policy_with(ws: &Arc<Workspace>, rules: &[(RuleKind, &str, bool)]) -> ShellPo
         } else {
             "user /u/config.toml"
         };
-        ShellRule::new(Rule::parse(*kind, text, origin).unwrap(), *untrusted)
+        ShellRule::new(parse_rule(*kind, text, origin), *untrusted)
     });
     ShellPolicy::new(
         ws.clone(),

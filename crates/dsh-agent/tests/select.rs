@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use dsh_agent::provider_from_config as from_config;
 use dsh_config::{ModelConfig, Provider as Kind};
-use dsh_model::{ChatRequest, HOW_TO_CONFIGURE, Message, ModelError, from_config};
+use dsh_model::{ChatRequest, HOW_TO_CONFIGURE, Message, ModelError};
 use dsh_testkit::model_server::{ScriptedServer, Turn};
 use tokio_util::sync::CancellationToken;
 
@@ -77,6 +78,7 @@ async fn explicit_configuration_is_used_as_it_stands() {
         base_url: server.url.clone(),
         model: Some("my-model".into()),
         api_key_env: Some("MY_KEY".into()),
+        ..ModelConfig::default()
     };
     let p = from_config(
         &model,

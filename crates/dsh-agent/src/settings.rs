@@ -1,0 +1,313 @@
+//! From configuration to session settings: the only reader of `dsh_config::Loaded`
+//! (configuration in two stages, STYLE 9: dsh-config parses plain data, this fills the
+//! assembly's settings; `assemble.rs` then compiles matchers and builds the pipeline).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_config::{Fsync, Loaded, ModelConfig, Provider, SandboxMode};
+use dsh_model::{Endpoint, ModelError, ModelSettings, ProviderKind};
+use dsh_policy::RuleKind;
+use dsh_tools::{NetworkGrant, ShellSettings};
+
+use crate::{Approval, LoopConfig, RuleSpec, SessionSettings};
+
+/// Why configuration could not be turned into settings.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    #[error("cannot find a home directory for dsh's state; set DSH_HOME")]
+    NoHome,
+}
+
+/// Session settings from configuration, with one-line notices for the user.
+#[derive(Debug)]
+pub struct Configured {
+    pub settings: SessionSettings,
+    /// E.g. a `shell.pass_env` name that is never passed.
+    pub notices: Vec<String>,
+}
+
+impl SessionSettings {
+    /// The settings for a loaded configuration. `env` is the process environment (for
+    /// `DSH_HOME`); `yolo` mounts the approver that approves every `ask` (`--yolo`).
+    pub fn from_loaded(
+        loaded: &Loaded,
+        env: &BTreeMap<String, String>,
+        yolo: bool,
+    ) -> Result<Configured, SettingsError> {
+        let home = dsh_config::dsh_home(env).ok_or(SettingsError::NoHome)?;
+        let c = &loaded.config;
+        let mut notices = Vec::new();
+        let mut s = SessionSettings::new(&loaded.workspace, home);
+        let rules = [
+            (RuleKind::Allow, &c.permissions.allow),
+            (RuleKind::Ask, &c.permissions.ask),
+            (RuleKind::Deny, &c.permissions.deny),
+        ];
+        for (kind, list) in rules {
+            for r in list {
+                s.rules.push(RuleSpec {
+                    kind,
+                    tool: r.tool.clone(),
+                    specifier: r.specifier.clone(),
+                    origin: r.origin.to_string(),
+                    at: r.origin.location(),
+                    tighten_only: r.origin.tighten_only(),
+                });
+            }
+        }
+        s.protected = c.guards.protected.iter().map(|p| p.value.clone()).collect();
+        s.limits.max_read_bytes = to_usize(c.limits.max_read_bytes);
+        s.limits.max_results = to_usize(c.limits.max_results);
+        s.max_parallel = to_usize(c.limits.max_parallel);
+        s.spill_chars = to_usize(c.limits.spill_chars);
+        s.fsync_every_record = c.journal.fsync == Fsync::Record;
+        s.config_digest.clone_from(&loaded.digest);
+        s.shell = shell_settings(c, &mut notices);
+        // dsh-config has already applied the lists' layers (an untrusted project can only move
+        // a command from safe to confirm).
+        s.shell_lists = dsh_policy::ShellLists {
+            safe: c.shell.safe.clone(),
+            confirm: c.shell.confirm.clone(),
+            origin: "[shell] safe/confirm lists".to_owned(),
+        };
+        if yolo {
+            s.approval = Approval::Yolo;
+        }
+        Ok(Configured {
+            settings: s,
+            notices,
+        })
+    }
+}
+
+impl LoopConfig {
+    /// The loop's stop lines from `[limits]`.
+    pub fn from_loaded(loaded: &Loaded) -> LoopConfig {
+        let limits = &loaded.config.limits;
+        LoopConfig {
+            max_steps: u32::try_from(limits.max_steps).unwrap_or(u32::MAX),
+            max_tokens: limits.max_tokens,
+            keep_turns: crate::agent::keep_turns(loaded.config.context.keep_turns),
+            ..LoopConfig::default()
+        }
+    }
+}
+
+/// `[shell]` and `[sandbox]` (the `--sandbox` flag is already merged into `sandbox.mode`).
+fn shell_settings(c: &dsh_config::Config, notices: &mut Vec<String>) -> ShellSettings {
+    for name in &c.shell.pass_env {
+        if let Some(why) = dsh_tools::shell::env::refusal(name) {
+            notices.push(format!(
+                "shell.pass_env: {name} is never passed to commands ({why})"
+            ));
+        }
+    }
+    let timeout = Duration::from_secs(c.shell.timeout_s.max(1));
+    ShellSettings {
+        timeout,
+        max_timeout: timeout.max(Duration::from_secs(
+            dsh_config::defaults::SHELL_MAX_TIMEOUT_S,
+        )),
+        max_output_chars: to_usize(c.shell.max_output_chars),
+        pass_env: c.shell.pass_env.clone(),
+        sandbox: match c.sandbox.mode {
+            SandboxMode::Off => dsh_tools::sandbox::SandboxMode::Off,
+            SandboxMode::Auto => dsh_tools::sandbox::SandboxMode::Auto,
+            SandboxMode::Required => dsh_tools::sandbox::SandboxMode::Required,
+        },
+        // The helper is this very binary (`dsh sandbox-exec`).
+        helper: std::env::current_exe().ok(),
+        // Only configuration can lift the network ban headless: `--yolo` never does, and
+        // an untrusted project's `allow_network = true` was already dropped by dsh-config.
+        network: if c.sandbox.allow_network {
+            NetworkGrant::UserConfig
+        } else {
+            NetworkGrant::Refused
+        },
+    }
+}
+
+fn to_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// The provider's plain settings for `[model]`: every environment lookup done here, the
+/// provider defaults taken from dsh-config. `explicit` is `Loaded::model_explicit`.
+pub fn model_settings(
+    model: &ModelConfig,
+    env: &BTreeMap<String, String>,
+    explicit: bool,
+) -> ModelSettings {
+    let get = |name: &str| {
+        env.get(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let endpoint = |kind: Provider, base_url: String, api_key_env: Option<String>| Endpoint {
+        kind: provider_kind(kind),
+        base_url,
+        default_base_url: kind.default_base_url().to_string(),
+        base_url_env: kind.base_url_env().to_string(),
+        api_key: api_key_env
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .and_then(get),
+        api_key_env,
+    };
+    // With nothing configured, a provider's `*_BASE_URL` variable is honoured here.
+    let preset = |kind: Provider| {
+        let base_url = get(kind.base_url_env()).unwrap_or_else(|| kind.default_base_url().into());
+        endpoint(
+            kind,
+            base_url,
+            kind.default_api_key_env().map(str::to_string),
+        )
+    };
+    ModelSettings {
+        explicit,
+        configured: endpoint(
+            model.provider,
+            model.base_url.clone(),
+            model.api_key_env.clone(),
+        ),
+        candidates: [Provider::Openai, Provider::Anthropic, Provider::Deepseek]
+            .into_iter()
+            .map(preset)
+            .collect(),
+        local: preset(Provider::Ollama),
+        model: model.model.clone(),
+    }
+}
+
+/// The provider for `[model]` with default options (see [`model_settings`] and
+/// [`dsh_model::select_with`]).
+pub fn provider_from_config(
+    model: &ModelConfig,
+    env: &BTreeMap<String, String>,
+    explicit: bool,
+) -> Result<Arc<dyn dsh_model::Provider>, ModelError> {
+    dsh_model::select(&model_settings(model, env, explicit))
+}
+
+/// The provider a loaded configuration asks for (`[model]`, `Loaded::model_explicit`).
+pub fn provider_from_loaded(
+    loaded: &Loaded,
+    env: &BTreeMap<String, String>,
+) -> Result<Arc<dyn dsh_model::Provider>, ModelError> {
+    provider_from_config(&loaded.config.model, env, loaded.model_explicit)
+}
+
+fn provider_kind(p: Provider) -> ProviderKind {
+    match p {
+        Provider::Openai => ProviderKind::Openai,
+        Provider::Anthropic => ProviderKind::Anthropic,
+        Provider::Deepseek => ProviderKind::Deepseek,
+        Provider::Ollama => ProviderKind::Ollama,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use dsh_config::Provider as Kind;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect()
+    }
+
+    fn pick(model: &ModelConfig, pairs: &[(&str, &str)], explicit: bool) -> (String, String) {
+        let p = provider_from_config(model, &env(pairs), explicit).unwrap();
+        (p.name().to_string(), p.model().to_string())
+    }
+
+    #[test]
+    fn nothing_configured_prefers_the_first_key_then_ollama() {
+        let m = ModelConfig::default();
+        assert_eq!(
+            pick(&m, &[], false),
+            ("ollama".into(), "qwen2.5-coder".into())
+        );
+        assert_eq!(
+            pick(
+                &m,
+                &[("DEEPSEEK_API_KEY", "k"), ("OPENAI_API_KEY", " ")],
+                false
+            ),
+            ("deepseek".into(), "deepseek-chat".into())
+        );
+        assert_eq!(
+            pick(
+                &m,
+                &[("DEEPSEEK_API_KEY", "k"), ("OPENAI_API_KEY", "k")],
+                false
+            )
+            .0,
+            "openai"
+        );
+        let named = ModelConfig {
+            model: Some("llama3.2".into()),
+            ..ModelConfig::default()
+        };
+        assert_eq!(pick(&named, &[], false).1, "llama3.2");
+    }
+
+    #[test]
+    fn anthropic_is_picked_by_its_key() {
+        assert_eq!(
+            pick(
+                &ModelConfig::default(),
+                &[("ANTHROPIC_API_KEY", "k"), ("DEEPSEEK_API_KEY", "k")],
+                false
+            ),
+            ("anthropic".into(), "claude-sonnet-4-5".into())
+        );
+    }
+
+    #[test]
+    fn explicit_configuration_wins_over_keys() {
+        let m = ModelConfig {
+            provider: Kind::Ollama,
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: None,
+            api_key_env: None,
+            ..ModelConfig::default()
+        };
+        assert_eq!(pick(&m, &[("OPENAI_API_KEY", "k")], true).0, "ollama");
+    }
+
+    #[test]
+    fn a_hosted_provider_without_its_key_says_how_to_fix_it() {
+        let e = provider_from_config(&ModelConfig::default(), &env(&[]), true)
+            .err()
+            .expect("an error");
+        let text = e.to_string();
+        assert!(matches!(e, ModelError::Config(_)));
+        assert!(text.contains("OPENAI_API_KEY is not set"), "{text}");
+        assert!(text.contains("--provider"), "{text}");
+        // A custom endpoint (a local vLLM, say) may need no key.
+        let local = ModelConfig {
+            base_url: "http://127.0.0.1:8000/v1".into(),
+            ..ModelConfig::default()
+        };
+        assert_eq!(pick(&local, &[], true).0, "openai");
+    }
+
+    #[test]
+    fn a_bad_base_url_is_a_config_error() {
+        let e = provider_from_config(
+            &ModelConfig::default(),
+            &env(&[("OLLAMA_BASE_URL", "not a url")]),
+            false,
+        )
+        .err()
+        .expect("an error");
+        assert!(e.to_string().contains("OLLAMA_BASE_URL"), "{e}");
+    }
+}

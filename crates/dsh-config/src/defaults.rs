@@ -1,0 +1,49 @@
+//! Every built-in default, in one place (DESIGN §5). [`Config::default`](crate::Config) is
+//! built from these, and dsh-agent builds a session's settings from them; no other crate on
+//! the session's path writes a default value of its own.
+
+/// `[limits] max_steps`: model steps per task.
+pub const LIMITS_MAX_STEPS: u64 = 1_000;
+/// `[limits] max_tokens`: token budget per session; 0 is off (the budget is opt-in).
+pub const LIMITS_MAX_TOKENS: u64 = 0;
+/// `[limits] max_parallel`: calls executing at once.
+pub const LIMITS_MAX_PARALLEL: u64 = 8;
+/// `[limits] max_read_bytes`: bytes `read_file` returns at most.
+pub const LIMITS_MAX_READ_BYTES: u64 = 262_144;
+/// `[limits] max_results`: results `grep`/`find_files` return at most.
+pub const LIMITS_MAX_RESULTS: u64 = 50;
+/// `[limits] spill_chars`: results longer than this are spilled to a file.
+pub const LIMITS_SPILL_CHARS: u64 = 20_000;
+/// `[limits] max_cost_usd`: 0 = off.
+pub const LIMITS_MAX_COST_USD: f64 = 0.0;
+
+/// `[shell] timeout_s`: default command timeout, seconds.
+pub const SHELL_TIMEOUT_S: u64 = 30;
+/// The longest timeout a `run_shell` call may ask for (at least the default), seconds.
+pub const SHELL_MAX_TIMEOUT_S: u64 = 600;
+/// `[shell] max_output_chars`.
+pub const SHELL_MAX_OUTPUT_CHARS: u64 = 3000;
+/// `[shell] safe`: commands that run without asking.
+pub const SHELL_SAFE: &str =
+    "ls cat head tail wc find grep tree pwd whoami date echo diff stat file";
+/// `[shell] confirm`: commands that need confirmation.
+pub const SHELL_CONFIRM: &str = "python python3 pip pip3 pytest git make npm node";
+
+/// `[guards] protected`: paths no tool may write, which no layer can remove.
+pub const GUARDS_PROTECTED: [&str; 2] = [".git/**", ".dsh/**"];
+
+/// `[[hooks.pre_tool_use]] timeout_ms`.
+pub const HOOK_TIMEOUT_MS: u64 = 5000;
+
+/// `[context] keep_turns`: 0 = unlimited.
+pub const CONTEXT_KEEP_TURNS: u64 = 0;
+/// `[context] max_fraction`: of the model's context window.
+pub const CONTEXT_MAX_FRACTION: f64 = 0.8;
+
+/// `[verify] max_rounds`.
+pub const VERIFY_MAX_ROUNDS: u64 = 3;
+
+/// The timeout of one tool execution (gate 4), seconds; not a config key.
+pub const TOOL_TIMEOUT_S: u64 = 120;
+/// Identical calls in a row after which the loop stops; not a config key.
+pub const REPEAT_LIMIT: u32 = 3;
