@@ -10,6 +10,7 @@ mod ending;
 mod leftovers;
 pub mod prompt;
 mod session_id;
+pub mod sessions;
 mod settings;
 pub mod trim;
 

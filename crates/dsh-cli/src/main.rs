@@ -4,6 +4,7 @@
 mod batch;
 mod exec;
 mod mirror;
+mod sessions;
 mod settings;
 mod signals;
 
@@ -11,7 +12,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// dsh — a terminal coding agent whose every tool call passes one fixed, journaled pipeline
 /// of gates: journal, pre-policy votes, one-shot approval, deny-only guards, execution
@@ -31,6 +33,10 @@ pub(crate) struct Common {
     /// The workspace: the only directory tools may touch.
     #[arg(long, global = true, default_value = ".", value_name = "DIR")]
     workspace: PathBuf,
+    /// Whether `--workspace` was given on the command line (not defaulted): `sessions list`
+    /// filters by workspace only then.
+    #[arg(skip)]
+    workspace_given: bool,
     /// The user configuration file (default: the platform config dir's dsh/config.toml).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -69,6 +75,9 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Trust this workspace, so its .dsh/config.toml may widen permissions.
     Trust,
+    /// The recorded sessions under DSH_HOME: list, show, verify.
+    #[command(subcommand)]
+    Sessions(sessions::SessionsCommand),
 }
 
 /// Exit codes (DESIGN §4), defined once.
@@ -115,7 +124,10 @@ fn main() -> ExitCode {
     if argv.nth(1).as_deref() == Some(std::ffi::OsStr::new(dsh_tools::sandbox::SUBCOMMAND)) {
         dsh_tools::sandbox::sandbox_exec_main(argv.collect());
     }
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    cli.common.workspace_given =
+        matches.value_source("workspace") == Some(ValueSource::CommandLine);
     let outcome = match cli.command {
         None => Err(Failure::harness(anyhow::anyhow!(
             "the interactive REPL is not implemented yet; use `dsh exec`, `dsh check` or `dsh batch` (see `dsh --help`)"
@@ -137,6 +149,7 @@ fn main() -> ExitCode {
             })
         }),
         Some(Command::Trust) => settings::trust(&cli.common),
+        Some(Command::Sessions(command)) => sessions::run(&cli.common, &command),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

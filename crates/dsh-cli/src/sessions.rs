@@ -1,0 +1,394 @@
+//! `dsh sessions list | show | verify` (DESIGN §4): rendering only; finding, summarizing and
+//! verifying journals is `dsh_agent::sessions`.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+use clap::Subcommand;
+use dsh_agent::sessions::{self, End, FileCheck, Summary};
+use dsh_core::journal::{Record, read_journal};
+use serde_json::{Value, json};
+
+use crate::{Common, Failure, exit};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionsCommand {
+    /// Every session under DSH_HOME, newest first: id, start, model, steps, tokens, how it
+    /// ended, workspace. Only the sessions of one workspace when `--workspace DIR` is given
+    /// explicitly (its default, `.`, does not filter). `--json`: one object per line.
+    List,
+    /// A session's transcript: user and assistant text, one line per tool call (tool, short
+    /// arguments, outcome, the deciding gate and policy, elapsed). `--json`: the records.
+    Show {
+        /// A session id, a unique prefix of one, or a journal file's path.
+        id: String,
+    },
+    /// Check a journal's hash chain, record shapes and `resumed_from` links.
+    #[command(long_about = VERIFY_HELP)]
+    Verify {
+        /// A session id, a unique prefix of one, or a journal file's path.
+        id: String,
+    },
+}
+
+const VERIFY_HELP: &str = "\
+Check a journal: every line is a record of a known kind with its fields, `seq` counts from 1 \
+without gaps, each line's `prev` is the SHA-256 of the previous line (64 zeros for the first), \
+and a `session_start.resumed_from` link names an existing session whose record `seq` has that \
+hash and is its last; the linked session is verified in turn. Names the first broken record \
+(file, line, seq, what is wrong) and a torn last line (a write cut off by a crash, ignored as \
+readers ignore it).
+
+Exit 0 intact (also when the session did not end, or ends in a torn line: both are noticed), \
+1 broken, 2 unknown or ambiguous id.
+
+What a chain cannot prove: the last record can be edited and its hash recomputed, since no \
+later record quotes it, and a file cut after any whole record still verifies: it looks like \
+a session that did not end. Neither can be told from a crash; the chain only shows that no \
+record before the last was changed, removed or inserted.";
+
+pub(crate) fn run(common: &Common, command: &SessionsCommand) -> Result<u8, Failure> {
+    let home = dsh_config::dsh_home(&dsh_config::process_env()).ok_or_else(|| {
+        Failure::harness(anyhow!(
+            "cannot find a home directory for dsh's state; set DSH_HOME"
+        ))
+    })?;
+    match command {
+        SessionsCommand::List => list(common, &home),
+        SessionsCommand::Show { id } => show(common, &resolve(&home, id)?),
+        SessionsCommand::Verify { id } => verify(&resolve(&home, id)?),
+    }
+}
+
+fn resolve(home: &Path, id: &str) -> Result<PathBuf, Failure> {
+    sessions::resolve(home, id).map_err(Failure::usage)
+}
+
+fn write_out(lines: impl IntoIterator<Item = String>) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        if let Err(e) = writeln!(out, "{line}") {
+            // A closed pipe (`| head`) is not an error worth a message.
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(());
+            }
+            return Err(Failure::harness(e));
+        }
+    }
+    out.flush().map_err(Failure::harness)
+}
+
+fn list(common: &Common, home: &Path) -> Result<u8, Failure> {
+    let filter = if common.workspace_given {
+        Some(common.workspace.canonicalize().map_err(|e| {
+            Failure::usage(anyhow!("--workspace {}: {e}", common.workspace.display()))
+        })?)
+    } else {
+        None
+    };
+    let (summaries, unreadable) = sessions::list(home);
+    for e in &unreadable {
+        eprintln!("dsh: skipped {e}");
+    }
+    let shown = summaries.iter().filter(|s| match &filter {
+        Some(dir) => s.workspace.canonicalize().as_ref().unwrap_or(&s.workspace) == dir,
+        None => true,
+    });
+    if common.json {
+        write_out(shown.map(|s| summary_json(s).to_string()))?;
+    } else {
+        let mut lines = vec![format!(
+            "{:<25}  {:<20}  {:<16}  {:>5}  {:>15}  {:<24}  WORKSPACE",
+            "ID", "STARTED", "MODEL", "STEPS", "TOKENS IN+OUT", "END"
+        )];
+        lines.extend(shown.map(summary_line));
+        write_out(lines)?;
+    }
+    Ok(exit::OK)
+}
+
+/// DESIGN §4's object, plus `end`: `session_end`'s reason, `did_not_end` or `running`.
+fn summary_json(s: &Summary) -> Value {
+    json!({
+        "id": s.id,
+        "started": s.started,
+        "workspace": s.workspace,
+        "provider": s.provider,
+        "model": s.model,
+        "steps": s.totals.steps,
+        "prompt_tokens": s.totals.prompt_tokens,
+        "completion_tokens": s.totals.completion_tokens,
+        "cost_usd": s.totals.cost_usd,
+        "stop": s.stop,
+        "resumed_from": s.resumed_from,
+        "end": s.end.as_str(),
+    })
+}
+
+fn summary_line(s: &Summary) -> String {
+    let end = match (&s.end, &s.stop) {
+        (End::Ended(r), Some(stop)) => format!("{r} ({stop})"),
+        (End::Ended(r), None) => r.clone(),
+        (End::DidNotEnd, _) => "did not end".to_owned(),
+        (End::Running, _) => "running".to_owned(),
+    };
+    // 2026-11-30T03:15:02.123Z → 2026-11-30 03:15:02Z
+    let started = match s.started.get(..19) {
+        Some(t) => format!("{}Z", t.replacen('T', " ", 1)),
+        None => s.started.clone(),
+    };
+    format!(
+        "{:<25}  {:<20}  {:<16}  {:>5}  {:>15}  {:<24}  {}",
+        s.id,
+        started,
+        s.model.as_deref().unwrap_or("-"),
+        s.totals.steps,
+        format!("{}+{}", s.totals.prompt_tokens, s.totals.completion_tokens),
+        end,
+        s.workspace.display()
+    )
+}
+
+fn show(common: &Common, path: &Path) -> Result<u8, Failure> {
+    let transcript = read_journal(path)
+        .map_err(|e| Failure::harness(anyhow!("{e} (`dsh sessions verify` says more)")))?;
+    if let Some(torn) = &transcript.torn_tail {
+        eprintln!(
+            "dsh: {}: the last line ({} bytes) has no newline: a torn write, ignored",
+            path.display(),
+            torn.len()
+        );
+    }
+    if common.json {
+        write_out(
+            transcript
+                .records
+                .iter()
+                .map(|e| Value::Object(e.json.clone()).to_string()),
+        )?;
+        return Ok(exit::OK);
+    }
+    let mut calls: HashMap<&str, (&str, &Value)> = HashMap::new();
+    let mut approvals: HashMap<&str, String> = HashMap::new();
+    let mut lines = Vec::new();
+    for entry in &transcript.records {
+        let who = entry
+            .agent
+            .as_deref()
+            .map(|a| format!("[{a}] "))
+            .unwrap_or_default();
+        match &entry.record {
+            Record::SessionStart {
+                workspace,
+                provider,
+                model,
+                resumed_from,
+                ..
+            } => {
+                lines.push(format!(
+                    "session {}  started {}  workspace {}  model {}{}",
+                    entry.session,
+                    entry.ts,
+                    workspace.display(),
+                    match (provider, model) {
+                        (Some(p), Some(m)) => format!("{p}/{m}"),
+                        (None, Some(m)) => m.to_string(),
+                        _ => "-".to_owned(),
+                    },
+                    resumed_from
+                        .as_ref()
+                        .map(|r| format!("  resumes {} at seq {}", r.session, r.seq))
+                        .unwrap_or_default()
+                ));
+            }
+            Record::UserMessage { text } => lines.push(format!("{who}user: {text}")),
+            Record::AssistantMessage { content, .. } if !content.is_empty() => {
+                lines.push(format!("{who}assistant: {content}"));
+            }
+            Record::ToolCall {
+                call_id,
+                name,
+                args,
+                ..
+            } => {
+                calls.insert(call_id, (name, args));
+            }
+            Record::Approval { call_id, .. } => {
+                let outcome = entry
+                    .json
+                    .get("outcome")
+                    .map(short_value)
+                    .unwrap_or_default();
+                approvals.insert(call_id, outcome);
+            }
+            Record::ToolResult(_) => {
+                lines.push(format!(
+                    "{who}{}",
+                    tool_line(&entry.json, &calls, &approvals)
+                ));
+            }
+            Record::SubAgentStart {
+                child,
+                profile,
+                task,
+                ..
+            } => lines.push(format!(
+                "{who}sub-agent {child} ({profile}) starts: {}",
+                shorten(task, 80)
+            )),
+            Record::SubAgentEnd {
+                child,
+                stop,
+                steps,
+                tokens,
+                ..
+            } => lines.push(format!(
+                "{who}sub-agent {child} ends: {stop} ({steps} steps, {tokens} tokens)"
+            )),
+            Record::Stop { reason, totals, .. } => lines.push(format!(
+                "{who}stop: {reason} ({} steps, {}+{} tokens{})",
+                totals.steps,
+                totals.prompt_tokens,
+                totals.completion_tokens,
+                totals
+                    .cost_usd
+                    .map(|c| format!(", ${c:.4}"))
+                    .unwrap_or_default()
+            )),
+            Record::SessionEnd { reason, .. } => lines.push(format!("{who}end: {reason}")),
+            Record::ContextCompacted {
+                replaced,
+                tokens_before,
+                tokens_after,
+                ..
+            } => lines.push(format!(
+                "{who}context compacted: {} records, {tokens_before} → {tokens_after} tokens",
+                replaced.len()
+            )),
+            Record::HistoryCleared {} => lines.push(format!("{who}history cleared")),
+            Record::SessionNamed { name } => lines.push(format!("{who}named: {name}")),
+            Record::AssistantMessage { .. }
+            | Record::LlmCall { .. }
+            | Record::ToolStarted { .. }
+            | Record::ContextAttached(_) => {}
+        }
+    }
+    if transcript
+        .records
+        .last()
+        .is_none_or(|e| !matches!(e.record, Record::SessionEnd { .. }))
+    {
+        lines.push("(the session did not end: no session_end record)".to_owned());
+    }
+    write_out(lines)?;
+    Ok(exit::OK)
+}
+
+/// `tool read_file path=src/a.rs → ok [execute] 3 ms`, or with the failure and who decided:
+/// `tool run_shell command="rm -rf /" → denied by pre_policy/shell: reason [12 ms]`.
+fn tool_line(
+    result: &serde_json::Map<String, Value>,
+    calls: &HashMap<&str, (&str, &Value)>,
+    approvals: &HashMap<&str, String>,
+) -> String {
+    let call_id = result.get("call_id").and_then(Value::as_str).unwrap_or("");
+    let tool = result.get("tool").and_then(Value::as_str).unwrap_or("?");
+    let args = calls
+        .get(call_id)
+        .map(|(_, args)| short_args(args))
+        .unwrap_or_default();
+    let outcome = result
+        .get("failure_kind")
+        .and_then(Value::as_str)
+        .unwrap_or("ok");
+    let decided = &result.get("decided_by").cloned().unwrap_or(Value::Null);
+    let gate = decided["gate"].as_str().unwrap_or("?");
+    let policy = decided["policy"].as_str().unwrap_or("-");
+    let reason = decided["reason"].as_str().unwrap_or("");
+    let elapsed = result
+        .get("elapsed_ms")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let approval = approvals
+        .get(call_id)
+        .map(|o| format!(" (approval: {o})"))
+        .unwrap_or_default();
+    let reason = if reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", shorten(reason, 100))
+    };
+    format!("tool {tool} {args} → {outcome} by {gate}/{policy}{reason}{approval} [{elapsed} ms]")
+}
+
+/// `key=value` pairs, each value cut short, the whole cut at 100 characters.
+fn short_args(args: &Value) -> String {
+    let text = match args {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shorten(&short_value(v), 40)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    };
+    shorten(&text, 100)
+}
+
+fn short_value(v: &Value) -> String {
+    match v {
+        Value::String(s) if !s.contains(char::is_whitespace) && !s.is_empty() => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `text` on one line, at most `max` characters, with `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c == '\n' { '⏎' } else { c })
+        .collect();
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let mut cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+fn verify(path: &Path) -> Result<u8, Failure> {
+    let checks = sessions::verify(path);
+    let mut lines = Vec::new();
+    let mut broken = false;
+    for c in &checks {
+        lines.push(check_line(c));
+        broken |= c.problem.is_some();
+    }
+    write_out(lines)?;
+    Ok(if broken { exit::HARNESS } else { exit::OK })
+}
+
+fn check_line(c: &FileCheck) -> String {
+    let file = c.path.display();
+    let mut line = match &c.problem {
+        Some(p) if p.line == 0 => format!("{file}: BROKEN: {}", p.what),
+        Some(p) => format!(
+            "{file}: BROKEN at line {} (seq {}): {} ({} records before it verify)",
+            p.line,
+            p.line,
+            p.what,
+            p.line - 1
+        ),
+        None => format!("{file}: intact, {} records", c.records),
+    };
+    if c.problem.is_none() && c.did_not_end {
+        line.push_str("; notice: the session did not end (no session_end), or is still running");
+    }
+    if let Some((n, bytes)) = c.torn_tail {
+        line.push_str(&format!(
+            "; notice: line {n} is torn ({bytes} bytes without a newline: a write cut off by a crash), ignored"
+        ));
+    }
+    line
+}
