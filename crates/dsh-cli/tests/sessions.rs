@@ -1,0 +1,468 @@
+//! `dsh sessions list | show | verify` through the built binary, over journals written by real
+//! `dsh batch` runs in an isolated world (and copies of them cut or edited by hand).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::{Dirs, json_lines, stderr};
+use dsh_core::journal::{
+    Journal, JsonlJournal, Record, ResumedFrom, SyncPolicy, Totals, read_journal,
+};
+use serde_json::{Value, json};
+
+/// `dsh ARGS…` in the world, without the `--workspace` that `Dirs::dsh` always passes.
+fn dsh(d: &Dirs, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
+    c.args(args)
+        .current_dir(d.root())
+        .env("DSH_HOME", &d.home)
+        .env("DSH_CONFIG_HOME", &d.cfg)
+        .env("HOME", &d.user_home)
+        .stdin(Stdio::null());
+    c
+}
+
+fn run(d: &Dirs, args: &[&str]) -> Output {
+    dsh(d, args).output().unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn sessions_dir(d: &Dirs) -> PathBuf {
+    d.home.join("sessions")
+}
+
+fn journals(d: &Dirs) -> BTreeSet<PathBuf> {
+    match std::fs::read_dir(sessions_dir(d)) {
+        Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+        Err(_) => BTreeSet::new(),
+    }
+}
+
+/// Three calls: one allowed read, one shell command the shell policy denies, one write that
+/// needs approval nobody can give. Returns the journal the run wrote.
+fn batch_in(d: &Dirs, workspace: &Path) -> PathBuf {
+    std::fs::write(workspace.join("a.txt"), "hello\n").unwrap();
+    let before = journals(d);
+    let calls = [
+        json!({"name":"read_file","args":{"path":"a.txt"}}),
+        json!({"name":"run_shell","args":{"command":"curl http://example.com"}}),
+        json!({"name":"write_file","args":{"path":"b.txt","content":"x"}}),
+    ];
+    let ws = workspace.to_str().unwrap();
+    let mut child = dsh(d, &["--workspace", ws, "batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for c in &calls {
+            writeln!(stdin, "{c}").unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let after = journals(d);
+    let new: Vec<_> = after.difference(&before).cloned().collect();
+    assert_eq!(new.len(), 1, "{new:?}");
+    // Start times are kept to the millisecond; keep runs apart so "newest first" is defined.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    new.into_iter().next().unwrap()
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Writes `lines` (each with its newline) as `<id>.jsonl` next to the journals.
+fn write_copy(d: &Dirs, id: &str, lines: &[String]) -> PathBuf {
+    let path = sessions_dir(d).join(format!("{id}.jsonl"));
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The journal cut right after its first `tool_result` line: the process "died".
+fn cut_after_first_result(d: &Dirs, from: &Path, id: &str) -> PathBuf {
+    let all = lines(from);
+    let n = all
+        .iter()
+        .position(|l| l.contains(r#""kind":"tool_result""#))
+        .unwrap();
+    write_copy(d, id, &all[..=n])
+}
+
+fn id_of(path: &Path) -> String {
+    path.file_stem().unwrap().to_str().unwrap().to_owned()
+}
+
+#[test]
+fn list_is_newest_first_with_totals_and_says_which_did_not_end() {
+    let d = Dirs::new();
+    let first = batch_in(&d, &d.ws);
+    let second = batch_in(&d, &d.ws);
+    // A copy of the first run whose last records were cut off: no stop, no session_end.
+    let cut = cut_after_first_result(&d, &first, "20000101T000000Z-0000dead");
+    // A copy of the second whose closing records carry totals, as a model run's do: list
+    // takes them from the last two lines without reading the rest.
+    let mut spent = lines(&second);
+    for l in spent.iter_mut().rev().take(2) {
+        let mut v: Value = serde_json::from_str(l).unwrap();
+        v["steps"] = json!(3);
+        v["prompt_tokens"] = json!(1200);
+        v["completion_tokens"] = json!(34);
+        v["cost_usd"] = json!(0.0125);
+        *l = v.to_string();
+    }
+    let spent = write_copy(&d, "20000101T000000Z-0000beef", &spent);
+
+    let out = run(&d, &["sessions", "list", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows = json_lines(&out);
+    let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    // Newest first by start time; the copies keep their originals' start, ties go by id.
+    assert_eq!(
+        ids,
+        [
+            id_of(&second).as_str(),
+            id_of(&spent).as_str(),
+            id_of(&first).as_str(),
+            id_of(&cut).as_str()
+        ]
+    );
+    let row = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap();
+    let ended = row(&id_of(&first));
+    assert_eq!(ended["stop"], "batch_complete");
+    assert_eq!(ended["end"], "finished");
+    assert_eq!(ended["workspace"], d.ws.to_str().unwrap());
+    assert_eq!(ended["steps"], 0);
+    assert_eq!(ended["cost_usd"], 0.0);
+    assert_eq!(ended["resumed_from"], Value::Null);
+    let keys: BTreeSet<&str> = ended
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let expected: BTreeSet<&str> = [
+        "id",
+        "started",
+        "workspace",
+        "provider",
+        "model",
+        "steps",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "stop",
+        "resumed_from",
+        "end",
+    ]
+    .into();
+    assert_eq!(keys, expected);
+    let spent_row = row(&id_of(&spent));
+    assert_eq!(
+        (
+            &spent_row["steps"],
+            &spent_row["prompt_tokens"],
+            &spent_row["completion_tokens"],
+            &spent_row["cost_usd"]
+        ),
+        (&json!(3), &json!(1200), &json!(34), &json!(0.0125))
+    );
+    let died = row(&id_of(&cut));
+    assert_eq!(died["end"], "did_not_end");
+    assert_eq!(died["stop"], Value::Null);
+    assert_eq!(died["cost_usd"], Value::Null);
+
+    let text = stdout(&run(&d, &["sessions", "list"]));
+    let line = |id: &str| text.lines().find(|l| l.starts_with(id)).unwrap().to_owned();
+    assert!(line(&id_of(&cut)).contains("did not end"), "{text}");
+    assert!(
+        line(&id_of(&first)).contains("finished (batch_complete)"),
+        "{text}"
+    );
+    assert!(line(&id_of(&spent)).contains("1200+34"), "{text}");
+
+    // A journal whose lock another process holds is being written: "running".
+    let held = std::fs::File::open(&cut).unwrap();
+    held.try_lock().unwrap();
+    let text = stdout(&run(&d, &["sessions", "list"]));
+    let running = text.lines().find(|l| l.starts_with(&id_of(&cut))).unwrap();
+    assert!(running.contains("running"), "{text}");
+}
+
+#[test]
+fn list_filters_by_workspace_only_when_it_is_given() {
+    let d = Dirs::new();
+    let here = batch_in(&d, &d.ws);
+    let there = batch_in(&d, &d.outside);
+    let ids = |out: &Output| -> Vec<String> {
+        assert!(out.status.success(), "{}", stderr(out));
+        json_lines(out)
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // No --workspace: every workspace, even though the default is ".".
+    assert_eq!(
+        ids(&run(&d, &["sessions", "list", "--json"])),
+        [id_of(&there), id_of(&here)]
+    );
+    let ws = d.ws.to_str().unwrap();
+    assert_eq!(
+        ids(&run(&d, &["sessions", "list", "--json", "--workspace", ws])),
+        [id_of(&here)]
+    );
+    // Before the verb too, and compared as canonical paths (a `..` detour matches).
+    let detour = format!("{}/../ws", d.outside.display());
+    assert_eq!(
+        ids(&run(
+            &d,
+            &["--workspace", &detour, "sessions", "list", "--json"]
+        )),
+        [id_of(&here)]
+    );
+    // `.` given explicitly is a filter: the cwd here (the world's root) has no sessions.
+    assert!(
+        ids(&run(
+            &d,
+            &["--workspace", ".", "sessions", "list", "--json"]
+        ))
+        .is_empty()
+    );
+}
+
+#[test]
+fn show_prints_one_line_per_tool_call_with_outcome_and_deciding_policy() {
+    let d = Dirs::new();
+    let journal = batch_in(&d, &d.ws);
+    let id = id_of(&journal);
+    let out = run(&d, &["sessions", "show", &id[..20]]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let tools: Vec<&str> = text.lines().filter(|l| l.starts_with("tool ")).collect();
+    assert_eq!(tools.len(), 3, "{text}");
+    assert!(
+        tools[0].starts_with("tool read_file path=a.txt → ok by pre_policy/"),
+        "{text}"
+    );
+    assert!(
+        tools[1].starts_with(
+            r#"tool run_shell command="curl http://example.com" → denied by pre_policy/shell: "#
+        ),
+        "{text}"
+    );
+    assert!(tools[2].contains("→ unavailable by approval/"), "{text}");
+    assert!(tools.iter().all(|l| l.ends_with(" ms]")), "{text}");
+    assert!(text.contains("stop: batch_complete"), "{text}");
+
+    // --json: the records, as written.
+    let out = run(&d, &["sessions", "show", &id, "--json"]);
+    let records = json_lines(&out);
+    let written: Vec<Value> = lines(&journal)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records, written);
+}
+
+#[test]
+fn ids_are_full_ids_unique_prefixes_or_paths_and_otherwise_exit_2() {
+    let d = Dirs::new();
+    let a = batch_in(&d, &d.ws);
+    let _b = batch_in(&d, &d.ws);
+    let a_id = id_of(&a);
+    for given in [a_id.as_str(), &a_id[..22], a.to_str().unwrap()] {
+        let out = run(&d, &["sessions", "verify", given]);
+        assert_eq!(out.status.code(), Some(0), "{given}: {}", stderr(&out));
+    }
+    let out = run(&d, &["sessions", "show", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`2` is ambiguous"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&d, &["sessions", "show", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no session matches `nope`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+fn verify(d: &Dirs, path: &Path) -> (Option<i32>, String) {
+    let out = run(d, &["sessions", "verify", path.to_str().unwrap()]);
+    (out.status.code(), stdout(&out))
+}
+
+#[test]
+fn verify_names_an_edited_record_a_deleted_one_and_a_torn_tail() {
+    let d = Dirs::new();
+    let journal = batch_in(&d, &d.ws);
+    let (code, text) = verify(&d, &journal);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("intact, 11 records"), "{text}");
+    let all = lines(&journal);
+
+    // One byte changed inside line 2 (the first tool_call's path): still a valid record, so
+    // the chain is what catches it, at line 3.
+    let mut edited = all.clone();
+    edited[1] = edited[1].replace(r#""path":"a.txt""#, r#""path":"a.txz""#);
+    assert_ne!(edited[1], all[1]);
+    let path = write_copy(&d, "edited", &edited);
+    let (code, text) = verify(&d, &path);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("edited.jsonl: BROKEN at line 2 (seq 2)"),
+        "{text}"
+    );
+    assert!(text.contains("was changed"), "{text}");
+
+    // A middle record removed: the next one's seq gives it away.
+    let mut deleted = all.clone();
+    deleted.remove(4);
+    let path = write_copy(&d, "deleted", &deleted);
+    let (code, text) = verify(&d, &path);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("deleted.jsonl: BROKEN at line 5 (seq 5): seq is 6, expected 5"),
+        "{text}"
+    );
+
+    // A torn last line (a crash mid-write): named, ignored; the rest verifies, so exit 0.
+    let path = write_copy(&d, "torn", &all);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(br#"{"v":1,"seq":12,"ts":"#);
+    std::fs::write(&path, bytes).unwrap();
+    let (code, text) = verify(&d, &path);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("intact, 11 records"), "{text}");
+    assert!(text.contains("line 12 is torn (21 bytes"), "{text}");
+
+    // Cut after a whole record: intact (a chain cannot tell), with a notice.
+    let path = cut_after_first_result(&d, &journal, "cut");
+    let (code, text) = verify(&d, &path);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("intact, 4 records; notice: the session did not end"),
+        "{text}"
+    );
+
+    // The help says what a chain cannot prove.
+    let help = stdout(&run(&d, &["sessions", "verify", "--help"]));
+    assert!(help.contains("What a chain cannot prove"), "{help}");
+}
+
+/// A session resuming `old` at its record `seq` with `hash`, written with dsh's own journal.
+fn resuming(d: &Dirs, id: &str, old: &str, seq: u64, hash: &str) -> PathBuf {
+    let path = sessions_dir(d).join(format!("{id}.jsonl"));
+    let journal = JsonlJournal::create(&path, id, SyncPolicy::EveryRecord).unwrap();
+    journal
+        .append(&Record::SessionStart {
+            workspace: d.ws.as_path().into(),
+            provider: None,
+            model: None,
+            dsh_version: "0.1.0".into(),
+            config_digest: "test".into(),
+            resumed_from: Some(ResumedFrom {
+                session: old.into(),
+                seq,
+                hash: hash.into(),
+            }),
+        })
+        .unwrap();
+    for record in [
+        Record::Stop {
+            reason: "batch_complete".into(),
+            error: None,
+            totals: Totals::none(),
+        },
+        Record::SessionEnd {
+            reason: "finished".into(),
+            signal: None,
+            totals: Totals::none(),
+        },
+    ] {
+        journal.append(&record).unwrap();
+    }
+    path
+}
+
+#[test]
+fn verify_follows_resumed_from_links() {
+    let d = Dirs::new();
+    let journal = batch_in(&d, &d.ws);
+    // The old session died after its first result; the new one resumes at that record.
+    let old = cut_after_first_result(&d, &journal, "20000101T000000Z-00000001");
+    let last = read_journal(&old).unwrap().records.pop().unwrap();
+    let old_id = id_of(&old);
+    let good = resuming(
+        &d,
+        "20000101T000001Z-00000002",
+        &old_id,
+        last.seq,
+        &last.hash,
+    );
+    let (code, text) = verify(&d, &good);
+    assert_eq!(code, Some(0), "{text}");
+    let reported: Vec<&str> = text.lines().collect();
+    assert_eq!(reported.len(), 2, "{text}");
+    assert!(
+        reported[0].contains("00000002.jsonl: intact, 3 records"),
+        "{text}"
+    );
+    assert!(
+        reported[1].contains("00000001.jsonl: intact, 4 records"),
+        "{text}"
+    );
+    // list shows the link.
+    let rows = json_lines(&run(&d, &["sessions", "list", "--json"]));
+    let row = rows
+        .iter()
+        .find(|r| r["id"] == "20000101T000001Z-00000002")
+        .unwrap();
+    assert_eq!(
+        row["resumed_from"],
+        json!({"session": old_id, "seq": last.seq, "hash": last.hash})
+    );
+
+    // A link whose hash is not that record's.
+    let wrong = "0".repeat(63) + "1";
+    let bad = resuming(&d, "20000101T000002Z-00000003", &old_id, last.seq, &wrong);
+    let (code, text) = verify(&d, &bad);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("00000003.jsonl: BROKEN at line 1 (seq 1): resumed_from names session"),
+        "{text}"
+    );
+    assert!(text.contains("that record's hash is"), "{text}");
+
+    // A link to a session that does not exist.
+    let missing = resuming(
+        &d,
+        "20000101T000003Z-00000004",
+        "20000101T000000Z-0000ffff",
+        1,
+        &wrong,
+    );
+    let (code, text) = verify(&d, &missing);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("does not exist"), "{text}");
+}
