@@ -46,7 +46,7 @@ pub(crate) struct Common {
     yolo: bool,
     /// `exec` and `batch`: print the session's journal records, one JSON line each, as they
     /// are written (instead of the final text or the result objects). `check` always prints
-    /// JSON.
+    /// JSON. `sessions list`: one object per session; `sessions show`: the records.
     #[arg(long, global = true)]
     json: bool,
     /// The OS sandbox for run_shell: auto (as much as the OS offers, warning otherwise),

@@ -207,6 +207,29 @@ fn list_is_newest_first_with_totals_and_says_which_did_not_end() {
 }
 
 #[test]
+fn list_reads_back_past_last_lines_longer_than_its_first_read() {
+    let d = Dirs::new();
+    let journal = batch_in(&d, &d.ws);
+    // The first result's line made long (its content padded): the cut copy ends with it, so
+    // finding the last whole line needs more than the first 8 KiB read from the end.
+    let mut all = lines(&journal);
+    let n = all
+        .iter()
+        .position(|l| l.contains(r#""kind":"tool_result""#))
+        .unwrap();
+    let mut v: Value = serde_json::from_str(&all[n]).unwrap();
+    v["content"] = json!("x".repeat(40_000));
+    all[n] = v.to_string();
+    let long = write_copy(&d, "20000101T000000Z-0000long", &all[..=n]);
+    let whole = write_copy(&d, "20000101T000000Z-0000whol", &all);
+    let rows = json_lines(&run(&d, &["sessions", "list", "--json"]));
+    let row = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap().clone();
+    assert_eq!(row(&id_of(&long))["end"], "did_not_end");
+    assert_eq!(row(&id_of(&whole))["end"], "finished");
+    assert_eq!(row(&id_of(&whole))["stop"], "batch_complete");
+}
+
+#[test]
 fn list_filters_by_workspace_only_when_it_is_given() {
     let d = Dirs::new();
     let here = batch_in(&d, &d.ws);
