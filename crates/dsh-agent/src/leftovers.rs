@@ -27,7 +27,8 @@ pub(crate) fn sweep_dead_sessions(dsh_home: &Path) -> usize {
         let Ok(file) = std::fs::File::open(&journal) else {
             continue;
         };
-        match file.try_lock() {
+        // A shared probe: it never keeps a writer from its own exclusive lock for long.
+        match file.try_lock_shared() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock | TryLockError::Error(_)) => continue,
         }

@@ -72,10 +72,19 @@ impl JsonlJournal {
             source,
         };
         let file = options.open(&path).map_err(io)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(JournalError::Locked(display)),
-            Err(TryLockError::Error(e)) => return Err(io(e)),
+        // The file is new and ours; only a reader probing whether its writer is alive
+        // (`dsh sessions list`, a new session's sweep) can hold its lock, for an instant.
+        let mut tries = 0;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) if tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err(TryLockError::WouldBlock) => return Err(JournalError::Locked(display)),
+                Err(TryLockError::Error(e)) => return Err(io(e)),
+            }
         }
         Ok(JsonlJournal {
             path,
