@@ -8,7 +8,6 @@
 //! `tool_result`, observers — also happens in submission order, whatever the completion
 //! order. A cancelled or timed-out call keeps its slot until its task has really ended.
 
-use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -18,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
 use crate::journal::{JournalError, Record};
-use crate::pipeline::{Admitted, BatchError, BatchOutcome, Pipeline, Started};
+use crate::pipeline::{Admit, Admitted, BatchError, BatchOutcome, Mode, Pipeline};
 use crate::result::{Candidate, DecidedBy, FailureKind, Gate};
 use crate::tool::{ExecContext, ToolError, ToolErrorKind, ToolOutput};
 use crate::wrappers::Next;
@@ -91,8 +90,8 @@ pub(crate) async fn run_batch(
             let result = p
                 .settle(&calls[next_commit], candidate, &mut attached)
                 .await;
-            match p.journal.append(&Record::ToolResult((&*result).into())) {
-                Ok(_) => {
+            match p.record_result(&result) {
+                Ok(()) => {
                     p.notify(&result);
                     results.push(result);
                     next_commit += 1;
@@ -118,14 +117,15 @@ pub(crate) async fn run_batch(
             }
             match start_one(p, call, &batch).await {
                 Err(e) => failure = Some(e),
-                Ok(Started::Refused(c)) => {
+                Ok(Admit::Refused(c)) => {
                     // Commit a refusal before anything later starts: its record must not
                     // wait behind a later call's execution (a crash would lose it).
                     slots[next_start] = Slot::Done(c);
                     next_start += 1;
                     continue 'batch;
                 }
-                Ok(Started::Admitted(Admitted { entry, allowed_by })) => {
+                Ok(Admit::WouldAsk(_)) => unreachable!("only Mode::Check stops before asking"),
+                Ok(Admit::Admitted(Admitted { entry, allowed_by })) => {
                     let cx = ExecContext {
                         call: call.clone(),
                         spec: entry.spec.clone(),
@@ -238,27 +238,19 @@ pub(crate) async fn run_batch(
     Ok(BatchOutcome { results, attached })
 }
 
-/// Journal `tool_call`, then gates 1–3, then `tool_started` if admitted.
+/// Journal `tool_call`, then gates 1–3 ([`Pipeline::admit`]), then `tool_started` if
+/// admitted.
 async fn start_one<'p>(
     p: &'p Pipeline,
     call: &ToolCall,
     batch: &CancellationToken,
-) -> Result<Started<'p>, JournalError> {
-    p.journal.append(&Record::ToolCall {
-        call_id: call.id().into(),
-        name: call.name().into(),
-        args: Cow::Borrowed(call.args()),
-        source: call.source().as_str().into(),
-        parent: call.source().parent().map(Cow::Borrowed),
-        step: call.step(),
-    })?;
-    let started = p.start(call, batch).await?;
-    if let Started::Admitted(_) = &started {
-        p.journal.append(&Record::ToolStarted {
-            call_id: call.id().into(),
-        })?;
+) -> Result<Admit<'p>, JournalError> {
+    p.record_call(call)?;
+    let admitted = p.admit(call, Mode::Run { cancel: batch }).await?.verdict;
+    if let Admit::Admitted(_) = &admitted {
+        p.record_started(call)?;
     }
-    Ok(started)
+    Ok(admitted)
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {
