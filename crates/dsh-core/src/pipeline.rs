@@ -18,9 +18,12 @@
 //! journal tool_result; observers
 //! ```
 //!
-//! [`Pipeline::admit`] is gates 1–3 for one call; `Pipeline::settle` is gates 5 and 7 (6 is
-//! `crate::scheduler`'s `normalize`); `record_call`, `record_started` and `record_result`
-//! write a call's own records, gate 2 its `approval`.
+//! [`Pipeline::admit`] is gates 1–3 for one call (gate 2 in `policy::ask_once`, gate 3 in
+//! `Pipeline::gate3`). A batch starts a call with `Pipeline::start` — `record_call`, `admit`,
+//! `record_started` — runs gate 4 and normalizes (gate 6) in `crate::scheduler`, and commits
+//! it with `Pipeline::commit` — `settle` (gates 5 and 7), `record_result`, observers. Those
+//! three `record_*` functions are the only writers of a call's own records; gate 2 writes its
+//! `approval`.
 //!
 //! Why the boundaries sit where they do: gate 1 cannot rewrite arguments because they were
 //! already journaled and shown (P2); approval comes before the guards so no approval can
@@ -358,8 +361,8 @@ impl Pipeline {
         crate::scheduler::run_batch(self, calls, cancel).await
     }
 
-    /// Gates 1–3 as a dry run: [`Pipeline::admit`] in [`Mode::Check`] — nothing executes,
-    /// nobody is asked, nothing is journaled.
+    /// Gates 1–3 as a dry run: `Pipeline::admit` in `Mode::Check` — nothing executes, nobody
+    /// is asked, nothing is journaled.
     pub async fn check(&self, call: &ToolCall) -> CheckReport {
         let Ok(admission) = self.admit(call, Mode::Check).await else {
             unreachable!("Mode::Check journals nothing, so it cannot fail to record")
@@ -602,6 +605,35 @@ impl Pipeline {
             ));
         }
         None
+    }
+
+    /// Starting a call in a batch: `tool_call` (SPEC P1), gates 1–3 ([`Pipeline::admit`]),
+    /// then `tool_started` if admitted — its execution begins next.
+    pub(crate) async fn start<'p>(
+        &'p self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> Result<Admit<'p>, JournalError> {
+        self.record_call(call)?;
+        let admitted = self.admit(call, Mode::Run { cancel }).await?.verdict;
+        if let Admit::Admitted(_) = &admitted {
+            self.record_started(call)?;
+        }
+        Ok(admitted)
+    }
+
+    /// Committing a call, in submission order: gates 5–7 ([`Pipeline::settle`]), then
+    /// `tool_result`, then the observers.
+    pub(crate) async fn commit(
+        &self,
+        call: &ToolCall,
+        candidate: Candidate,
+        attached: &mut Vec<AttachedContext>,
+    ) -> Result<Arc<FrozenResult>, JournalError> {
+        let result = self.settle(call, candidate, attached).await;
+        self.record_result(&result)?;
+        self.notify(&result);
+        Ok(result)
     }
 
     /// Gates 5–7 for one call: dispositions in registration order, then the freeze.
