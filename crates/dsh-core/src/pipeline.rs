@@ -2,11 +2,14 @@
 //!
 //! ```text
 //! journal tool_call (flushed)          P1  nothing reaches a gate unrecorded
+//! ── Pipeline::admit: gates 1–3, one code path for `dsh check` and the batch ──
 //! registry: known tool, valid args,        fails before any policy sees it
 //!   declared paths of ≤ PATH_MAX bytes
 //! 1 pre-policy votes, combined         P2  allow | ask | deny, never new arguments
 //! 2 approval, only on ask              P3  AllowedOnce or nothing; asked at most once
+//!   (`dsh check` stops here: `ask`)        (policy::ask_once)
 //! 3 guards                             P4  Option<Denial>: nothing can allow past them
+//! ──
 //! journal tool_started
 //! 4 wrappers ∘ tool                    P5  timeout, retry (idempotent only), elapsed
 //! 5 dispositions, registration order   P6  reshape the result, never flip `ok`
@@ -15,12 +18,20 @@
 //! journal tool_result; observers
 //! ```
 //!
+//! [`Pipeline::admit`] is gates 1–3 for one call (gate 2 in `policy::ask_once`, gate 3 in
+//! `Pipeline::gate3`). A batch starts a call with `Pipeline::start` — `record_call`, `admit`,
+//! `record_started` — runs gate 4 and normalizes (gate 6) in `crate::scheduler`, and commits
+//! it with `Pipeline::commit` — `settle` (gates 5 and 7), `record_result`, observers. Those
+//! three `record_*` functions are the only writers of a call's own records; gate 2 writes its
+//! `approval`.
+//!
 //! Why the boundaries sit where they do: gate 1 cannot rewrite arguments because they were
 //! already journaled and shown (P2); approval comes before the guards so no approval can
 //! outrank a red line (P3, P4); wrappers come after every decision so a retry never re-asks
 //! (P5); dispositions come after execution but before the freeze so what is recorded is what
 //! the model sees (P6, P8). The scheduling of a batch (P10) lives in `crate::scheduler`.
 
+use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,8 +45,8 @@ use crate::call::ToolCall;
 use crate::journal::{Journal, JournalError, Record};
 use crate::panic;
 use crate::policy::{
-    ApprovalOutcome, ApprovalRequest, Approver, Disposition, Guard, PolicyContext, PrePolicy, Tier,
-    Verdict, Vote, combine_votes,
+    ApprovalRequest, Approver, Disposition, Guard, PolicyContext, PrePolicy, Tier, Verdict, Vote,
+    combine_votes,
 };
 use crate::registry::{Entry, Registry};
 use crate::result::{AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate};
@@ -225,41 +236,89 @@ pub(crate) struct Admitted<'p> {
     pub(crate) allowed_by: DecidedBy,
 }
 
-/// What starting a call led to.
-pub(crate) enum Started<'p> {
+/// How far [`Pipeline::admit`] goes at gate 2.
+#[derive(Clone, Copy)]
+pub(crate) enum Mode<'c> {
+    /// `dsh check`: gate 2 reports `ask` instead of asking; nothing is journaled.
+    Check,
+    /// A batch: gate 2 asks the approver once and journals `approval`; `cancel` is the batch's.
+    Run { cancel: &'c CancellationToken },
+}
+
+/// What [`Pipeline::admit`] decided for one call, with every gate-1 vote for `dsh check`.
+pub(crate) struct Admission<'p> {
+    pub(crate) votes: Vec<(String, Vote)>,
+    pub(crate) verdict: Admit<'p>,
+}
+
+/// The decision of gates 1–3.
+pub(crate) enum Admit<'p> {
     Admitted(Admitted<'p>),
+    /// Only in [`Mode::Check`]: gate 2 would ask; gate 1's reason for asking.
+    WouldAsk(DecidedBy),
     Refused(Candidate),
+}
+
+impl Admission<'_> {
+    fn refused(c: Candidate) -> Self {
+        Admission {
+            votes: Vec::new(),
+            verdict: Admit::Refused(c),
+        }
+    }
+}
+
+fn cancelled_before(call: &ToolCall) -> Candidate {
+    Candidate::failure(
+        call.id(),
+        call.name(),
+        FailureKind::CancelledBefore,
+        DecidedBy::new(
+            Gate::Normalize,
+            None,
+            "the batch was cancelled before this call started; it did not run",
+        ),
+    )
 }
 
 /// Gate 1's combined outcome for one call, with every vote for `dsh check`.
 struct Gate1 {
     votes: Vec<(String, Vote)>,
-    verdict: Verdict,
-    decider: Option<usize>,
+    step: Gate1Step,
 }
 
-impl Gate1 {
-    fn decided_by(&self, tool: &str, read_only: bool) -> DecidedBy {
-        match self.decider {
-            Some(i) => {
-                let (name, vote) = &self.votes[i];
-                DecidedBy::new(Gate::PrePolicy, Some(name), vote.reason.clone())
-            }
-            None if read_only => DecidedBy::new(
-                Gate::PrePolicy,
-                None,
-                format!("no policy voted; `{tool}` is read-only, so it is allowed by default"),
-            ),
-            None => DecidedBy::new(
-                Gate::PrePolicy,
-                None,
-                format!("no policy voted; `{tool}` can change things, so it needs approval"),
-            ),
-        }
-    }
+/// Where gate 1 sends a call; each carries gate 1's `decided_by`.
+enum Gate1Step {
+    /// Refused (a crashed policy's denial is `crashed`).
+    Deny(Candidate),
+    /// To gate 2.
+    Ask(DecidedBy),
+    /// Straight to gate 3.
+    Allow(DecidedBy),
+}
 
-    fn crashed(&self) -> bool {
-        self.decider.is_some_and(|i| self.votes[i].1.crashed)
+/// Who decided gate 1: the deciding vote, or the tool's default when no policy voted.
+fn gate1_decided_by(
+    votes: &[(String, Vote)],
+    decider: Option<usize>,
+    tool: &str,
+    read_only: bool,
+) -> DecidedBy {
+    match decider {
+        Some(i) => {
+            let (name, vote) = &votes[i];
+            DecidedBy::new(Gate::PrePolicy, Some(name), vote.reason.clone())
+        }
+        None if read_only => DecidedBy::new(
+            Gate::PrePolicy,
+            None,
+            format!("no policy voted; `{tool}` is read-only, so it is allowed by default"),
+        ),
+        None => DecidedBy::new(
+            Gate::PrePolicy,
+            None,
+            format!("no policy voted; `{tool}` can change things, so it needs approval"),
+        ),
     }
 }
 
@@ -302,51 +361,127 @@ impl Pipeline {
         crate::scheduler::run_batch(self, calls, cancel).await
     }
 
-    /// Gates 1 and 3 as a dry run: nothing executes, nobody is asked, nothing is journaled.
+    /// Gates 1–3 as a dry run: `Pipeline::admit` in `Mode::Check` — nothing executes, nobody
+    /// is asked, nothing is journaled.
     pub async fn check(&self, call: &ToolCall) -> CheckReport {
-        let report = |decision, decided: DecidedBy, votes: &[(String, Vote)]| CheckReport {
+        let Ok(admission) = self.admit(call, Mode::Check).await else {
+            unreachable!("Mode::Check journals nothing, so it cannot fail to record")
+        };
+        let (decision, decided) = match admission.verdict {
+            Admit::Admitted(a) => (Decision::Allow, a.allowed_by),
+            Admit::WouldAsk(decided) => (Decision::Ask, decided),
+            Admit::Refused(c) => (Decision::Deny, c.decided_by),
+        };
+        CheckReport {
             tool: call.name().to_owned(),
             decision,
             gate: decided.gate,
             policy: decided.policy,
             reason: decided.reason,
-            votes: votes
-                .iter()
+            votes: admission
+                .votes
+                .into_iter()
                 .map(|(policy, v)| CheckVote {
-                    policy: policy.clone(),
+                    policy,
                     tier: v.tier,
                     vote: v.verdict,
-                    reason: v.reason.clone(),
+                    reason: v.reason,
                 })
                 .collect(),
-        };
-        let (entry, accesses) = match self.admit_to_gates(call) {
+        }
+    }
+
+    /// The gate sequence of one call, top to bottom: the registry, gate 1, gate 2 (only on
+    /// `ask`), gate 3. Shared by `dsh check` ([`Mode::Check`]) and the batch ([`Mode::Run`]),
+    /// so the check⇔batch invariant of DESIGN §4 is this one code path. In a batch the
+    /// `tool_call` record is already written. An `Err` only when the journal could not record.
+    pub(crate) async fn admit<'p>(
+        &'p self,
+        call: &ToolCall,
+        mode: Mode<'_>,
+    ) -> Result<Admission<'p>, JournalError> {
+        if let Mode::Run { cancel } = mode
+            && cancel.is_cancelled()
+        {
+            return Ok(Admission::refused(cancelled_before(call)));
+        }
+        let (entry, accesses) = match self.registry_check(call) {
             Ok(x) => x,
-            Err(c) => return report(Decision::Deny, c.decided_by, &[]),
+            Err(c) => return Ok(Admission::refused(*c)),
         };
         let cx = PolicyContext {
             spec: &entry.spec,
             accesses: &accesses,
         };
         let g1 = self.gate1(call, &cx).await;
-        let decided = g1.decided_by(call.name(), entry.spec.read_only);
-        if g1.verdict == Verdict::Deny {
-            return report(Decision::Deny, decided, &g1.votes);
-        }
-        if let Some(c) = self.guards(call, &cx) {
-            return report(Decision::Deny, c.decided_by, &g1.votes);
-        }
-        let decision = if g1.verdict == Verdict::Allow {
-            Decision::Allow
-        } else {
-            Decision::Ask
+        let done = |verdict| {
+            Ok(Admission {
+                votes: g1.votes,
+                verdict,
+            })
         };
-        report(decision, decided, &g1.votes)
+        let allowed_by = match g1.step {
+            Gate1Step::Deny(refused) => return done(Admit::Refused(refused)),
+            Gate1Step::Allow(decided) => decided,
+            Gate1Step::Ask(decided) => match self.gate2(call, &cx, decided, mode).await? {
+                Ok(approved) => approved,
+                Err(stopped) => return done(stopped),
+            },
+        };
+        done(self.gate3(call, &cx, entry, allowed_by))
+    }
+
+    /// Gate 2 for a call gate 1 sent to `ask`. A call a guard will refuse is never sent to a
+    /// person; [`Mode::Check`] stops here and reports `ask`; a batch asks once
+    /// ([`crate::policy::ask_once`]). `Ok(allowed_by)` lets the call go on to gate 3.
+    async fn gate2<'p>(
+        &'p self,
+        call: &ToolCall,
+        cx: &PolicyContext<'_>,
+        decided: DecidedBy,
+        mode: Mode<'_>,
+    ) -> Result<Result<DecidedBy, Admit<'p>>, JournalError> {
+        if let Some(c) = self.guards(call, cx) {
+            return Ok(Err(Admit::Refused(c)));
+        }
+        let Mode::Run { cancel } = mode else {
+            return Ok(Err(Admit::WouldAsk(decided)));
+        };
+        let request = ApprovalRequest {
+            call,
+            spec: cx.spec,
+            accesses: cx.accesses,
+            policy: decided.policy.as_deref(),
+            reason: &decided.reason,
+            cancel: cancel.clone(),
+        };
+        let asked = crate::policy::ask_once(
+            self.approver.as_ref(),
+            &request,
+            self.journal.as_ref(),
+            &self.config.unavailable_hint,
+        )
+        .await?;
+        Ok(asked.map_err(Admit::Refused))
+    }
+
+    /// Gate 3, the authoritative guard check: after approval, just before execution.
+    fn gate3<'p>(
+        &self,
+        call: &ToolCall,
+        cx: &PolicyContext<'_>,
+        entry: &'p Entry,
+        allowed_by: DecidedBy,
+    ) -> Admit<'p> {
+        match self.guards(call, cx) {
+            Some(c) => Admit::Refused(c),
+            None => Admit::Admitted(Admitted { entry, allowed_by }),
+        }
     }
 
     /// Registry checks: the tool exists, the arguments match its schema, its access
     /// declaration can be computed, and no declared path is longer than [`crate::PATH_MAX`].
-    fn admit_to_gates(&self, call: &ToolCall) -> Result<(&Entry, Vec<Access>), Box<Candidate>> {
+    fn registry_check(&self, call: &ToolCall) -> Result<(&Entry, Vec<Access>), Box<Candidate>> {
         let fail = |kind, reason: String| {
             Box::new(Candidate::failure(
                 call.id(),
@@ -428,11 +563,22 @@ impl Pipeline {
         .await;
         let plain: Vec<Vote> = votes.iter().map(|(_, v)| v.clone()).collect();
         let (verdict, decider) = combine_votes(&plain, cx.spec.read_only);
-        Gate1 {
-            votes,
-            verdict,
-            decider,
-        }
+        let decided = gate1_decided_by(&votes, decider, call.name(), cx.spec.read_only);
+        let step = match verdict {
+            Verdict::Deny => {
+                let kind = if decider.is_some_and(|i| votes[i].1.crashed) {
+                    FailureKind::Crashed
+                } else {
+                    FailureKind::Denied
+                };
+                let mut c = Candidate::failure(call.id(), call.name(), kind, decided);
+                c.content = format!("denied: {}", c.decided_by.reason);
+                Gate1Step::Deny(c)
+            }
+            Verdict::Ask => Gate1Step::Ask(decided),
+            Verdict::Allow | Verdict::Abstain => Gate1Step::Allow(decided),
+        };
+        Gate1 { votes, step }
     }
 
     /// Gate 3: the first denial, or `None`. A panicking guard refuses.
@@ -461,140 +607,33 @@ impl Pipeline {
         None
     }
 
-    /// Gate 2: asks the approver once. No approver, an `Err` or a panic are `Unavailable`.
-    async fn approval(
-        &self,
-        request: &ApprovalRequest<'_>,
-        cancel: &CancellationToken,
-    ) -> (ApprovalOutcome, Option<String>) {
-        let Some(approver) = &self.approver else {
-            return (ApprovalOutcome::Unavailable, None);
-        };
-        let name = Some(approver.name().to_owned());
-        let asked = AssertUnwindSafe(approver.approve(request)).catch_unwind();
-        tokio::select! {
-            r = asked => match r {
-                Ok(Ok(outcome)) => (outcome, name),
-                Ok(Err(_)) | Err(_) => (ApprovalOutcome::Unavailable, name),
-            },
-            () = cancel.cancelled() => (ApprovalOutcome::Cancelled, name),
-        }
-    }
-
-    /// Everything before execution, in gate order: the registry, gate 1, gate 2 (only on
-    /// `ask`), gate 3. The `tool_call` record is already written.
+    /// Starting a call in a batch: `tool_call` (SPEC P1), gates 1–3 ([`Pipeline::admit`]),
+    /// then `tool_started` if admitted — its execution begins next.
     pub(crate) async fn start<'p>(
         &'p self,
         call: &ToolCall,
         cancel: &CancellationToken,
-    ) -> Result<Started<'p>, JournalError> {
-        let refuse = |kind, gate, policy: Option<&str>, reason: String| {
-            Ok(Started::Refused(Candidate::failure(
-                call.id(),
-                call.name(),
-                kind,
-                DecidedBy::new(gate, policy, reason),
-            )))
-        };
-        if cancel.is_cancelled() {
-            return refuse(
-                FailureKind::CancelledBefore,
-                Gate::Normalize,
-                None,
-                "the batch was cancelled before this call started; it did not run".to_owned(),
-            );
+    ) -> Result<Admit<'p>, JournalError> {
+        self.record_call(call)?;
+        let admitted = self.admit(call, Mode::Run { cancel }).await?.verdict;
+        if let Admit::Admitted(_) = &admitted {
+            self.record_started(call)?;
         }
-        let (entry, accesses) = match self.admit_to_gates(call) {
-            Ok(x) => x,
-            Err(c) => return Ok(Started::Refused(*c)),
-        };
-        let cx = PolicyContext {
-            spec: &entry.spec,
-            accesses: &accesses,
-        };
-        let g1 = self.gate1(call, &cx).await;
-        let decided = g1.decided_by(call.name(), entry.spec.read_only);
-        let allowed_by = match g1.verdict {
-            Verdict::Deny => {
-                let kind = if g1.crashed() {
-                    FailureKind::Crashed
-                } else {
-                    FailureKind::Denied
-                };
-                let mut c = Candidate::failure(call.id(), call.name(), kind, decided);
-                c.content = format!("denied: {}", c.decided_by.reason);
-                return Ok(Started::Refused(c));
-            }
-            Verdict::Ask => {
-                // A call a guard will refuse is never sent to a person.
-                if let Some(c) = self.guards(call, &cx) {
-                    return Ok(Started::Refused(c));
-                }
-                let request = ApprovalRequest {
-                    call,
-                    spec: &entry.spec,
-                    accesses: &accesses,
-                    policy: decided.policy.as_deref(),
-                    reason: &decided.reason,
-                    cancel: cancel.clone(),
-                };
-                let (outcome, approver) = self.approval(&request, cancel).await;
-                self.journal.append(&Record::Approval {
-                    call_id: call.id().into(),
-                    outcome,
-                })?;
-                let approver = approver.as_deref();
-                let ask = &decided.reason;
-                match outcome {
-                    ApprovalOutcome::AllowedOnce => {
-                        DecidedBy::new(Gate::Approval, approver, format!("approved once ({ask})"))
-                    }
-                    ApprovalOutcome::Rejected => {
-                        return refuse(
-                            FailureKind::Rejected,
-                            Gate::Approval,
-                            approver,
-                            format!(
-                                "the user rejected this call ({ask}); do not retry it unchanged — ask the user how to proceed"
-                            ),
-                        );
-                    }
-                    ApprovalOutcome::Cancelled => {
-                        return refuse(
-                            FailureKind::CancelledBefore,
-                            Gate::Approval,
-                            approver,
-                            format!(
-                                "the approval was cancelled before an answer ({ask}); the call did not run"
-                            ),
-                        );
-                    }
-                    ApprovalOutcome::Unavailable => {
-                        let why = if approver.is_some() {
-                            "the approver could not answer"
-                        } else {
-                            "no approver is available to ask"
-                        };
-                        return refuse(
-                            FailureKind::Unavailable,
-                            Gate::Approval,
-                            approver,
-                            format!(
-                                "`{}` needs approval ({ask}) and {why}; {}",
-                                call.name(),
-                                self.config.unavailable_hint
-                            ),
-                        );
-                    }
-                }
-            }
-            Verdict::Allow | Verdict::Abstain => decided,
-        };
-        // The authoritative guard check: after approval, just before execution.
-        if let Some(c) = self.guards(call, &cx) {
-            return Ok(Started::Refused(c));
-        }
-        Ok(Started::Admitted(Admitted { entry, allowed_by }))
+        Ok(admitted)
+    }
+
+    /// Committing a call, in submission order: gates 5–7 ([`Pipeline::settle`]), then
+    /// `tool_result`, then the observers.
+    pub(crate) async fn commit(
+        &self,
+        call: &ToolCall,
+        candidate: Candidate,
+        attached: &mut Vec<AttachedContext>,
+    ) -> Result<Arc<FrozenResult>, JournalError> {
+        let result = self.settle(call, candidate, attached).await;
+        self.record_result(&result)?;
+        self.notify(&result);
+        Ok(result)
     }
 
     /// Gates 5–7 for one call: dispositions in registration order, then the freeze.
@@ -651,6 +690,36 @@ impl Pipeline {
             }
         }
         Arc::new(FrozenResult::freeze(candidate))
+    }
+
+    /// `tool_call`: written (and flushed, as every record) before the call reaches gate 1
+    /// (SPEC P1). With [`Pipeline::record_started`] and [`Pipeline::record_result`], the one
+    /// place a call's own records are written; gate 2 writes `approval` in
+    /// [`crate::policy::ask_once`].
+    pub(crate) fn record_call(&self, call: &ToolCall) -> Result<(), JournalError> {
+        self.journal.append(&Record::ToolCall {
+            call_id: call.id().into(),
+            name: call.name().into(),
+            args: Cow::Borrowed(call.args()),
+            source: call.source().as_str().into(),
+            parent: call.source().parent().map(Cow::Borrowed),
+            step: call.step(),
+        })?;
+        Ok(())
+    }
+
+    /// `tool_started`: the call passed gates 1–3 and its execution begins.
+    pub(crate) fn record_started(&self, call: &ToolCall) -> Result<(), JournalError> {
+        self.journal.append(&Record::ToolStarted {
+            call_id: call.id().into(),
+        })?;
+        Ok(())
+    }
+
+    /// `tool_result`: the frozen result, committed in submission order.
+    pub(crate) fn record_result(&self, result: &FrozenResult) -> Result<(), JournalError> {
+        self.journal.append(&Record::ToolResult(result.into()))?;
+        Ok(())
     }
 
     /// Tells every observer; a panicking observer changes nothing.

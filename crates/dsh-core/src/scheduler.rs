@@ -1,14 +1,16 @@
 //! Scheduling one batch (SPEC P10, DESIGN §3 "Scheduling").
 //!
-//! *Starting* a call means: journal `tool_call`, gates 1–3, journal `tool_started`, spawn its
-//! execution. Calls start strictly in submission order, so policies see them in that order
-//! and see the workspace as the earlier calls left it. An exclusive call starts only when no
-//! earlier call is still executing; a parallel-safe call starts when no exclusive call is
-//! executing and fewer than `max_parallel` are. *Committing* a call — gates 5–7, journal
-//! `tool_result`, observers — also happens in submission order, whatever the completion
-//! order. A cancelled or timed-out call keeps its slot until its task has really ended.
+//! *Starting* a call means: journal `tool_call`, gates 1–3, journal `tool_started`
+//! (`Pipeline::start`), spawn its execution (`Batch::launch`). Calls start strictly in
+//! submission order, so policies see them in that order and see the workspace as the earlier
+//! calls left it. An exclusive call starts only when no earlier call is still executing; a
+//! parallel-safe call starts when no exclusive call is executing and fewer than
+//! `max_parallel` are. *Committing* a call — gates 5–7, journal `tool_result`, observers
+//! (`Pipeline::commit`) — also happens in submission order, whatever the completion order. A
+//! cancelled or timed-out call keeps its slot until its task has really ended. The batch's
+//! state is [`Batch`].
 
-use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -18,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
 use crate::journal::{JournalError, Record};
-use crate::pipeline::{Admitted, BatchError, BatchOutcome, Pipeline, Started};
-use crate::result::{Candidate, DecidedBy, FailureKind, Gate};
+use crate::pipeline::{Admit, Admitted, BatchError, BatchOutcome, Pipeline};
+use crate::result::{AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate};
 use crate::tool::{ExecContext, ToolError, ToolErrorKind, ToolOutput};
 use crate::wrappers::Next;
 
@@ -57,141 +59,211 @@ impl Abort {
     }
 }
 
+/// The state of one batch: a slot per call, what is executing, and the committed results.
+///
+/// Its whole interface to the per-call gates is [`Pipeline::start`] (`tool_call`, gates 1–3,
+/// `tool_started`), [`Batch::launch`] (gate 4) and [`Pipeline::commit`] (gates 5–7,
+/// `tool_result`, observers); everything else here is ordering.
+struct Batch<'a> {
+    p: &'a Pipeline,
+    calls: &'a [ToolCall],
+    /// Our own child of the caller's token: a journal failure stops running calls without
+    /// cancelling the caller.
+    token: CancellationToken,
+    slots: Vec<Slot>,
+    aborts: Vec<Option<Abort>>,
+    /// Whether each call is parallel-safe, classified once, when it is next in line.
+    class: Vec<Option<bool>>,
+    running: FuturesUnordered<Running>,
+    exclusive_running: bool,
+    next_start: usize,
+    next_commit: usize,
+    results: Vec<Arc<FrozenResult>>,
+    attached: Vec<AttachedContext>,
+}
+
+/// How far [`Batch::start_ready`] got.
+enum Started {
+    /// Every call whose turn has come has started.
+    Ready,
+    /// A call was refused before execution: commit it before anything later starts, so its
+    /// record never waits behind a later call's execution (a crash would lose it).
+    Refused,
+}
+
+impl<'a> Batch<'a> {
+    fn new(p: &'a Pipeline, calls: &'a [ToolCall], cancel: &CancellationToken) -> Self {
+        let n = calls.len();
+        Batch {
+            p,
+            calls,
+            token: cancel.child_token(),
+            slots: (0..n).map(|_| Slot::NotStarted).collect(),
+            aborts: (0..n).map(|_| None).collect(),
+            class: vec![None; n],
+            running: FuturesUnordered::new(),
+            exclusive_running: false,
+            next_start: 0,
+            next_commit: 0,
+            results: Vec::with_capacity(n),
+            attached: Vec::new(),
+        }
+    }
+
+    fn all_committed(&self) -> bool {
+        self.next_commit == self.calls.len()
+    }
+
+    /// Commits, in submission order, every call that is done.
+    async fn commit_ready(&mut self) -> Result<(), JournalError> {
+        while self.next_commit < self.calls.len() {
+            let idx = self.next_commit;
+            let Slot::Done(_) = &self.slots[idx] else {
+                break;
+            };
+            let Slot::Done(candidate) = std::mem::replace(&mut self.slots[idx], Slot::Committed)
+            else {
+                break;
+            };
+            let result = self
+                .p
+                .commit(&self.calls[idx], candidate, &mut self.attached)
+                .await?;
+            self.results.push(result);
+            self.next_commit += 1;
+        }
+        Ok(())
+    }
+
+    /// Starts every call whose turn has come, in submission order.
+    async fn start_ready(&mut self) -> Result<Started, JournalError> {
+        let (p, calls) = (self.p, self.calls);
+        while self.next_start < calls.len() {
+            let idx = self.next_start;
+            let call = &calls[idx];
+            let parallel = *self.class[idx].get_or_insert_with(|| p.parallel_safe(call));
+            let may_start = self.running.is_empty()
+                || self.token.is_cancelled()
+                || (parallel
+                    && !self.exclusive_running
+                    && self.running.len() < p.config.max_parallel);
+            if !may_start {
+                break;
+            }
+            match p.start(call, &self.token).await? {
+                Admit::Refused(c) => {
+                    self.slots[idx] = Slot::Done(c);
+                    self.next_start += 1;
+                    return Ok(Started::Refused);
+                }
+                Admit::WouldAsk(_) => unreachable!("only Mode::Check stops before asking"),
+                Admit::Admitted(admitted) => self.launch(idx, admitted, parallel),
+            }
+            self.next_start += 1;
+        }
+        Ok(Started::Ready)
+    }
+
+    /// Gate 4: executes an admitted call (wrappers ∘ tool).
+    fn launch(&mut self, idx: usize, admitted: Admitted<'_>, parallel: bool) {
+        let Admitted { entry, allowed_by } = admitted;
+        let cx = ExecContext {
+            call: self.calls[idx].clone(),
+            spec: entry.spec.clone(),
+            cancel: self.token.child_token(),
+            attempt: 1,
+        };
+        let tool = entry.tool.clone();
+        let wrappers = self.p.wrappers.clone();
+        let work = async move {
+            let begun = Instant::now();
+            let outcome = Next::new(&wrappers, tool.as_ref()).run(cx).await;
+            (outcome, begun.elapsed())
+        };
+        if parallel {
+            // Its own task, so CPU-bound tools really run side by side.
+            let handle = tokio::spawn(work);
+            self.aborts[idx] = Some(Abort::Task(handle.abort_handle()));
+            self.running.push(Box::pin(async move {
+                let joined = handle.await.map_err(|e| {
+                    if e.is_panic() {
+                        Stop::Panicked
+                    } else {
+                        Stop::Aborted
+                    }
+                });
+                (idx, joined)
+            }) as Running);
+        } else {
+            // Nothing overlaps an exclusive call: poll it here and save the cross-thread
+            // wake-ups of a spawned task.
+            let (work, handle) = futures::future::abortable(work);
+            self.aborts[idx] = Some(Abort::Inline(handle));
+            self.running.push(
+                Box::pin(async move { (idx, work.await.map_err(|_| Stop::Aborted)) }) as Running,
+            );
+        }
+        self.exclusive_running |= !parallel;
+        self.slots[idx] = Slot::Running { allowed_by };
+    }
+
+    /// A running call ended: gate 6 turns what it produced into its candidate.
+    fn finished(&mut self, idx: usize, joined: Result<Executed, Stop>) {
+        self.aborts[idx] = None;
+        if self.running.is_empty() {
+            self.exclusive_running = false;
+        }
+        let allowed_by = match std::mem::replace(&mut self.slots[idx], Slot::Committed) {
+            Slot::Running { allowed_by } => allowed_by,
+            _ => DecidedBy::new(Gate::Execute, None, String::new()),
+        };
+        let call = &self.calls[idx];
+        let entry = self.p.registry.entry(call.name());
+        let candidate = normalize(call, joined, allowed_by, self.token.is_cancelled(), |v| {
+            entry.map_or(Ok(()), |e| e.check_output(v))
+        });
+        self.slots[idx] = Slot::Done(candidate);
+    }
+}
+
 pub(crate) async fn run_batch(
     p: &Pipeline,
     calls: Vec<ToolCall>,
     cancel: &CancellationToken,
 ) -> Result<BatchOutcome, BatchError> {
-    let n = calls.len();
-    // Our own child: a journal failure stops running calls without cancelling the caller.
-    let batch = cancel.child_token();
-    let mut slots: Vec<Slot> = (0..n).map(|_| Slot::NotStarted).collect();
-    let mut aborts: Vec<Option<Abort>> = (0..n).map(|_| None).collect();
-    let mut class: Vec<Option<bool>> = vec![None; n];
-    let mut running: FuturesUnordered<Running> = FuturesUnordered::new();
-    let mut exclusive_running = false;
-    let mut next_start = 0;
-    let mut next_commit = 0;
-    let mut results = Vec::with_capacity(n);
-    let mut attached = Vec::new();
-    let mut failure: Option<JournalError> = None;
+    let mut b = Batch::new(p, &calls, cancel);
     let mut force_at: Option<tokio::time::Instant> = None;
     let mut forced = false;
 
-    'batch: loop {
-        // Commit, in submission order, every call that is done.
-        while failure.is_none() && next_commit < n {
-            let Slot::Done(_) = &slots[next_commit] else {
-                break;
-            };
-            let Slot::Done(candidate) = std::mem::replace(&mut slots[next_commit], Slot::Committed)
-            else {
-                break;
-            };
-            let result = p
-                .settle(&calls[next_commit], candidate, &mut attached)
-                .await;
-            match p.journal.append(&Record::ToolResult((&*result).into())) {
-                Ok(_) => {
-                    p.notify(&result);
-                    results.push(result);
-                    next_commit += 1;
-                }
-                Err(e) => failure = Some(e),
+    loop {
+        let step = match b.commit_ready().await {
+            Ok(()) if b.all_committed() => break,
+            Ok(()) => b.start_ready().await,
+            Err(e) => Err(e),
+        };
+        match step {
+            Ok(Started::Ready) => {}
+            Ok(Started::Refused) => continue,
+            Err(source) => {
+                // Stop: nothing more may run unrecorded. Running calls are cancelled and
+                // awaited so no work outlives the batch.
+                b.token.cancel();
+                drain(&mut b.running, &b.aborts, p.config.cancel_grace).await;
+                return Err(BatchError {
+                    source,
+                    committed: b.results,
+                });
             }
         }
-
-        if next_commit == n && failure.is_none() {
-            break;
-        }
-
-        // Start every call whose turn has come.
-        while failure.is_none() && next_start < n {
-            let call = &calls[next_start];
-            // Classified once, when the call is next in line.
-            let parallel = *class[next_start].get_or_insert_with(|| p.parallel_safe(call));
-            let may_start = running.is_empty()
-                || batch.is_cancelled()
-                || (parallel && !exclusive_running && running.len() < p.config.max_parallel);
-            if !may_start {
-                break;
-            }
-            match start_one(p, call, &batch).await {
-                Err(e) => failure = Some(e),
-                Ok(Started::Refused(c)) => {
-                    // Commit a refusal before anything later starts: its record must not
-                    // wait behind a later call's execution (a crash would lose it).
-                    slots[next_start] = Slot::Done(c);
-                    next_start += 1;
-                    continue 'batch;
-                }
-                Ok(Started::Admitted(Admitted { entry, allowed_by })) => {
-                    let cx = ExecContext {
-                        call: call.clone(),
-                        spec: entry.spec.clone(),
-                        cancel: batch.child_token(),
-                        attempt: 1,
-                    };
-                    let tool = entry.tool.clone();
-                    let wrappers = p.wrappers.clone();
-                    let work = async move {
-                        let begun = Instant::now();
-                        let outcome = Next::new(&wrappers, tool.as_ref()).run(cx).await;
-                        (outcome, begun.elapsed())
-                    };
-                    let idx = next_start;
-                    if parallel {
-                        // Its own task, so CPU-bound tools really run side by side.
-                        let handle = tokio::spawn(work);
-                        aborts[idx] = Some(Abort::Task(handle.abort_handle()));
-                        running.push(Box::pin(async move {
-                            let joined = handle.await.map_err(|e| {
-                                if e.is_panic() {
-                                    Stop::Panicked
-                                } else {
-                                    Stop::Aborted
-                                }
-                            });
-                            (idx, joined)
-                        }) as Running);
-                    } else {
-                        // Nothing overlaps an exclusive call: poll it here and save the
-                        // cross-thread wake-ups of a spawned task.
-                        let (work, handle) = futures::future::abortable(work);
-                        aborts[idx] = Some(Abort::Inline(handle));
-                        running.push(Box::pin(async move {
-                            (idx, work.await.map_err(|_| Stop::Aborted))
-                        }) as Running);
-                    }
-                    exclusive_running |= !parallel;
-                    slots[next_start] = Slot::Running { allowed_by };
-                }
-            }
-            if failure.is_some() {
-                break;
-            }
-            next_start += 1;
-        }
-
-        if let Some(source) = failure.take() {
-            // Stop: nothing more may run unrecorded. Running calls are cancelled and awaited
-            // so no work outlives the batch.
-            batch.cancel();
-            drain(&mut running, &aborts, p.config.cancel_grace).await;
-            return Err(BatchError {
-                source,
-                committed: results,
-            });
-        }
-        if running.is_empty() {
+        if b.running.is_empty() {
             // Everything started so far was refused before execution: commit it.
             continue;
         }
 
         // Wait for a running call to end.
         let done = tokio::select! {
-            d = running.next() => d,
-            () = batch.cancelled(), if force_at.is_none() => {
+            d = b.running.next() => d,
+            () = b.token.cancelled(), if force_at.is_none() => {
                 force_at = Some(tokio::time::Instant::now() + p.config.cancel_grace);
                 continue;
             }
@@ -199,30 +271,20 @@ pub(crate) async fn run_batch(
                 // The grace is over: drop what has not stopped. The slot is still held until
                 // the task reports back below.
                 forced = true;
-                for a in aborts.iter().flatten() {
+                for a in b.aborts.iter().flatten() {
                     a.abort();
                 }
                 continue;
             }
         };
-        let Some((idx, joined)) = done else {
-            continue;
-        };
-        aborts[idx] = None;
-        if running.is_empty() {
-            exclusive_running = false;
+        if let Some((idx, joined)) = done {
+            b.finished(idx, joined);
         }
-        let allowed_by = match std::mem::replace(&mut slots[idx], Slot::Committed) {
-            Slot::Running { allowed_by } => allowed_by,
-            _ => DecidedBy::new(Gate::Execute, None, String::new()),
-        };
-        let entry = p.registry.entry(calls[idx].name());
-        let candidate = normalize(&calls[idx], joined, allowed_by, batch.is_cancelled(), |v| {
-            entry.map_or(Ok(()), |e| e.check_output(v))
-        });
-        slots[idx] = Slot::Done(candidate);
     }
 
+    let Batch {
+        results, attached, ..
+    } = b;
     for a in &attached {
         p.journal
             .append(&Record::ContextAttached(a.into()))
@@ -236,29 +298,6 @@ pub(crate) async fn run_batch(
         committed: results.clone(),
     })?;
     Ok(BatchOutcome { results, attached })
-}
-
-/// Journal `tool_call`, then gates 1–3, then `tool_started` if admitted.
-async fn start_one<'p>(
-    p: &'p Pipeline,
-    call: &ToolCall,
-    batch: &CancellationToken,
-) -> Result<Started<'p>, JournalError> {
-    p.journal.append(&Record::ToolCall {
-        call_id: call.id().into(),
-        name: call.name().into(),
-        args: Cow::Borrowed(call.args()),
-        source: call.source().as_str().into(),
-        parent: call.source().parent().map(Cow::Borrowed),
-        step: call.step(),
-    })?;
-    let started = p.start(call, batch).await?;
-    if let Started::Admitted(_) = &started {
-        p.journal.append(&Record::ToolStarted {
-            call_id: call.id().into(),
-        })?;
-    }
-    Ok(started)
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

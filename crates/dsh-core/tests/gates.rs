@@ -919,6 +919,208 @@ async fn check_agrees_with_the_batch() {
     }
 }
 
+/// The check⇔batch invariant (DESIGN §4) over a table of calls, each run by `dsh check` and
+/// by batches with every kind of approver: `allow` ⇔ the batch runs it and asks nobody; `ask`
+/// ⇔ without an approver (or with one that errs or panics) the batch answers `unavailable`,
+/// and an approver's answer is final; `deny` ⇔ refused at the gate `check` names, whatever the
+/// approver, which is never asked. Fails if the two paths ever diverge.
+#[tokio::test]
+async fn check_and_batch_never_diverge() {
+    struct Row {
+        what: &'static str,
+        tool: &'static str,
+        votes: Vec<Vote>,
+        guarded: bool,
+        decision: Decision,
+        gate: Gate,
+    }
+    let row = |what, tool, votes, guarded, decision, gate| Row {
+        what,
+        tool,
+        votes,
+        guarded,
+        decision,
+        gate,
+    };
+    let rows = vec![
+        row(
+            "rule allow",
+            "t",
+            vec![Vote::allow(Tier::Rule, "r")],
+            false,
+            Decision::Allow,
+            Gate::PrePolicy,
+        ),
+        row(
+            "no votes, read-only",
+            "ro",
+            vec![],
+            false,
+            Decision::Allow,
+            Gate::PrePolicy,
+        ),
+        row(
+            "default ask",
+            "t",
+            vec![Vote::ask(Tier::Default, "d")],
+            false,
+            Decision::Ask,
+            Gate::PrePolicy,
+        ),
+        row(
+            "no votes, writes",
+            "t",
+            vec![],
+            false,
+            Decision::Ask,
+            Gate::PrePolicy,
+        ),
+        row(
+            "rule ask over allow",
+            "t",
+            vec![Vote::allow(Tier::Rule, "a"), Vote::ask(Tier::Rule, "q")],
+            false,
+            Decision::Ask,
+            Gate::PrePolicy,
+        ),
+        row(
+            "gate-1 deny",
+            "t",
+            vec![Vote::allow(Tier::Rule, "a"), Vote::deny(Tier::Default, "x")],
+            false,
+            Decision::Deny,
+            Gate::PrePolicy,
+        ),
+        row(
+            "guard deny after allow",
+            "t",
+            vec![Vote::allow(Tier::Rule, "r")],
+            true,
+            Decision::Deny,
+            Gate::Guard,
+        ),
+        row(
+            "guard deny after ask",
+            "t",
+            vec![Vote::ask(Tier::Rule, "q")],
+            true,
+            Decision::Deny,
+            Gate::Guard,
+        ),
+        row(
+            "unknown tool",
+            "nope",
+            vec![Vote::allow(Tier::Rule, "r")],
+            false,
+            Decision::Deny,
+            Gate::Registry,
+        ),
+    ];
+    // The approvers a batch may run with, and what an `ask` then ends as (None: it runs).
+    type MkApprover = fn() -> Option<Arc<ScriptedApprover>>;
+    let approvers: [(&str, MkApprover, Option<FailureKind>); 4] = [
+        ("none", || None, Some(FailureKind::Unavailable)),
+        (
+            "yes",
+            || Some(ScriptedApprover::answering(ApprovalOutcome::AllowedOnce)),
+            None,
+        ),
+        (
+            "no",
+            || Some(ScriptedApprover::answering(ApprovalOutcome::Rejected)),
+            Some(FailureKind::Rejected),
+        ),
+        (
+            "erring",
+            || Some(ScriptedApprover::failing()),
+            Some(FailureKind::Unavailable),
+        ),
+    ];
+    for r in &rows {
+        let mk = |approver: Option<Arc<dyn Approver>>| {
+            let tools = vec![
+                FnTool::new("t", |_, _| async { Ok(ok_output(1)) }),
+                read_only(FnTool::new("ro", |_, _| async { Ok(ok_output(1)) })),
+            ];
+            let (mut b, journal) = builder(tools);
+            for (i, v) in r.votes.iter().enumerate() {
+                b = b.pre_policy(voter(&format!("p{i}"), v.clone()));
+            }
+            if r.guarded {
+                b = b.guard(DenyAll("g"));
+            }
+            if let Some(a) = approver {
+                b = b.approver(a);
+            }
+            (b.build(), journal)
+        };
+        let (p, journal) = mk(None);
+        let report = p.check(&call("1", r.tool)).await;
+        assert_eq!(
+            (report.decision, report.gate),
+            (r.decision, r.gate),
+            "{}",
+            r.what
+        );
+        assert!(
+            journal.lines().is_empty(),
+            "{}: check journals nothing",
+            r.what
+        );
+        let refused = run_one(&p, call("1", r.tool)).await;
+        for (name, approver, on_ask) in &approvers {
+            let scripted = approver();
+            let (p, _) = mk(scripted.clone().map(|a| a as Arc<dyn Approver>));
+            let case = format!("{} / approver {name}", r.what);
+            // `check` never asks, so the approver changes nothing in its answer.
+            assert_eq!(p.check(&call("1", r.tool)).await, report, "{case}");
+            let res = run_one(&p, call("1", r.tool)).await;
+            let asked = scripted.as_ref().map_or(0, |a| a.asked().len());
+            match report.decision {
+                Decision::Allow => {
+                    assert!(res.ok(), "{case}: {res:?}");
+                    assert_eq!(
+                        (res.decided_by().gate, &res.decided_by().policy),
+                        (report.gate, &report.policy),
+                        "{case}"
+                    );
+                    assert_eq!(asked, 0, "{case}");
+                }
+                Decision::Ask => {
+                    assert_eq!(res.failure_kind(), *on_ask, "{case}: {res:?}");
+                    assert_eq!(asked, usize::from(scripted.is_some()), "{case}");
+                }
+                Decision::Deny => {
+                    assert!(!res.ok(), "{case}");
+                    assert_eq!(res.failure_kind(), refused.failure_kind(), "{case}");
+                    assert_ne!(res.failure_kind(), Some(FailureKind::Unavailable), "{case}");
+                    assert_eq!(
+                        (res.decided_by().gate, &res.decided_by().policy),
+                        (report.gate, &report.policy),
+                        "{case}"
+                    );
+                    assert_eq!(asked, 0, "{case}");
+                }
+            }
+        }
+        // A panicking approver is an approver error too: `ask` ends as `unavailable`.
+        let (p, _) = mk(Some(Arc::new(PanickingApprover)));
+        let res = run_one(&p, call("1", r.tool)).await;
+        match report.decision {
+            Decision::Allow => assert!(res.ok(), "{}", r.what),
+            Decision::Ask => {
+                assert_eq!(
+                    res.failure_kind(),
+                    Some(FailureKind::Unavailable),
+                    "{}",
+                    r.what
+                );
+            }
+            Decision::Deny => assert_eq!(res.failure_kind(), refused.failure_kind(), "{}", r.what),
+        }
+    }
+}
+
 #[tokio::test]
 async fn check_reports_every_vote_as_json() {
     let (b, journal) = builder(vec![FnTool::new("t", |_, _| async { Ok(ok_output(1)) })]);

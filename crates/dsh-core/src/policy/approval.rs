@@ -1,10 +1,17 @@
-//! Gate 2, one-shot approval (SPEC P3).
+//! Gate 2, one-shot approval (SPEC P3): the [`Approver`] contract and [`ask_once`], the
+//! pipeline's whole handling of an `ask`.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
+use crate::journal::{Journal, JournalError, Record};
+use crate::result::{Candidate, DecidedBy, FailureKind, Gate};
 use crate::tool::{Access, ToolSpec};
 
 /// The closed set of approval outcomes. Exactly one variant lets the call proceed; anything
@@ -56,4 +63,75 @@ pub trait Approver: Send + Sync {
         &self,
         request: &ApprovalRequest<'_>,
     ) -> Result<ApprovalOutcome, ApprovalError>;
+}
+
+/// Gate 2 for one call that gate 1 sent to `ask`: asks `approver` once (no approver, an `Err`
+/// or a panic are `Unavailable`; the request's cancellation is `Cancelled`), journals the
+/// `approval` record, and returns what the call may proceed with — `Ok(allowed_by)` only on
+/// `AllowedOnce` — or the refusal. An `Err` only when the journal could not record.
+pub(crate) async fn ask_once(
+    approver: Option<&Arc<dyn Approver>>,
+    request: &ApprovalRequest<'_>,
+    journal: &dyn Journal,
+    unavailable_hint: &str,
+) -> Result<Result<DecidedBy, Candidate>, JournalError> {
+    let call = request.call;
+    let (outcome, approver) = match approver {
+        None => (ApprovalOutcome::Unavailable, None),
+        Some(approver) => {
+            let asked = AssertUnwindSafe(approver.approve(request)).catch_unwind();
+            let outcome = tokio::select! {
+                r = asked => match r {
+                    Ok(Ok(outcome)) => outcome,
+                    Ok(Err(_)) | Err(_) => ApprovalOutcome::Unavailable,
+                },
+                () = request.cancel.cancelled() => ApprovalOutcome::Cancelled,
+            };
+            (outcome, Some(approver.name()))
+        }
+    };
+    journal.append(&Record::Approval {
+        call_id: call.id().into(),
+        outcome,
+    })?;
+    let ask = request.reason;
+    let (kind, reason) = match outcome {
+        ApprovalOutcome::AllowedOnce => {
+            return Ok(Ok(DecidedBy::new(
+                Gate::Approval,
+                approver,
+                format!("approved once ({ask})"),
+            )));
+        }
+        ApprovalOutcome::Rejected => (
+            FailureKind::Rejected,
+            format!(
+                "the user rejected this call ({ask}); do not retry it unchanged — ask the user how to proceed"
+            ),
+        ),
+        ApprovalOutcome::Cancelled => (
+            FailureKind::CancelledBefore,
+            format!("the approval was cancelled before an answer ({ask}); the call did not run"),
+        ),
+        ApprovalOutcome::Unavailable => {
+            let why = if approver.is_some() {
+                "the approver could not answer"
+            } else {
+                "no approver is available to ask"
+            };
+            (
+                FailureKind::Unavailable,
+                format!(
+                    "`{}` needs approval ({ask}) and {why}; {unavailable_hint}",
+                    call.name()
+                ),
+            )
+        }
+    };
+    Ok(Err(Candidate::failure(
+        call.id(),
+        call.name(),
+        kind,
+        DecidedBy::new(Gate::Approval, approver, reason),
+    )))
 }

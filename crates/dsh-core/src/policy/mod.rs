@@ -6,6 +6,7 @@ mod disposition;
 mod guard;
 mod vote;
 
+pub(crate) use approval::ask_once;
 pub use approval::{ApprovalError, ApprovalOutcome, ApprovalRequest, Approver};
 pub use disposition::{Action, Disposition};
 pub use guard::{Denial, Guard};
