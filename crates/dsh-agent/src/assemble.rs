@@ -192,6 +192,8 @@ pub struct Session {
     pub spill: Arc<SpillStore>,
     /// The journal file, when the session records to disk.
     pub journal_path: Option<PathBuf>,
+    /// The sweep of dead sessions' leftovers, running beside the session's start.
+    pub(crate) sweeper: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -218,7 +220,6 @@ impl Session {
         let id = crate::new_session_id();
         let dir = settings.dsh_home.join("sessions");
         create_private_dir(&dir)?;
-        crate::leftovers::sweep_dead_sessions(&settings.dsh_home);
         let path = dir.join(format!("{id}.jsonl"));
         let policy = if settings.fsync_every_record {
             SyncPolicy::EveryRecord
@@ -238,8 +239,12 @@ impl Session {
         let journal: Arc<dyn Journal> = Arc::new(journal);
         let mut session = Session::build(settings, id, journal.clone())?;
         session.journal_path = Some(path.clone());
-        // Leftovers of changes killed midway (not in `build`: `dsh check` changes nothing).
-        dsh_tools::sweep_stale_temp_files(&session.workspace);
+        // What dead sessions left (not in `build`: `dsh check` changes nothing), swept off
+        // the start-up path; `finish` waits for it.
+        session.sweeper = std::sync::Mutex::new(crate::leftovers::spawn_sweep(
+            settings.dsh_home.clone(),
+            session.workspace.clone(),
+        ));
         let start = journal::Record::SessionStart {
             workspace: session.workspace.root().into(),
             provider: settings.provider.as_deref().map(Into::into),
@@ -368,6 +373,7 @@ impl Session {
             workspace,
             spill,
             journal_path: None,
+            sweeper: std::sync::Mutex::new(None),
         })
     }
 }

@@ -65,6 +65,10 @@ impl Session {
 
     /// Writes `session_end` with the totals and makes the journal durable.
     pub fn finish(&self, ending: Ending, totals: Totals) -> Result<(), JournalError> {
+        let sweeper = self.sweeper.lock().map_or(None, |mut s| s.take());
+        if let Some(sweeper) = sweeper {
+            let _ = sweeper.join();
+        }
         let journal = self.pipeline.journal();
         journal.append_closing(&Record::SessionEnd {
             reason: ending.as_str().into(),

@@ -2,10 +2,30 @@
 //! (`tmp/<id>`), which its `run_shell` removes when the session ends normally. A session
 //! whose journal is no longer locked (DESIGN §6: the writing process holds the lock until it
 //! exits) is over, so its temporary directory is removed when a new session starts. A
-//! directory without a journal is left alone: nothing says whose it is.
+//! directory without a journal is left alone: nothing says whose it is. The same start also
+//! removes the file seam's temporary files that dead processes left in the workspace
+//! (`dsh_tools::sweep_stale_temp_files`). Both run on a thread of their own, so a large
+//! workspace never delays a session's start; `Session::finish` waits for them.
 
 use std::fs::TryLockError;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use dsh_core::Workspace;
+
+/// Starts both sweeps on a thread; `None` if no thread could be started (nothing is swept).
+pub(crate) fn spawn_sweep(
+    dsh_home: PathBuf,
+    workspace: Arc<Workspace>,
+) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("dsh-leftovers".to_owned())
+        .spawn(move || {
+            sweep_dead_sessions(&dsh_home);
+            dsh_tools::sweep_stale_temp_files(&workspace);
+        })
+        .ok()
+}
 
 /// Removes `tmp/<id>` for every session under `dsh_home` whose journal is unlocked; returns
 /// how many were removed. Best effort: a directory that cannot be removed stays.

@@ -61,12 +61,7 @@ impl Signals {
         if otherwise == Ending::Error {
             return otherwise;
         }
-        match self.first.load(Ordering::SeqCst) {
-            INT => Ending::Interrupted,
-            TERM => Ending::Terminated,
-            HUP => Ending::HungUp,
-            _ => otherwise,
-        }
+        ending_of(self.first.load(Ordering::SeqCst)).unwrap_or(otherwise)
     }
 
     /// How many signals came so far.
@@ -78,6 +73,16 @@ impl Signals {
 impl Drop for Signals {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// The ending a received signal stands for.
+fn ending_of(signal: u8) -> Option<Ending> {
+    match signal {
+        INT => Some(Ending::Interrupted),
+        TERM => Some(Ending::Terminated),
+        HUP => Some(Ending::HungUp),
+        _ => None,
     }
 }
 
@@ -132,11 +137,9 @@ fn listen(
 fn received(which: u8, cancel: &CancellationToken, first: &AtomicU8, count: &AtomicUsize) {
     let _ = first.compare_exchange(NONE, which, Ordering::SeqCst, Ordering::SeqCst);
     if count.fetch_add(1, Ordering::SeqCst) == 1 {
-        let code = match first.load(Ordering::SeqCst) {
-            TERM => crate::exit::TERMINATED,
-            HUP => crate::exit::HUNG_UP,
-            _ => crate::exit::INTERRUPTED,
-        };
+        let code = ending_of(first.load(Ordering::SeqCst))
+            .and_then(exit_code)
+            .unwrap_or(crate::exit::INTERRUPTED);
         // A thread, not a task: the runtime itself may be what is stuck.
         let _ = std::thread::Builder::new()
             .name("dsh-insist".to_owned())

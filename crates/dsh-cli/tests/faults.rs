@@ -138,6 +138,25 @@ fn wait_for_tree(d: &Dirs) -> Vec<i32> {
     pids
 }
 
+/// `dsh exec "run the tree"` against the scripted server at `url`, output captured.
+fn exec_against(d: &Dirs, url: &str) -> Child {
+    d.dsh(&[
+        "exec",
+        "--provider",
+        "openai",
+        "--base-url",
+        url,
+        "--model",
+        "scripted",
+        "run the tree",
+    ])
+    .env("OPENAI_API_KEY", "sk-test")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap()
+}
+
 fn assert_tree_gone(pids: &[i32]) {
     // The helper kills the tree the moment dsh is gone; a second is generous.
     wait_for("the command tree to die", Duration::from_secs(3), || {
@@ -189,22 +208,7 @@ fn sigkill_of_exec_leaves_no_process_of_the_command() {
     let server = ScriptedServer::start(vec![
         Turn::tool_call("c1", "run_shell", r#"{"command":"bash tree.sh"}"#).into(),
     ]);
-    let mut child = d
-        .dsh(&[
-            "exec",
-            "--provider",
-            "openai",
-            "--base-url",
-            &server.url,
-            "--model",
-            "scripted",
-            "run the tree",
-        ])
-        .env("OPENAI_API_KEY", "sk-test")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = exec_against(&d, &server.url);
     let pids = wait_for_tree(&d);
     signal(&child, libc::SIGKILL);
     let _ = child.wait();
@@ -264,22 +268,7 @@ fn sigterm_of_exec_cancels_the_command_and_ends_the_journal() {
             .usage(40, 4)
             .into(),
     ]);
-    let child = d
-        .dsh(&[
-            "exec",
-            "--provider",
-            "openai",
-            "--base-url",
-            &server.url,
-            "--model",
-            "scripted",
-            "run the tree",
-        ])
-        .env("OPENAI_API_KEY", "sk-test")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = exec_against(&d, &server.url);
     let pids = wait_for_tree(&d);
     signal(&child, libc::SIGTERM);
     let out = child.wait_with_output().unwrap();
