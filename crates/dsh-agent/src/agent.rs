@@ -15,13 +15,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use dsh_core::journal::{JournalError, Record, RequestedCall};
-
-use crate::ending::Totals;
-use dsh_core::{BatchError, CancellationToken, ToolCall};
+use dsh_core::{BatchError, CancellationToken, Scope, ToolCall, ToolSet};
 use dsh_model::{ChatRequest, Message, ModelError, Provider, StreamEvent, ToolSchema, Usage};
 use serde_json::{Value, json};
 
 use crate::Session;
+use crate::ending::Totals;
+use crate::events::{AgentId, CallBridge, EventKind, EventSink, MAIN, journal_agent};
 
 /// The loop's limits.
 #[derive(Clone, Debug)]
@@ -97,23 +97,65 @@ pub enum AgentError {
     Batch(#[from] BatchError),
 }
 
-/// One conversation with a model over one session.
-pub struct Agent<'s> {
-    session: &'s Session,
+/// Who an agent is and what it may use (DESIGN §3, "Agents and events").
+#[derive(Clone, Debug)]
+pub struct AgentSpec {
+    /// `main`, or `sub-N`.
+    pub id: AgentId,
+    /// The sub-agent profile it runs (`None` for the main agent).
+    pub profile: Option<String>,
+    /// What its model is offered and the only tools its calls may dispatch.
+    pub tools: ToolSet,
+    /// Its system prompt (`None`: the main agent's, for the workspace).
+    pub system: Option<String>,
+}
+
+impl AgentSpec {
+    /// The main agent: every tool of the session.
+    pub fn main() -> Self {
+        AgentSpec {
+            id: MAIN.into(),
+            profile: None,
+            tools: ToolSet::All,
+            system: None,
+        }
+    }
+
+    /// Sub-agent `n` running `profile` with `tools`.
+    pub fn sub(n: u32, profile: impl Into<String>, tools: ToolSet) -> Self {
+        AgentSpec {
+            id: format!("sub-{n}").into(),
+            profile: Some(profile.into()),
+            tools,
+            system: None,
+        }
+    }
+}
+
+/// One conversation with a model over a session's shared resources: its own identity, tool
+/// set, history, step counter and budget ([`LoopConfig`]).
+pub struct Agent {
+    session: Arc<Session>,
+    spec: AgentSpec,
+    /// The agent's tool set and its bridge from the pipeline's reports to events.
+    scope: Scope,
+    events: EventSink,
     provider: Arc<dyn Provider>,
     pub config: LoopConfig,
     system: String,
     history: Vec<Message>,
     /// Where each turn (a `run`'s prompt) starts in `history`.
     turn_starts: Vec<usize>,
-    tools: Vec<ToolSchema>,
     usage: Usage,
     step: u32,
+    /// Steps taken before this process (a resumed conversation); not counted in totals.
+    steps_before: u32,
 }
 
-impl std::fmt::Debug for Agent<'_> {
+impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agent")
+            .field("id", &self.spec.id)
             .field("provider", &self.provider.name())
             .field("step", &self.step)
             .finish_non_exhaustive()
@@ -125,34 +167,70 @@ pub fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
 
-impl<'s> Agent<'s> {
-    pub fn new(session: &'s Session, provider: Arc<dyn Provider>, config: LoopConfig) -> Self {
-        let tools = session
+impl Agent {
+    /// The main agent of `session`: every tool, the workspace's system prompt.
+    pub fn new(session: Arc<Session>, provider: Arc<dyn Provider>, config: LoopConfig) -> Self {
+        Agent::with_spec(session, AgentSpec::main(), provider, config)
+    }
+
+    /// An agent over `session`'s shared resources, as `spec` describes it. Its events go to
+    /// the session's event sink.
+    pub fn with_spec(
+        session: Arc<Session>,
+        spec: AgentSpec,
+        provider: Arc<dyn Provider>,
+        config: LoopConfig,
+    ) -> Self {
+        let events = session.events.clone();
+        let scope = Scope::new(
+            spec.tools.clone(),
+            Arc::new(CallBridge {
+                agent: spec.id.clone(),
+                sink: events.clone(),
+            }),
+        );
+        let system = spec
+            .system
+            .clone()
+            .unwrap_or_else(|| crate::prompt::system_prompt(&session.workspace));
+        Agent {
+            session,
+            spec,
+            scope,
+            events,
+            provider,
+            config,
+            system,
+            history: Vec::new(),
+            turn_starts: Vec::new(),
+            usage: Usage::default(),
+            step: 0,
+            steps_before: 0,
+        }
+    }
+
+    /// Who this agent is.
+    pub fn spec(&self) -> &AgentSpec {
+        &self.spec
+    }
+
+    /// The tools offered to the model: the agent's set as the session registers them now, in
+    /// name order (so requests stay byte-stable between registrations).
+    pub fn tools(&self) -> Vec<ToolSchema> {
+        self.session
             .pipeline
-            .registry()
-            .specs()
+            .specs(&self.spec.tools)
+            .iter()
             .map(|s| ToolSchema {
                 name: s.name.clone(),
                 description: s.description.clone(),
                 parameters: s.input_schema.clone(),
             })
-            .collect();
-        Agent {
-            system: crate::prompt::system_prompt(&session.workspace),
-            session,
-            provider,
-            config,
-            history: Vec::new(),
-            turn_starts: Vec::new(),
-            tools,
-            usage: Usage::default(),
-            step: 0,
-        }
+            .collect()
     }
 
-    /// The tools offered to the model.
-    pub fn tools(&self) -> &[ToolSchema] {
-        &self.tools
+    fn emit(&self, kind: EventKind) {
+        self.events.send(&self.spec.id, kind);
     }
 
     /// The system prompt.
@@ -166,22 +244,45 @@ impl<'s> Agent<'s> {
     }
 
     fn record(&self, record: &Record<'_>) -> Result<(), JournalError> {
-        self.session.pipeline.journal().append(record).map(|_| ())
+        let agent = journal_agent(&self.spec.id);
+        self.session
+            .pipeline
+            .journal()
+            .append_as(agent.as_deref(), record)
+            .map(|_| ())
     }
 
-    /// What this agent spent so far.
+    /// What this agent spent so far in this process.
     pub fn totals(&self) -> Totals {
         Totals {
-            steps: self.step,
+            steps: self.step - self.steps_before,
             prompt_tokens: self.usage.prompt_tokens,
             completion_tokens: self.usage.completion_tokens,
             cost_usd: None,
         }
     }
 
+    /// Writes `stop` for this agent (the main agent's through the session, which closes).
+    fn record_stop(&self, reason: &str, error: Option<&str>) -> Result<u64, JournalError> {
+        match journal_agent(&self.spec.id) {
+            None => self.session.record_stop(reason, error, self.totals()),
+            Some(agent) => self.session.pipeline.journal().append_as(
+                Some(&agent),
+                &Record::Stop {
+                    reason: reason.into(),
+                    error: error.map(Cow::Borrowed),
+                    totals: self.totals(),
+                },
+            ),
+        }
+    }
+
     fn stop(&self, stop: StopReason, text: String) -> Result<Outcome, AgentError> {
-        self.session
-            .record_stop(stop.as_str(), None, self.totals())?;
+        self.record_stop(stop.as_str(), None)?;
+        self.emit(EventKind::Stop {
+            reason: stop.as_str().to_owned(),
+            text: text.clone(),
+        });
         Ok(Outcome {
             stop,
             text,
@@ -190,24 +291,25 @@ impl<'s> Agent<'s> {
         })
     }
 
-    /// Runs `prompt` to a stop line. Streaming text and reasoning go to `on_event`. Every
-    /// way out writes `stop` with the totals: a stop line, or on a fault `model_error` /
-    /// `journal_error` (tried even though the journal failed; see `ending.rs`).
+    /// Runs `prompt` to a stop line; what happens meanwhile goes to the session's events.
+    /// Every way out writes `stop` with the totals: a stop line, or on a fault `model_error`
+    /// / `journal_error` (tried even though the journal failed; see `ending.rs`).
     pub async fn run(
         &mut self,
         prompt: &str,
         cancel: &CancellationToken,
-        on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Outcome, AgentError> {
-        let result = self.run_steps(prompt, cancel, on_event).await;
+        let result = self.run_steps(prompt, cancel).await;
         if let Err(e) = &result {
             let reason = match e {
                 AgentError::Model(_) => "model_error",
                 AgentError::Journal(_) | AgentError::Batch(_) => "journal_error",
             };
-            let _ = self
-                .session
-                .record_stop(reason, Some(&e.to_string()), self.totals());
+            let _ = self.record_stop(reason, Some(&e.to_string()));
+            self.emit(EventKind::Stop {
+                reason: reason.to_owned(),
+                text: e.to_string(),
+            });
         }
         result
     }
@@ -216,7 +318,6 @@ impl<'s> Agent<'s> {
         &mut self,
         prompt: &str,
         cancel: &CancellationToken,
-        on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Outcome, AgentError> {
         self.record(&Record::UserMessage {
             text: prompt.into(),
@@ -245,16 +346,33 @@ impl<'s> Agent<'s> {
             let request = ChatRequest {
                 model: self.provider.model().to_owned(),
                 messages,
-                tools: self.tools.clone(),
+                tools: self.tools(),
                 max_tokens: None,
             };
             let begun = Instant::now();
-            let completion = match self.provider.complete(&request, on_event, cancel).await {
+            let (agent, sink) = (self.spec.id.clone(), self.events.clone());
+            let mut on_event = move |e: StreamEvent| {
+                let kind = match e {
+                    StreamEvent::Text(t) => EventKind::TextDelta(t),
+                    StreamEvent::Reasoning(t) => EventKind::ReasoningDelta(t),
+                    StreamEvent::Retrying { attempt, reason } => {
+                        EventKind::ModelRetry { attempt, reason }
+                    }
+                    StreamEvent::ToolCall { .. } => return,
+                };
+                sink.send(&agent, kind);
+            };
+            let completion = match self
+                .provider
+                .complete(&request, &mut on_event, cancel)
+                .await
+            {
                 Ok(c) => c,
                 Err(ModelError::Cancelled) => return self.stop(StopReason::Interrupted, last_text),
                 Err(e) => return Err(e.into()),
             };
-            let elapsed_ms = u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let elapsed = begun.elapsed();
+            let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
             let message = completion.message;
             let (usage, estimated) = match completion.usage {
                 Some(u) => (u, false),
@@ -291,6 +409,11 @@ impl<'s> Agent<'s> {
                 has_tool_calls: !message.tool_calls.is_empty(),
                 finish_reason: Cow::Owned(json!(completion.finish_reason)),
             })?;
+            self.emit(EventKind::ModelCall {
+                step,
+                usage,
+                elapsed,
+            });
             let mut message = message;
             unique_call_ids(&mut message, step);
             self.record(&Record::AssistantMessage {
@@ -330,16 +453,28 @@ impl<'s> Agent<'s> {
                 return self.stop(StopReason::RepeatedCall, last_text);
             }
 
+            let agent = journal_agent(&self.spec.id);
             let tool_calls: Vec<ToolCall> = calls
                 .iter()
                 .map(|c| {
                     ToolCall::new(c.id.clone(), c.name.clone(), parse_args(&c.arguments))
                         .with_step(step)
+                        .with_agent(agent.clone())
                 })
                 .collect();
-            let batch = self.session.pipeline.run_batch(tool_calls, cancel).await?;
+            let batch = self
+                .session
+                .pipeline
+                .run_batch_in(&self.scope, tool_calls, cancel)
+                .await?;
             for r in &batch.results {
                 self.history.push(Message::tool(r.call_id(), r.content()));
+            }
+            for a in &batch.attached {
+                self.emit(EventKind::ContextAttached {
+                    policy: a.policy.clone(),
+                    text: a.text.clone(),
+                });
             }
             if !batch.attached.is_empty() {
                 let text = batch

@@ -4,7 +4,8 @@
 //!   judges `run_shell`, by its rules and the safe/confirm lists; a `deny` from any of them wins;
 //!   DESIGN §3 combines the votes, so the order only decides which policy a result names
 //!   when several would deny);
-//! - gate 2: no approver (headless: every `ask` is `unavailable`), or `--yolo`'s;
+//! - gate 2: no approver (headless: every `ask` is `unavailable`), `--yolo`'s, or a person
+//!   through the session's event stream (`Approval::Interactive`);
 //! - gate 3: confinement, protected paths — the same checks as gate 1, as guards, so a
 //!   permissive listener can never carry a call past them (SPEC P4); then the Python audit
 //!   again, on the scripts' content just before the call runs;
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::events::{EventApprover, EventSink};
 use dsh_core::journal::{self, Journal, JsonlJournal, MemoryJournal, SyncPolicy};
 use dsh_core::{
     ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Pipeline, PipelineConfig, Registry,
@@ -54,7 +56,10 @@ pub enum Approval {
     None,
     /// `--yolo`: every `ask` is approved once. Guards still apply.
     Yolo,
-    /// A person, through some channel (the REPL's prompt).
+    /// A person, through the session's event stream: each `ask` is an `ApprovalAsked`
+    /// event answered by its consumer (the REPL's prompt; `events::EventApprover`).
+    Interactive,
+    /// Some other approver.
     Custom(Arc<dyn Approver>),
 }
 
@@ -63,6 +68,7 @@ impl std::fmt::Debug for Approval {
         f.write_str(match self {
             Approval::None => "None",
             Approval::Yolo => "Yolo",
+            Approval::Interactive => "Interactive",
             Approval::Custom(_) => "Custom",
         })
     }
@@ -93,6 +99,9 @@ pub struct SessionSettings {
     /// The model provider and model, for `session_start` (none for `batch`).
     pub provider: Option<String>,
     pub model: Option<String>,
+    /// Where the session's agents send their events (and `Approval::Interactive` its
+    /// questions); none by default.
+    pub events: EventSink,
 }
 
 impl SessionSettings {
@@ -130,6 +139,7 @@ impl SessionSettings {
             config_digest: String::new(),
             provider: None,
             model: None,
+            events: EventSink::none(),
         }
     }
 }
@@ -184,14 +194,19 @@ impl Approver for YoloApprover {
     }
 }
 
-/// An assembled session.
+/// An assembled session: the resources its agents share — workspace, journal, spill store,
+/// file seam, tools, policies, approver — built once. Agents ([`crate::Agent`]) are made
+/// over it, each with its own tool set; tools added while it runs go through
+/// [`Session::register_tool`].
 pub struct Session {
     pub id: String,
-    pub pipeline: Pipeline,
+    pub pipeline: Arc<Pipeline>,
     pub workspace: Arc<Workspace>,
     pub spill: Arc<SpillStore>,
     /// The journal file, when the session records to disk.
     pub journal_path: Option<PathBuf>,
+    /// Where the session's agents send their events.
+    pub events: EventSink,
     /// The sweep of dead sessions' leftovers, running beside the session's start.
     pub(crate) sweeper: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -365,6 +380,9 @@ impl Session {
         match &settings.approval {
             Approval::None => {}
             Approval::Yolo => builder = builder.approver(Arc::new(YoloApprover)),
+            Approval::Interactive => {
+                builder = builder.approver(Arc::new(EventApprover::new(settings.events.clone())));
+            }
             Approval::Custom(a) => builder = builder.approver(a.clone()),
         }
         Ok(Session {
@@ -373,8 +391,24 @@ impl Session {
             workspace,
             spill,
             journal_path: None,
+            events: settings.events.clone(),
             sweeper: std::sync::Mutex::new(None),
         })
+    }
+}
+
+impl Session {
+    /// The one registration point for tools added while the session runs (MCP servers,
+    /// plugins): checked as at assembly (SPEC P9), then offered to every agent whose tool
+    /// set includes it from its next step on.
+    ///
+    /// Policies built at assembly from the tools' declarations (the read-only tools whose
+    /// path rules carry over to shell words) are not rebuilt.
+    pub fn register_tool(
+        &self,
+        tool: Arc<dyn dsh_core::Tool>,
+    ) -> Result<(), dsh_core::RegisterError> {
+        self.pipeline.register(tool)
     }
 }
 

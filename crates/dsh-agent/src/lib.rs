@@ -7,6 +7,7 @@
 mod agent;
 mod assemble;
 mod ending;
+pub mod events;
 mod leftovers;
 pub mod prompt;
 mod session_id;
@@ -14,11 +15,12 @@ pub mod sessions;
 mod settings;
 pub mod trim;
 
-pub use agent::{Agent, AgentError, LoopConfig, Outcome, StopReason, estimate_tokens};
+pub use agent::{Agent, AgentError, AgentSpec, LoopConfig, Outcome, StopReason, estimate_tokens};
 pub use assemble::{
     Approval, AssemblyError, RuleSpec, Session, SessionSettings, UNAVAILABLE_HINT, YoloApprover,
 };
 pub use ending::{Ending, Totals};
+pub use events::{AgentId, Event, EventKind, EventSink, EventStream};
 pub use session_id::new_session_id;
 pub use settings::{
     Configured, SettingsError, model_settings, provider_from_config, provider_from_loaded,

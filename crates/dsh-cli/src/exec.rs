@@ -5,7 +5,11 @@
 use std::io::Read;
 
 use anyhow::anyhow;
-use dsh_agent::{Agent, Ending, LoopConfig, Session, StopReason};
+use std::sync::Arc;
+
+use dsh_agent::{
+    Agent, Ending, EventKind, EventSink, EventStream, LoopConfig, Session, StopReason,
+};
 
 use crate::signals::{self, Signals};
 use crate::{Common, Failure, exit, mirror, settings};
@@ -68,23 +72,34 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
     settings.model = Some(provider.model().to_owned());
     let mirror = mirror::open(common.json)?;
     let signals = Signals::install().map_err(Failure::harness)?;
+    let (events, stream) = EventSink::channel();
+    settings.events = events;
     let session =
         Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::harness)?;
+    // Only the session holds the sink now: the stream ends when the session is gone.
+    drop(settings);
+    let session = Arc::new(session);
+    // Rendered from the agent's events, like every front end.
+    let render = tokio::spawn(render(stream));
     let config = LoopConfig::from_loaded(&loaded);
-    let mut agent = Agent::new(&session, provider, config);
+    let mut agent = Agent::new(session.clone(), provider, config);
     // The agent writes `stop` however its run ends; `session_end` is written here.
-    let outcome = agent.run(&prompt, signals.token(), &mut |_| {}).await;
+    let outcome = agent.run(&prompt, signals.token()).await;
     let totals = agent.totals();
+    drop(agent);
     let ending = match &outcome {
         Ok(_) => signals.ending(Ending::Finished),
         Err(_) => Ending::Error,
     };
     let closed = session.finish(ending, totals);
     mirror::drain(mirror.as_ref(), &signals).await;
+    // The session's sink closes with the session: the renderer then has every event.
+    drop(session);
+    let answer = render.await.unwrap_or_default();
     let outcome = outcome.map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
     closed.map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
-    if !common.json && !outcome.text.is_empty() {
-        println!("{}", outcome.text);
+    if !common.json && !answer.is_empty() {
+        println!("{answer}");
     }
     // A signal during the drain still says the output was cut short.
     if let Some(code) = signals::exit_code(signals.ending(ending)) {
@@ -103,4 +118,21 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
         }
     };
     Ok(code)
+}
+
+/// What `dsh exec` shows of the events: the main agent's final answer, printed once the run
+/// is over (headless: no live text, no approval prompts — none are asked, see DESIGN §4).
+async fn render(mut stream: EventStream) -> String {
+    let mut answer = String::new();
+    while let Some(event) = stream.recv().await {
+        match event.kind {
+            EventKind::Stop { text, .. } if &*event.agent == dsh_agent::events::MAIN => {
+                answer = text;
+            }
+            // Never sent headless (no interactive approver is mounted); dropping the reply
+            // would answer `cancelled`.
+            _ => {}
+        }
+    }
+    answer
 }

@@ -223,7 +223,7 @@ fn pipeline(
     listeners: Listeners,
     journal: Arc<dyn Journal>,
     max_parallel: usize,
-) -> Pipeline {
+) -> Arc<Pipeline> {
     let mut registry = Registry::new();
     registry.register(tool).unwrap();
     let mut b = Pipeline::builder(registry, journal).config(PipelineConfig {
@@ -290,7 +290,7 @@ enum Driver {
 fn time_batches(
     rt: &Runtime,
     driver: Driver,
-    p: Pipeline,
+    p: Arc<Pipeline>,
     batch: &[ToolCall],
     iters: u64,
     divisor: usize,
@@ -322,6 +322,7 @@ fn time_direct(rt: &Runtime, tool: BenchTool, iters: u64) -> Duration {
         spec: Arc::new(tool.spec()),
         cancel: CancellationToken::new(),
         attempt: 1,
+        dispatch: None,
     };
     rt.block_on(async {
         let start = Instant::now();

@@ -4,36 +4,20 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-/// Where a call came from. Code Mode sub-calls and sub-agent calls pass the same pipeline as
-/// model calls; the source is recorded so replay and accounting can tell them apart.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where a call came from (DESIGN §3). Code Mode sub-calls and sub-agent calls pass the same
+/// pipeline as model calls; the source is recorded so replay and accounting can tell them
+/// apart. The call that submitted a nested call is its [`ToolCall::parent`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CallSource {
     /// Asked for directly by the model.
     Model,
-    /// Made by a Code Mode program running inside the call `parent`.
-    Code { parent: String },
-    /// Made by the sub-agent `agent_id`.
-    SubAgent { agent_id: String },
-}
-
-impl CallSource {
-    /// The journal's name for the source.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            CallSource::Model => "model",
-            CallSource::Code { .. } => "code",
-            CallSource::SubAgent { .. } => "sub_agent",
-        }
-    }
-
-    /// The parent call id (Code Mode) or agent id (sub-agent), if any.
-    pub fn parent(&self) -> Option<&str> {
-        match self {
-            CallSource::Model => None,
-            CallSource::Code { parent } => Some(parent),
-            CallSource::SubAgent { agent_id } => Some(agent_id),
-        }
-    }
+    /// Made by a Code Mode program running inside its parent call.
+    Code,
+    /// Made by a sub-agent's model, inside the parent `call_sub_agent` call.
+    SubAgent,
+    /// A person's own action (`/memory add`).
+    User,
 }
 
 /// One tool call. Cloning is cheap (shared buffers) and no method hands out a mutable view of
@@ -44,18 +28,23 @@ pub struct ToolCall {
     name: Arc<str>,
     args: Arc<Value>,
     source: CallSource,
+    /// The call that submitted this one through its dispatch handle.
+    parent: Option<Arc<str>>,
+    /// The agent that made it; `None` is the main agent.
+    agent: Option<Arc<str>>,
     step: u32,
 }
 
 impl ToolCall {
-    /// A call made by the model at step 0; see [`ToolCall::with_source`] and
-    /// [`ToolCall::with_step`].
+    /// A call made by the main agent's model at step 0; see the `with_*` setters.
     pub fn new(id: impl Into<Arc<str>>, name: impl Into<Arc<str>>, args: Value) -> Self {
         ToolCall {
             id: id.into(),
             name: name.into(),
             args: Arc::new(args),
             source: CallSource::Model,
+            parent: None,
+            agent: None,
             step: 0,
         }
     }
@@ -64,6 +53,20 @@ impl ToolCall {
     #[must_use]
     pub fn with_source(mut self, source: CallSource) -> Self {
         self.source = source;
+        self
+    }
+
+    /// Sets the call that submitted this one (the dispatch handle sets it).
+    #[must_use]
+    pub fn with_parent(mut self, parent: impl Into<Arc<str>>) -> Self {
+        self.parent = Some(parent.into());
+        self
+    }
+
+    /// Sets the agent that made the call (`None`: the main agent).
+    #[must_use]
+    pub fn with_agent(mut self, agent: Option<Arc<str>>) -> Self {
+        self.agent = agent;
         self
     }
 
@@ -86,8 +89,17 @@ impl ToolCall {
         &self.args
     }
 
-    pub fn source(&self) -> &CallSource {
-        &self.source
+    pub fn source(&self) -> CallSource {
+        self.source
+    }
+
+    pub fn parent(&self) -> Option<&str> {
+        self.parent.as_deref()
+    }
+
+    /// The agent that made the call, `None` for the main agent.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
     }
 
     pub fn step(&self) -> u32 {

@@ -23,7 +23,9 @@
 //! This crate imports no concrete policy, tool or provider; the compiler enforces that the
 //! mechanism knows none of them. Policies live in `dsh-policy`, tools in `dsh-tools`.
 
+mod budget;
 mod call;
+mod dispatch;
 pub mod journal;
 mod panic;
 mod pipeline;
@@ -32,12 +34,15 @@ mod quote;
 mod registry;
 mod result;
 mod scheduler;
+mod scope;
 mod spill;
 mod tool;
 mod workspace;
 mod wrappers;
 
+pub use budget::Budget;
 pub use call::{CallSource, ToolCall};
+pub use dispatch::Dispatch;
 pub use pipeline::{
     BatchError, BatchOutcome, CheckReport, CheckVote, Decision, Observer, Pipeline,
     PipelineBuilder, PipelineConfig,
@@ -51,8 +56,11 @@ pub use registry::{RegisterError, Registry};
 pub use result::{
     AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate, SandboxState,
 };
+pub use scope::{CallEvents, NoEvents, Scope, ToolSet};
 pub use spill::{SpillError, SpillPage, SpillStore};
-pub use tool::{Access, ExecContext, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec};
+pub use tool::{
+    Access, ExecContext, SubmitError, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec,
+};
 pub use workspace::{
     MAX_SYMLINKS, PATH_MAX, PathError, ResolvedPath, Workspace, check_path_length,
 };

@@ -33,7 +33,7 @@
 
 use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -41,6 +41,7 @@ use futures::future::join_all;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::Budget;
 use crate::call::ToolCall;
 use crate::journal::{Journal, JournalError, Record};
 use crate::panic;
@@ -48,9 +49,10 @@ use crate::policy::{
     ApprovalRequest, Approver, Disposition, Guard, PolicyContext, PrePolicy, Tier, Verdict, Vote,
     combine_votes,
 };
-use crate::registry::{Entry, Registry};
+use crate::registry::{Entry, RegisterError, Registry};
 use crate::result::{AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate};
-use crate::tool::Access;
+use crate::scope::{Scope, ToolSet};
+use crate::tool::{Access, Tool, ToolSpec};
 use crate::wrappers::Wrapper;
 
 /// Sees every frozen result, after it is journaled, in submission order. Receives the same
@@ -130,9 +132,12 @@ pub struct CheckReport {
     pub votes: Vec<CheckVote>,
 }
 
-/// The assembled pipeline of one session.
+/// The assembled pipeline of one session, shared by `Arc` (running calls hold it through
+/// their dispatch handle).
 pub struct Pipeline {
-    pub(crate) registry: Registry,
+    /// Tools may be registered while the session runs ([`Pipeline::register`]); a call sees
+    /// the registry as it was when the call reached the registry step.
+    pub(crate) registry: RwLock<Registry>,
     pub(crate) policies: Vec<Arc<dyn PrePolicy>>,
     pub(crate) approver: Option<Arc<dyn Approver>>,
     pub(crate) guards: Vec<Arc<dyn Guard>>,
@@ -141,12 +146,16 @@ pub struct Pipeline {
     pub(crate) observers: Vec<Arc<dyn Observer>>,
     pub(crate) journal: Arc<dyn Journal>,
     pub(crate) config: PipelineConfig,
+    /// Every executing call of the session draws from it (DESIGN §3, "Nested calls").
+    pub(crate) budget: Budget,
+    /// This pipeline, for the dispatch handles of running calls.
+    pub(crate) me: Weak<Pipeline>,
 }
 
 impl std::fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pipeline")
-            .field("tools", &self.registry)
+            .field("tools", &*self.read_registry())
             .field(
                 "policies",
                 &self.policies.iter().map(|p| p.name()).collect::<Vec<_>>(),
@@ -223,16 +232,21 @@ impl PipelineBuilder {
         self.inner.config = config;
         self
     }
-    pub fn build(mut self) -> Pipeline {
+    pub fn build(mut self) -> Arc<Pipeline> {
         self.inner.wrappers = self.wrappers.into();
         self.inner.config.max_parallel = self.inner.config.max_parallel.max(1);
-        self.inner
+        self.inner.budget = Budget::new(self.inner.config.max_parallel);
+        let inner = self.inner;
+        Arc::new_cyclic(|me| Pipeline {
+            me: me.clone(),
+            ..inner
+        })
     }
 }
 
 /// A call that passed gates 1–3 and may execute.
-pub(crate) struct Admitted<'p> {
-    pub(crate) entry: &'p Entry,
+pub(crate) struct Admitted {
+    pub(crate) entry: Arc<Entry>,
     pub(crate) allowed_by: DecidedBy,
 }
 
@@ -240,26 +254,37 @@ pub(crate) struct Admitted<'p> {
 #[derive(Clone, Copy)]
 pub(crate) enum Mode<'c> {
     /// `dsh check`: gate 2 reports `ask` instead of asking; nothing is journaled.
-    Check,
+    Check { tools: &'c ToolSet },
     /// A batch: gate 2 asks the approver once and journals `approval`; `cancel` is the batch's.
-    Run { cancel: &'c CancellationToken },
+    Run {
+        tools: &'c ToolSet,
+        cancel: &'c CancellationToken,
+    },
+}
+
+impl Mode<'_> {
+    fn tools(&self) -> &ToolSet {
+        match self {
+            Mode::Check { tools } | Mode::Run { tools, .. } => tools,
+        }
+    }
 }
 
 /// What [`Pipeline::admit`] decided for one call, with every gate-1 vote for `dsh check`.
-pub(crate) struct Admission<'p> {
+pub(crate) struct Admission {
     pub(crate) votes: Vec<(String, Vote)>,
-    pub(crate) verdict: Admit<'p>,
+    pub(crate) verdict: Admit,
 }
 
 /// The decision of gates 1–3.
-pub(crate) enum Admit<'p> {
-    Admitted(Admitted<'p>),
+pub(crate) enum Admit {
+    Admitted(Admitted),
     /// Only in [`Mode::Check`]: gate 2 would ask; gate 1's reason for asking.
     WouldAsk(DecidedBy),
     Refused(Candidate),
 }
 
-impl Admission<'_> {
+impl Admission {
     fn refused(c: Candidate) -> Self {
         Admission {
             votes: Vec::new(),
@@ -327,7 +352,7 @@ impl Pipeline {
     pub fn builder(registry: Registry, journal: Arc<dyn Journal>) -> PipelineBuilder {
         PipelineBuilder {
             inner: Pipeline {
-                registry,
+                registry: RwLock::new(registry),
                 policies: Vec::new(),
                 approver: None,
                 guards: Vec::new(),
@@ -336,36 +361,100 @@ impl Pipeline {
                 observers: Vec::new(),
                 journal,
                 config: PipelineConfig::default(),
+                budget: Budget::new(1),
+                me: Weak::new(),
             },
             wrappers: Vec::new(),
         }
     }
 
-    pub fn registry(&self) -> &Registry {
-        &self.registry
+    fn read_registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
+        // Registration either happens whole or not at all (the map insert is the last
+        // step), so a poisoned lock still guards a consistent registry.
+        self.registry
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The one registration point for tools added while the session runs (MCP servers,
+    /// plugins): the same checks as at assembly (SPEC P9). Calls already past the registry
+    /// step are not affected.
+    pub fn register(&self, tool: Arc<dyn Tool>) -> Result<(), RegisterError> {
+        self.registry
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .register_arc(tool)
+    }
+
+    /// The declarations of the tools in `tools`, by name.
+    pub fn specs(&self, tools: &ToolSet) -> Vec<Arc<ToolSpec>> {
+        self.read_registry()
+            .entries()
+            .filter(|e| tools.contains(&e.spec.name))
+            .map(|e| e.spec.clone())
+            .collect()
+    }
+
+    /// One tool's declaration.
+    pub fn spec(&self, name: &str) -> Option<Arc<ToolSpec>> {
+        self.read_registry().entry(name).map(|e| e.spec.clone())
+    }
+
+    pub(crate) fn entry(&self, name: &str) -> Option<Arc<Entry>> {
+        self.read_registry().entry(name)
+    }
+
+    /// The session's execution budget.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
     }
 
     pub fn journal(&self) -> &Arc<dyn Journal> {
         &self.journal
     }
 
-    /// Runs one batch (one model step) through every gate, scheduled as SPEC P10 says.
-    ///
-    /// Returns one result per call, in submission order, whatever happened to each call; an
-    /// `Err` only when the journal could not record (then no further call runs).
+    /// Runs one batch (one model step) with every tool of the session, reporting nothing;
+    /// see [`Pipeline::run_batch_in`].
     pub async fn run_batch(
         &self,
         calls: Vec<ToolCall>,
         cancel: &CancellationToken,
     ) -> Result<BatchOutcome, BatchError> {
-        crate::scheduler::run_batch(self, calls, cancel).await
+        self.run_batch_in(&Scope::default(), calls, cancel).await
     }
 
-    /// Gates 1–3 as a dry run: `Pipeline::admit` in `Mode::Check` — nothing executes, nobody
-    /// is asked, nothing is journaled.
+    /// Runs one batch (one model step) of an agent through every gate, scheduled as SPEC P10
+    /// says: only tools in `scope.tools` may run; `scope.events` hears each call's progress.
+    ///
+    /// Returns one result per call, in submission order, whatever happened to each call; an
+    /// `Err` only when the journal could not record (then no further call runs).
+    pub async fn run_batch_in(
+        &self,
+        scope: &Scope,
+        calls: Vec<ToolCall>,
+        cancel: &CancellationToken,
+    ) -> Result<BatchOutcome, BatchError> {
+        crate::scheduler::run_batch(self, scope, calls, cancel).await
+    }
+
+    /// [`Pipeline::check_in`] with every tool of the session.
     pub async fn check(&self, call: &ToolCall) -> CheckReport {
-        let Ok(admission) = self.admit(call, Mode::Check).await else {
-            unreachable!("Mode::Check journals nothing, so it cannot fail to record")
+        self.check_in(&ToolSet::All, call).await
+    }
+
+    /// Gates 1–3 as a dry run for an agent with `tools`: `Pipeline::admit` in `Mode::Check` —
+    /// nothing executes, nobody is asked, nothing is journaled.
+    pub async fn check_in(&self, tools: &ToolSet, call: &ToolCall) -> CheckReport {
+        let admission = match self.admit(call, Mode::Check { tools }).await {
+            Ok(a) => a,
+            // Mode::Check journals nothing; were that ever to change, a failure to record
+            // is reported as a refusal, never as an allow.
+            Err(e) => Admission::refused(Candidate::failure(
+                call.id(),
+                call.name(),
+                FailureKind::Denied,
+                DecidedBy::new(Gate::Registry, None, format!("cannot check: {e}")),
+            )),
         };
         let (decision, decided) = match admission.verdict {
             Admit::Admitted(a) => (Decision::Allow, a.allowed_by),
@@ -395,22 +484,23 @@ impl Pipeline {
     /// `ask`), gate 3. Shared by `dsh check` ([`Mode::Check`]) and the batch ([`Mode::Run`]),
     /// so the check⇔batch invariant of DESIGN §4 is this one code path. In a batch the
     /// `tool_call` record is already written. An `Err` only when the journal could not record.
-    pub(crate) async fn admit<'p>(
-        &'p self,
+    pub(crate) async fn admit(
+        &self,
         call: &ToolCall,
         mode: Mode<'_>,
-    ) -> Result<Admission<'p>, JournalError> {
-        if let Mode::Run { cancel } = mode
+    ) -> Result<Admission, JournalError> {
+        if let Mode::Run { cancel, .. } = mode
             && cancel.is_cancelled()
         {
             return Ok(Admission::refused(cancelled_before(call)));
         }
-        let (entry, accesses) = match self.registry_check(call) {
+        let (entry, accesses) = match self.registry_check(call, mode.tools()) {
             Ok(x) => x,
             Err(c) => return Ok(Admission::refused(*c)),
         };
+        let spec = entry.spec.clone();
         let cx = PolicyContext {
-            spec: &entry.spec,
+            spec: &spec,
             accesses: &accesses,
         };
         let g1 = self.gate1(call, &cx).await;
@@ -434,17 +524,17 @@ impl Pipeline {
     /// Gate 2 for a call gate 1 sent to `ask`. A call a guard will refuse is never sent to a
     /// person; [`Mode::Check`] stops here and reports `ask`; a batch asks once
     /// ([`crate::policy::ask_once`]). `Ok(allowed_by)` lets the call go on to gate 3.
-    async fn gate2<'p>(
-        &'p self,
+    async fn gate2(
+        &self,
         call: &ToolCall,
         cx: &PolicyContext<'_>,
         decided: DecidedBy,
         mode: Mode<'_>,
-    ) -> Result<Result<DecidedBy, Admit<'p>>, JournalError> {
+    ) -> Result<Result<DecidedBy, Admit>, JournalError> {
         if let Some(c) = self.guards(call, cx) {
             return Ok(Err(Admit::Refused(c)));
         }
-        let Mode::Run { cancel } = mode else {
+        let Mode::Run { cancel, .. } = mode else {
             return Ok(Err(Admit::WouldAsk(decided)));
         };
         let request = ApprovalRequest {
@@ -466,22 +556,27 @@ impl Pipeline {
     }
 
     /// Gate 3, the authoritative guard check: after approval, just before execution.
-    fn gate3<'p>(
+    fn gate3(
         &self,
         call: &ToolCall,
         cx: &PolicyContext<'_>,
-        entry: &'p Entry,
+        entry: Arc<Entry>,
         allowed_by: DecidedBy,
-    ) -> Admit<'p> {
+    ) -> Admit {
         match self.guards(call, cx) {
             Some(c) => Admit::Refused(c),
             None => Admit::Admitted(Admitted { entry, allowed_by }),
         }
     }
 
-    /// Registry checks: the tool exists, the arguments match its schema, its access
-    /// declaration can be computed, and no declared path is longer than [`crate::PATH_MAX`].
-    fn registry_check(&self, call: &ToolCall) -> Result<(&Entry, Vec<Access>), Box<Candidate>> {
+    /// Registry checks: the tool exists and is in the agent's set, the arguments match its
+    /// schema, its access declaration can be computed, and no declared path is longer than
+    /// [`crate::PATH_MAX`].
+    fn registry_check(
+        &self,
+        call: &ToolCall,
+        tools: &ToolSet,
+    ) -> Result<(Arc<Entry>, Vec<Access>), Box<Candidate>> {
         let fail = |kind, reason: String| {
             Box::new(Candidate::failure(
                 call.id(),
@@ -490,12 +585,19 @@ impl Pipeline {
                 DecidedBy::new(Gate::Registry, None, reason),
             ))
         };
-        let Some(entry) = self.registry.entry(call.name()) else {
-            let known: Vec<&str> = self.registry.specs().map(|s| s.name.as_str()).collect();
+        let entry = self
+            .entry(call.name())
+            .filter(|_| tools.contains(call.name()));
+        let Some(entry) = entry else {
+            let known: Vec<String> = self.specs(tools).iter().map(|s| s.name.clone()).collect();
+            let whose = match call.agent() {
+                None => String::new(),
+                Some(agent) => format!(" for agent {agent}"),
+            };
             return Err(fail(
                 FailureKind::UnknownTool,
                 format!(
-                    "there is no tool named {}; the tools are: {}",
+                    "there is no tool named {}{whose}; the tools are: {}",
                     crate::quote_capped(call.name()),
                     known.join(", ")
                 ),
@@ -609,15 +711,22 @@ impl Pipeline {
 
     /// Starting a call in a batch: `tool_call` (SPEC P1), gates 1–3 ([`Pipeline::admit`]),
     /// then `tool_started` if admitted — its execution begins next.
-    pub(crate) async fn start<'p>(
-        &'p self,
+    pub(crate) async fn start(
+        &self,
+        scope: &Scope,
         call: &ToolCall,
         cancel: &CancellationToken,
-    ) -> Result<Admit<'p>, JournalError> {
+    ) -> Result<Admit, JournalError> {
         self.record_call(call)?;
-        let admitted = self.admit(call, Mode::Run { cancel }).await?.verdict;
+        scope.proposed(call);
+        let mode = Mode::Run {
+            tools: &scope.tools,
+            cancel,
+        };
+        let admitted = self.admit(call, mode).await?.verdict;
         if let Admit::Admitted(_) = &admitted {
             self.record_started(call)?;
+            scope.started(call);
         }
         Ok(admitted)
     }
@@ -626,13 +735,15 @@ impl Pipeline {
     /// `tool_result`, then the observers.
     pub(crate) async fn commit(
         &self,
+        scope: &Scope,
         call: &ToolCall,
         candidate: Candidate,
         attached: &mut Vec<AttachedContext>,
     ) -> Result<Arc<FrozenResult>, JournalError> {
         let result = self.settle(call, candidate, attached).await;
-        self.record_result(&result)?;
+        self.record_result(call, &result)?;
         self.notify(&result);
+        scope.finished(call, &result);
         Ok(result)
     }
 
@@ -662,7 +773,7 @@ impl Pipeline {
                 Ok(crate::policy::Action::AttachContext(text)) => {
                     // Code Mode sub-calls get no attached context: call and result stay
                     // adjacent (SPEC P11).
-                    if !matches!(call.source(), crate::CallSource::Code { .. }) {
+                    if call.source() != crate::CallSource::Code {
                         attached.push(AttachedContext {
                             call_id: call.id().to_owned(),
                             policy: d.name().to_owned(),
@@ -697,28 +808,39 @@ impl Pipeline {
     /// place a call's own records are written; gate 2 writes `approval` in
     /// [`crate::policy::ask_once`].
     pub(crate) fn record_call(&self, call: &ToolCall) -> Result<(), JournalError> {
-        self.journal.append(&Record::ToolCall {
-            call_id: call.id().into(),
-            name: call.name().into(),
-            args: Cow::Borrowed(call.args()),
-            source: call.source().as_str().into(),
-            parent: call.source().parent().map(Cow::Borrowed),
-            step: call.step(),
-        })?;
+        self.journal.append_as(
+            call.agent(),
+            &Record::ToolCall {
+                call_id: call.id().into(),
+                name: call.name().into(),
+                args: Cow::Borrowed(call.args()),
+                source: call.source(),
+                parent: call.parent().map(Cow::Borrowed),
+                step: call.step(),
+            },
+        )?;
         Ok(())
     }
 
     /// `tool_started`: the call passed gates 1–3 and its execution begins.
     pub(crate) fn record_started(&self, call: &ToolCall) -> Result<(), JournalError> {
-        self.journal.append(&Record::ToolStarted {
-            call_id: call.id().into(),
-        })?;
+        self.journal.append_as(
+            call.agent(),
+            &Record::ToolStarted {
+                call_id: call.id().into(),
+            },
+        )?;
         Ok(())
     }
 
     /// `tool_result`: the frozen result, committed in submission order.
-    pub(crate) fn record_result(&self, result: &FrozenResult) -> Result<(), JournalError> {
-        self.journal.append(&Record::ToolResult(result.into()))?;
+    pub(crate) fn record_result(
+        &self,
+        call: &ToolCall,
+        result: &FrozenResult,
+    ) -> Result<(), JournalError> {
+        self.journal
+            .append_as(call.agent(), &Record::ToolResult(result.into()))?;
         Ok(())
     }
 
@@ -732,7 +854,7 @@ impl Pipeline {
     /// Whether `call` may overlap other parallel-safe calls. Unknown tools never execute, so
     /// they do not wait; an `Err` or a panic in the classifier means exclusive (SPEC P10).
     pub(crate) fn parallel_safe(&self, call: &ToolCall) -> bool {
-        let Some(entry) = self.registry.entry(call.name()) else {
+        let Some(entry) = self.entry(call.name()) else {
             return true;
         };
         let tool = &entry.tool;

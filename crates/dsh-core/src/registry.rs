@@ -62,7 +62,7 @@ fn describe(validator: &Validator, value: &Value) -> Result<(), String> {
 /// The tools of a session, by name.
 #[derive(Default)]
 pub struct Registry {
-    tools: BTreeMap<String, Entry>,
+    tools: BTreeMap<String, Arc<Entry>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -104,12 +104,12 @@ impl Registry {
         let input = compile(&name, "input", &spec.input_schema)?;
         self.tools.insert(
             name,
-            Entry {
+            Arc::new(Entry {
                 tool,
                 spec: Arc::new(spec),
                 input,
                 output,
-            },
+            }),
         );
         Ok(())
     }
@@ -143,8 +143,12 @@ impl Registry {
         self.tools.is_empty()
     }
 
-    pub(crate) fn entry(&self, name: &str) -> Option<&Entry> {
-        self.tools.get(name)
+    pub(crate) fn entry(&self, name: &str) -> Option<Arc<Entry>> {
+        self.tools.get(name).cloned()
+    }
+
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &Arc<Entry>> {
+        self.tools.values()
     }
 }
 

@@ -18,16 +18,25 @@ use futures::stream::FuturesUnordered;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::Kind;
 use crate::call::ToolCall;
+use crate::dispatch::Dispatch;
 use crate::journal::{JournalError, Record};
 use crate::pipeline::{Admit, Admitted, BatchError, BatchOutcome, Pipeline};
+use crate::registry::Entry;
 use crate::result::{AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate};
+use crate::scope::Scope;
 use crate::tool::{ExecContext, ToolError, ToolErrorKind, ToolOutput};
 use crate::wrappers::Next;
 
 enum Slot {
     NotStarted,
-    Running { allowed_by: DecidedBy },
+    /// With the entry it was admitted under: its output is checked against that schema,
+    /// whatever is registered meanwhile.
+    Running {
+        allowed_by: DecidedBy,
+        entry: Arc<Entry>,
+    },
     Done(Candidate),
     Committed,
 }
@@ -66,6 +75,7 @@ impl Abort {
 /// `tool_result`, observers); everything else here is ordering.
 struct Batch<'a> {
     p: &'a Pipeline,
+    scope: &'a Scope,
     calls: &'a [ToolCall],
     /// Our own child of the caller's token: a journal failure stops running calls without
     /// cancelling the caller.
@@ -92,10 +102,16 @@ enum Started {
 }
 
 impl<'a> Batch<'a> {
-    fn new(p: &'a Pipeline, calls: &'a [ToolCall], cancel: &CancellationToken) -> Self {
+    fn new(
+        p: &'a Pipeline,
+        scope: &'a Scope,
+        calls: &'a [ToolCall],
+        cancel: &CancellationToken,
+    ) -> Self {
         let n = calls.len();
         Batch {
             p,
+            scope,
             calls,
             token: cancel.child_token(),
             slots: (0..n).map(|_| Slot::NotStarted).collect(),
@@ -127,7 +143,7 @@ impl<'a> Batch<'a> {
             };
             let result = self
                 .p
-                .commit(&self.calls[idx], candidate, &mut self.attached)
+                .commit(self.scope, &self.calls[idx], candidate, &mut self.attached)
                 .await?;
             self.results.push(result);
             self.next_commit += 1;
@@ -150,34 +166,72 @@ impl<'a> Batch<'a> {
             if !may_start {
                 break;
             }
-            match p.start(call, &self.token).await? {
+            match p.start(self.scope, call, &self.token).await? {
+                Admit::Admitted(admitted) => self.launch(idx, admitted, parallel),
                 Admit::Refused(c) => {
                     self.slots[idx] = Slot::Done(c);
                     self.next_start += 1;
                     return Ok(Started::Refused);
                 }
-                Admit::WouldAsk(_) => unreachable!("only Mode::Check stops before asking"),
-                Admit::Admitted(admitted) => self.launch(idx, admitted, parallel),
+                // Only `Mode::Check` stops before asking; were it ever to reach a batch, the
+                // call is refused as unasked, never run.
+                Admit::WouldAsk(decided) => {
+                    let c = Candidate::failure(
+                        call.id(),
+                        call.name(),
+                        FailureKind::Unavailable,
+                        decided,
+                    );
+                    self.slots[idx] = Slot::Done(c);
+                    self.next_start += 1;
+                    return Ok(Started::Refused);
+                }
             }
             self.next_start += 1;
         }
         Ok(Started::Ready)
     }
 
-    /// Gate 4: executes an admitted call (wrappers ∘ tool).
-    fn launch(&mut self, idx: usize, admitted: Admitted<'_>, parallel: bool) {
+    /// Gate 4: executes an admitted call (wrappers ∘ tool), once the session's budget has a
+    /// slot for it (DESIGN §3, "Nested calls").
+    fn launch(&mut self, idx: usize, admitted: Admitted, parallel: bool) {
         let Admitted { entry, allowed_by } = admitted;
+        let call = self.calls[idx].clone();
+        let permit = Arc::new(tokio::sync::Mutex::new(None));
+        let dispatch = self
+            .p
+            .me
+            .upgrade()
+            .map(|p| Dispatch::new(p, call.clone(), self.scope.clone(), permit.clone()));
         let cx = ExecContext {
-            call: self.calls[idx].clone(),
+            call,
             spec: entry.spec.clone(),
             cancel: self.token.child_token(),
             attempt: 1,
+            dispatch,
         };
         let tool = entry.tool.clone();
         let wrappers = self.p.wrappers.clone();
+        let budget = self.p.budget.clone();
+        let kind = if parallel {
+            Kind::Parallel
+        } else {
+            Kind::Exclusive
+        };
         let work = async move {
             let begun = Instant::now();
+            let Ok(held) = budget.acquire(kind, &cx.cancel).await else {
+                let waited = begun.elapsed();
+                let e = ToolError::new(
+                    ToolErrorKind::Failed,
+                    "cancelled while waiting for an execution slot; it did not run",
+                );
+                return (Err(e), waited);
+            };
+            *permit.lock().await = Some(held);
             let outcome = Next::new(&wrappers, tool.as_ref()).run(cx).await;
+            // The slot is free the moment the work is, whoever still holds the handle.
+            drop(permit.lock().await.take());
             (outcome, begun.elapsed())
         };
         if parallel {
@@ -204,7 +258,7 @@ impl<'a> Batch<'a> {
             );
         }
         self.exclusive_running |= !parallel;
-        self.slots[idx] = Slot::Running { allowed_by };
+        self.slots[idx] = Slot::Running { allowed_by, entry };
     }
 
     /// A running call ended: gate 6 turns what it produced into its candidate.
@@ -213,14 +267,13 @@ impl<'a> Batch<'a> {
         if self.running.is_empty() {
             self.exclusive_running = false;
         }
-        let allowed_by = match std::mem::replace(&mut self.slots[idx], Slot::Committed) {
-            Slot::Running { allowed_by } => allowed_by,
-            _ => DecidedBy::new(Gate::Execute, None, String::new()),
+        let (allowed_by, entry) = match std::mem::replace(&mut self.slots[idx], Slot::Committed) {
+            Slot::Running { allowed_by, entry } => (allowed_by, Some(entry)),
+            _ => (DecidedBy::new(Gate::Execute, None, String::new()), None),
         };
         let call = &self.calls[idx];
-        let entry = self.p.registry.entry(call.name());
         let candidate = normalize(call, joined, allowed_by, self.token.is_cancelled(), |v| {
-            entry.map_or(Ok(()), |e| e.check_output(v))
+            entry.as_ref().map_or(Ok(()), |e| e.check_output(v))
         });
         self.slots[idx] = Slot::Done(candidate);
     }
@@ -228,10 +281,11 @@ impl<'a> Batch<'a> {
 
 pub(crate) async fn run_batch(
     p: &Pipeline,
+    scope: &Scope,
     calls: Vec<ToolCall>,
     cancel: &CancellationToken,
 ) -> Result<BatchOutcome, BatchError> {
-    let mut b = Batch::new(p, &calls, cancel);
+    let mut b = Batch::new(p, scope, &calls, cancel);
     let mut force_at: Option<tokio::time::Instant> = None;
     let mut forced = false;
 
@@ -285,9 +339,10 @@ pub(crate) async fn run_batch(
     let Batch {
         results, attached, ..
     } = b;
+    let agent = calls.first().and_then(ToolCall::agent);
     for a in &attached {
         p.journal
-            .append(&Record::ContextAttached(a.into()))
+            .append_as(agent, &Record::ContextAttached(a.into()))
             .map_err(|source| BatchError {
                 source,
                 committed: results.clone(),

@@ -249,6 +249,46 @@ pub struct ExecContext {
     pub cancel: CancellationToken,
     /// 1 for the first attempt; [`crate::Retry`] increments it.
     pub attempt: u32,
+    /// The handle through which this call submits calls of its own into the session
+    /// (DESIGN §3, "Nested calls"); `None` outside a pipeline (a tool's own unit tests).
+    pub dispatch: Option<crate::Dispatch>,
+}
+
+impl ExecContext {
+    /// A context outside any pipeline: no dispatch handle, first attempt.
+    pub fn detached(call: ToolCall, spec: Arc<ToolSpec>, cancel: CancellationToken) -> Self {
+        ExecContext {
+            call,
+            spec,
+            cancel,
+            attempt: 1,
+            dispatch: None,
+        }
+    }
+
+    /// Submits `calls` as a batch of their own in this call's scope, cancelled with this
+    /// call ([`crate::Dispatch::submit`]). Outside a pipeline every call fails as a harness
+    /// fault would, without running.
+    pub async fn submit(
+        &self,
+        source: crate::CallSource,
+        calls: Vec<ToolCall>,
+    ) -> Result<crate::BatchOutcome, SubmitError> {
+        match &self.dispatch {
+            Some(d) => Ok(d.submit(source, calls, &self.cancel).await?),
+            None => Err(SubmitError::Detached),
+        }
+    }
+}
+
+/// A submission that could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubmitError {
+    #[error("this call runs outside a pipeline and cannot submit calls")]
+    Detached,
+    #[error(transparent)]
+    Batch(#[from] crate::BatchError),
 }
 
 /// A tool: its declaration and its body.

@@ -84,7 +84,7 @@ fn recording_policy(asked: Arc<Mutex<Vec<String>>>) -> FnPolicy {
 
 /// One tool `t` (not read-only, so nothing runs without a vote), the id-prefix policy and an
 /// approver that allows once.
-fn mixed_pipeline(journal: Arc<dyn Journal>, runs: Arc<AtomicUsize>) -> Pipeline {
+fn mixed_pipeline(journal: Arc<dyn Journal>, runs: Arc<AtomicUsize>) -> Arc<Pipeline> {
     Pipeline::builder(registry(vec![counting_tool("t", runs)]), journal)
         .pre_policy(recording_policy(Arc::default()))
         .approver(ScriptedApprover::answering(ApprovalOutcome::AllowedOnce))
@@ -645,7 +645,7 @@ async fn a_line_without_its_newline_is_reported_as_a_torn_tail_and_ignored() {
 // ---------------------------------------------------------------------------------------------
 
 struct Counted {
-    pipeline: Pipeline,
+    pipeline: Arc<Pipeline>,
     runs_a: Arc<AtomicUsize>,
     runs_b: Arc<AtomicUsize>,
     asked: Arc<Mutex<Vec<String>>>,
@@ -907,9 +907,9 @@ async fn context_attached_is_journaled_after_every_tool_result_of_the_batch() {
     .pre_policy(recording_policy(Arc::default()))
     .disposition(AttachNote)
     .build();
-    let code = call("allow-code", "t", json!({})).with_source(CallSource::Code {
-        parent: "allow-1".to_owned(),
-    });
+    let code = call("allow-code", "t", json!({}))
+        .with_source(CallSource::Code)
+        .with_parent("allow-1");
     let out = run(
         &p,
         vec![
@@ -1087,7 +1087,7 @@ fn one_of_every_kind(
             call_id: "c1".into(),
             name: "read_file".into(),
             args: Cow::Owned(json!({"path": "a.txt"})),
-            source: "code".into(),
+            source: CallSource::Code,
             parent: Some("c0".into()),
             step: 1,
         },

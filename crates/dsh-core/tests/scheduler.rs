@@ -44,7 +44,7 @@ fn call(id: &str, name: &str, path: &str) -> ToolCall {
 fn pipeline(
     tools: Vec<FnTool>,
     config: PipelineConfig,
-) -> (Pipeline, Arc<MemoryJournal>, Arc<Recorder>) {
+) -> (Arc<Pipeline>, Arc<MemoryJournal>, Arc<Recorder>) {
     let mut registry = Registry::new();
     for t in tools {
         registry.register(t).unwrap();

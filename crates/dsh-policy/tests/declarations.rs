@@ -37,7 +37,7 @@ fn declaring(name: &str, arg: &'static str) -> FnTool {
     })
 }
 
-fn pipeline(ws: &Arc<Workspace>) -> Pipeline {
+fn pipeline(ws: &Arc<Workspace>) -> Arc<Pipeline> {
     let rules: Vec<Rule> = [
         (RuleKind::Allow, "run_code"),
         (RuleKind::Allow, "run_shell(git status)"),

@@ -70,7 +70,7 @@ fn rules(ws: &Arc<Workspace>, list: &[(RuleKind, &str, &str)]) -> PermissionRule
     PermissionRules::new(ws.clone(), rules)
 }
 
-fn pipeline(f: &Fixture, rules_list: &[(RuleKind, &str, &str)], yolo: bool) -> Pipeline {
+fn pipeline(f: &Fixture, rules_list: &[(RuleKind, &str, &str)], yolo: bool) -> Arc<Pipeline> {
     let confine = Confinement::new(f.ws.clone());
     let protect =
         ProtectedPaths::new(f.ws.clone(), &dsh_config::defaults::GUARDS_PROTECTED).unwrap();

@@ -416,7 +416,11 @@ impl Approver for RewritingApprover {
     }
 }
 
-fn shell_pipeline(ws: &Arc<Workspace>, runs: &Arc<AtomicUsize>, content: &'static str) -> Pipeline {
+fn shell_pipeline(
+    ws: &Arc<Workspace>,
+    runs: &Arc<AtomicUsize>,
+    content: &'static str,
+) -> Arc<Pipeline> {
     let mut registry = Registry::new();
     let runs = runs.clone();
     registry

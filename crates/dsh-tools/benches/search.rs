@@ -122,6 +122,7 @@ fn cx(name: &str, args: &Value, tool: &dyn Tool) -> ExecContext {
         spec: Arc::new(tool.spec()),
         cancel: CancellationToken::new(),
         attempt: 1,
+        dispatch: None,
     }
 }
 

@@ -80,6 +80,7 @@ fn benches(c: &mut Criterion) {
                 spec: Arc::new(tool.spec()),
                 cancel: CancellationToken::new(),
                 attempt: 1,
+                dispatch: None,
             };
             group.bench_function(format!("{label}/{command}"), |b| {
                 b.iter(|| {

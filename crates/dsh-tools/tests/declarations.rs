@@ -162,6 +162,7 @@ async fn a_cancelled_call_stops_and_says_so() {
             spec: Arc::new(tool.spec()),
             cancel: cancel.clone(),
             attempt: 1,
+            dispatch: None,
         };
         let err = tool.run(&args, &cx).await.unwrap_err();
         assert!(

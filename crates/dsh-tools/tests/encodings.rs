@@ -25,7 +25,7 @@ const NOTICE_1252: &str = "[dsh: decoded as windows-1252; edits are written back
 struct Env {
     ws: TempDir,
     _spill: TempDir,
-    pipeline: Pipeline,
+    pipeline: Arc<Pipeline>,
 }
 
 fn env() -> Env {

@@ -32,7 +32,7 @@ const SPILL_CHARS: usize = 20_000;
 
 /// One session: its own file seam (observed versions) and pipeline.
 struct Session {
-    pipeline: Pipeline,
+    pipeline: Arc<Pipeline>,
     next_id: AtomicUsize,
 }
 

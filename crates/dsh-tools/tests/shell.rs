@@ -64,6 +64,7 @@ fn cx(tool: &RunShell, id: &str, args: &Value, cancel: CancellationToken) -> Exe
         spec: Arc::new(tool.spec()),
         cancel,
         attempt: 1,
+        dispatch: None,
     }
 }
 

@@ -16,6 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::call::CallSource;
 use crate::policy::ApprovalOutcome;
 use crate::result::{AttachedContext, FrozenResult};
 
@@ -62,8 +63,7 @@ pub enum Record<'a> {
         call_id: Cow<'a, str>,
         name: Cow<'a, str>,
         args: Cow<'a, Value>,
-        /// `model | code | sub_agent | user`.
-        source: Cow<'a, str>,
+        source: CallSource,
         parent: Option<Cow<'a, str>>,
         step: u32,
     },

@@ -90,10 +90,13 @@ pub(crate) async fn ask_once(
             (outcome, Some(approver.name()))
         }
     };
-    journal.append(&Record::Approval {
-        call_id: call.id().into(),
-        outcome,
-    })?;
+    journal.append_as(
+        call.agent(),
+        &Record::Approval {
+            call_id: call.id().into(),
+            outcome,
+        },
+    )?;
     let ask = request.reason;
     let (kind, reason) = match outcome {
         ApprovalOutcome::AllowedOnce => {

@@ -18,7 +18,7 @@ use tempfile::TempDir;
 pub struct Env {
     pub ws: TempDir,
     pub outside: TempDir,
-    pub pipeline: Pipeline,
+    pub pipeline: Arc<Pipeline>,
     pub journal: Arc<MemoryJournal>,
 }
 

@@ -1,0 +1,112 @@
+//! Re-entrant dispatch (DESIGN §3, "Nested calls"): how a running tool — `call_sub_agent`,
+//! `run_code` — submits calls of its own into the same session.
+//!
+//! A submission is a batch of its own, run by the same scheduler: each call journaled first
+//! with `parent` = the submitting call's id and the source the submitter gives, then every
+//! gate in submission order, results committed in order. Its calls are cancelled with the
+//! parent. While the batch runs, the parent gives its execution slot back to the session's
+//! one [`crate::Budget`] and takes one again afterwards, so a parent waiting on its sub-calls
+//! never holds a slot they need. One submission at a time per parent call: a second waits
+//! for the first to finish.
+
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::budget::Permit;
+use crate::call::{CallSource, ToolCall};
+use crate::pipeline::{BatchError, BatchOutcome, Pipeline};
+use crate::scope::Scope;
+
+/// A running call's handle into its session's pipeline; in [`crate::ExecContext::dispatch`].
+#[derive(Clone)]
+pub struct Dispatch {
+    pipeline: Arc<Pipeline>,
+    parent: ToolCall,
+    scope: Scope,
+    /// The parent's execution slot, given back while a submission runs.
+    permit: Arc<Mutex<Option<Permit>>>,
+}
+
+impl std::fmt::Debug for Dispatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatch")
+            .field("parent", &self.parent.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dispatch {
+    pub(crate) fn new(
+        pipeline: Arc<Pipeline>,
+        parent: ToolCall,
+        scope: Scope,
+        permit: Arc<Mutex<Option<Permit>>>,
+    ) -> Self {
+        Dispatch {
+            pipeline,
+            parent,
+            scope,
+            permit,
+        }
+    }
+
+    /// The call this handle submits for.
+    pub fn parent(&self) -> &ToolCall {
+        &self.parent
+    }
+
+    /// The scope the parent runs in (its agent's tools and listener).
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// Runs `calls` as a batch in the parent's scope (Code Mode: the same agent's tools),
+    /// cancelled with `cancel` — pass the parent's [`crate::ExecContext::cancel`], so a
+    /// timeout or an interrupt of the parent reaches its sub-calls.
+    pub async fn submit(
+        &self,
+        source: CallSource,
+        calls: Vec<ToolCall>,
+        cancel: &CancellationToken,
+    ) -> Result<BatchOutcome, BatchError> {
+        self.submit_in(&self.scope.clone(), source, calls, cancel)
+            .await
+    }
+
+    /// Runs `calls` as a batch in `scope` (a sub-agent: its own tool set and agent id, which
+    /// the calls carry). Each call gets `parent` = this handle's call and `source`; a call
+    /// without a step gets the parent's.
+    pub async fn submit_in(
+        &self,
+        scope: &Scope,
+        source: CallSource,
+        calls: Vec<ToolCall>,
+        cancel: &CancellationToken,
+    ) -> Result<BatchOutcome, BatchError> {
+        let calls: Vec<ToolCall> = calls
+            .into_iter()
+            .map(|c| {
+                let step = if c.step() == 0 {
+                    self.parent.step()
+                } else {
+                    c.step()
+                };
+                c.with_source(source)
+                    .with_parent(self.parent.id())
+                    .with_step(step)
+            })
+            .collect();
+        let mut slot = self.permit.lock().await;
+        if let Some(p) = slot.as_mut() {
+            p.suspend();
+        }
+        let outcome = crate::scheduler::run_batch(&self.pipeline, scope, calls, cancel).await;
+        if let Some(p) = slot.as_mut() {
+            // Cancelled while waiting: the parent goes on without a slot only to wind down.
+            let _ = p.resume(cancel).await;
+        }
+        outcome
+    }
+}

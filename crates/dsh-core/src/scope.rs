@@ -1,0 +1,101 @@
+//! Whose calls a batch runs: the agent's tool set (what its model is offered and the only
+//! tools its calls may dispatch) and where the batch reports what happens to each call.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use crate::call::ToolCall;
+use crate::result::FrozenResult;
+
+/// The tools an agent may call: every tool of the session, or a named subset.
+#[derive(Clone, Debug, Default)]
+pub enum ToolSet {
+    /// Every tool registered in the session, including tools registered later.
+    #[default]
+    All,
+    /// Only these names; a call to any other is `unknown_tool` at the registry step.
+    Only(Arc<BTreeSet<String>>),
+}
+
+impl ToolSet {
+    /// The subset `names`.
+    pub fn only<I, S>(names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ToolSet::Only(Arc::new(names.into_iter().map(Into::into).collect()))
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        match self {
+            ToolSet::All => true,
+            ToolSet::Only(names) => names.contains(name),
+        }
+    }
+}
+
+/// What a batch reports about each call as it goes, in order for each call: proposed (its
+/// `tool_call` is journaled), started (it passed gates 1–3 and executes), finished (its result
+/// is journaled). Reports only: nothing a listener does changes a decision or a record, and
+/// a panicking listener is ignored.
+pub trait CallEvents: Send + Sync {
+    fn proposed(&self, _call: &ToolCall) {}
+    fn started(&self, _call: &ToolCall) {}
+    fn finished(&self, _call: &ToolCall, _result: &Arc<FrozenResult>) {}
+}
+
+/// Reports nothing.
+#[derive(Debug, Default)]
+pub struct NoEvents;
+
+impl CallEvents for NoEvents {}
+
+/// The scope of a batch: its agent's tool set and listener.
+#[derive(Clone)]
+pub struct Scope {
+    pub tools: ToolSet,
+    pub events: Arc<dyn CallEvents>,
+}
+
+impl Default for Scope {
+    fn default() -> Self {
+        Scope {
+            tools: ToolSet::All,
+            events: Arc::new(NoEvents),
+        }
+    }
+}
+
+impl std::fmt::Debug for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scope")
+            .field("tools", &self.tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scope {
+    /// Every tool, reporting to `events`.
+    pub fn new(tools: ToolSet, events: Arc<dyn CallEvents>) -> Self {
+        Scope { tools, events }
+    }
+
+    pub(crate) fn proposed(&self, call: &ToolCall) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.events.proposed(call);
+        }));
+    }
+
+    pub(crate) fn started(&self, call: &ToolCall) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.events.started(call);
+        }));
+    }
+
+    pub(crate) fn finished(&self, call: &ToolCall, result: &Arc<FrozenResult>) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.events.finished(call, result);
+        }));
+    }
+}

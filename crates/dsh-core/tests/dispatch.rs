@@ -1,0 +1,270 @@
+//! Re-entrant dispatch (DESIGN §3, "Nested calls"): a running tool submits calls through its
+//! `ExecContext`; they are journaled with `parent` and `source`, pass every gate, and draw
+//! from the session's one `max_parallel` budget without deadlocking.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use dsh_core::journal::MemoryJournal;
+use dsh_core::{
+    CallSource, CancellationToken, ExecContext, FrozenResult, Pipeline, PipelineConfig, Registry,
+    Tier, ToolCall, ToolError, Vote,
+};
+use dsh_testkit::{FnPolicy, FnTool, ok_output};
+use serde_json::{Value, json};
+
+/// How many leaf bodies run at once, and the most ever.
+#[derive(Default)]
+struct Concurrency {
+    now: AtomicUsize,
+    max: AtomicUsize,
+    /// Exclusive bodies that found another body running.
+    overlapped_exclusive: AtomicUsize,
+}
+
+impl Concurrency {
+    fn enter(&self, exclusive: bool) {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(n, Ordering::SeqCst);
+        if exclusive && n > 1 {
+            self.overlapped_exclusive.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    fn leave(&self) {
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `leaf{exclusive?}`: counts itself while it runs and yields a few times so that others
+/// get the chance to overlap it. `parent{subs:[{…}], parallel?}`: submits `subs` as `leaf`
+/// calls through its dispatch handle and reports their outcomes.
+fn pipeline(max_parallel: usize, conc: Arc<Concurrency>) -> (Arc<Pipeline>, Arc<MemoryJournal>) {
+    let leaf = FnTool::new("leaf", move |args: Value, _cx: ExecContext| {
+        let conc = conc.clone();
+        async move {
+            let exclusive = args["exclusive"].as_bool().unwrap_or(false);
+            conc.enter(exclusive);
+            for _ in 0..50 {
+                tokio::task::yield_now().await;
+            }
+            conc.leave();
+            Ok(ok_output(1))
+        }
+    })
+    .parallel(|args| Ok(!args["exclusive"].as_bool().unwrap_or(false)));
+    let parent = FnTool::new("parent", |args: Value, cx: ExecContext| async move {
+        let subs: Vec<ToolCall> = args["subs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| ToolCall::new(format!("{}.{i}", cx.call.id()), "leaf", a))
+            .collect();
+        let out = cx
+            .submit(CallSource::Code, subs)
+            .await
+            .map_err(|e| ToolError::failed(e.to_string()))?;
+        let oks = out.results.iter().filter(|r| r.ok()).count();
+        Ok(ok_output(i64::try_from(oks).unwrap()))
+    })
+    .parallel(|args| Ok(args["parallel"].as_bool().unwrap_or(false)));
+
+    let mut registry = Registry::new();
+    registry.register(leaf).unwrap();
+    registry.register(parent).unwrap();
+    let journal = Arc::new(MemoryJournal::new("dispatch"));
+    let p = Pipeline::builder(registry, journal.clone())
+        .pre_policy(FnPolicy::new("rules", |call, _| {
+            if call.args()["deny"].as_bool() == Some(true) {
+                Vote::deny(Tier::Rule, "deny rule `leaf(denied)`")
+            } else {
+                Vote::allow(Tier::Rule, "test allows it")
+            }
+        }))
+        .config(PipelineConfig {
+            max_parallel,
+            ..PipelineConfig::default()
+        })
+        .build();
+    (p, journal)
+}
+
+fn parent(id: &str, subs: Value, parallel: bool) -> ToolCall {
+    ToolCall::new(id, "parent", json!({"subs": subs, "parallel": parallel}))
+}
+
+/// Runs a batch, failing (instead of hanging) if it deadlocks.
+async fn run(p: &Pipeline, calls: Vec<ToolCall>) -> Vec<Arc<FrozenResult>> {
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        p.run_batch(calls, &CancellationToken::new()),
+    )
+    .await
+    .expect("the batch deadlocked")
+    .unwrap()
+    .results
+}
+
+fn records(journal: &MemoryJournal) -> Vec<Value> {
+    journal
+        .lines()
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sub_calls_are_journaled_with_parent_and_source_and_pass_the_gates() {
+    let (p, journal) = pipeline(4, Arc::default());
+    let results = run(
+        &p,
+        vec![parent(
+            "p1",
+            json!([{}, {"deny": true}, {"exclusive": true}]),
+            false,
+        )],
+    )
+    .await;
+    // Two of the three sub-calls ran; the parent saw the denial as a result.
+    assert_eq!(results[0].content(), "n=2");
+
+    let recs = records(&journal);
+    let subs: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "tool_call" && r["name"] == "leaf")
+        .collect();
+    assert_eq!(subs.len(), 3);
+    for s in &subs {
+        assert_eq!(s["parent"], "p1", "{s}");
+        assert_eq!(s["source"], "code", "{s}");
+    }
+    let top = recs
+        .iter()
+        .find(|r| r["kind"] == "tool_call" && r["name"] == "parent")
+        .unwrap();
+    assert_eq!(top["source"], "model");
+    assert!(top["parent"].is_null());
+    let denied = recs
+        .iter()
+        .find(|r| r["kind"] == "tool_result" && r["call_id"] == "p1.1")
+        .unwrap();
+    assert_eq!(denied["failure_kind"], "denied");
+    assert_eq!(denied["decided_by"]["gate"], "pre_policy");
+    // The sub-calls' results are committed before the parent's.
+    let pos = |id: &str| {
+        recs.iter()
+            .position(|r| r["kind"] == "tool_result" && r["call_id"] == id)
+            .unwrap()
+    };
+    assert!(pos("p1.2") < pos("p1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nested_calls_never_exceed_max_parallel() {
+    let conc = Arc::new(Concurrency::default());
+    let (p, _) = pipeline(2, conc.clone());
+    let subs = json!([{}, {}, {}, {}]);
+    let results = run(
+        &p,
+        vec![
+            parent("a", subs.clone(), true),
+            parent("b", subs.clone(), true),
+            parent("c", subs, true),
+        ],
+    )
+    .await;
+    assert!(results.iter().all(|r| r.content() == "n=4"), "{results:?}");
+    // Without one budget each nested batch would run two leaves beside the others'.
+    assert!(conc.max.load(Ordering::SeqCst) <= 2, "{:?}", conc.max);
+    assert!(p.budget().peak() <= 2, "{}", p.budget().peak());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_parent_waiting_on_sub_calls_gives_its_slot_back_with_max_parallel_one() {
+    let (p, _) = pipeline(1, Arc::default());
+    let results = run(
+        &p,
+        vec![
+            parent("a", json!([{}, {"exclusive": true}, {}]), true),
+            parent("b", json!([{}]), false),
+        ],
+    )
+    .await;
+    assert_eq!(results[0].content(), "n=3");
+    assert_eq!(results[1].content(), "n=1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_parallel_parents_with_exclusive_sub_calls_take_turns() {
+    let conc = Arc::new(Concurrency::default());
+    let (p, _) = pipeline(4, conc.clone());
+    let results = run(
+        &p,
+        vec![
+            parent("a", json!([{"exclusive": true}]), true),
+            parent("b", json!([{"exclusive": true}]), true),
+        ],
+    )
+    .await;
+    assert_eq!(results[0].content(), "n=1");
+    assert_eq!(results[1].content(), "n=1");
+    assert_eq!(conc.overlapped_exclusive.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancelling_the_parent_cancels_its_sub_calls() {
+    let started = Arc::new(tokio::sync::Notify::new());
+    let mut registry = Registry::new();
+    let s = started.clone();
+    registry
+        .register(
+            FnTool::new("hang", move |_, cx: ExecContext| {
+                let s = s.clone();
+                async move {
+                    s.notify_one();
+                    cx.cancel.cancelled().await;
+                    Err(ToolError::failed("stopped"))
+                }
+            })
+            .parallel(|_| Ok(true)),
+        )
+        .unwrap();
+    registry
+        .register(FnTool::new("parent", |_, cx: ExecContext| async move {
+            let sub = ToolCall::new("sub", "hang", json!({}));
+            let out = cx
+                .submit(CallSource::Code, vec![sub])
+                .await
+                .map_err(|e| ToolError::failed(e.to_string()))?;
+            Err(ToolError::failed(format!(
+                "sub-call ended as {:?}",
+                out.results[0].failure_kind()
+            )))
+        }))
+        .unwrap();
+    let journal = Arc::new(MemoryJournal::new("cancel"));
+    let p = Pipeline::builder(registry, journal.clone())
+        .pre_policy(FnPolicy::new("all", |_, _| Vote::allow(Tier::Rule, "ok")))
+        .build();
+    let cancel = CancellationToken::new();
+    let batch = p.run_batch(vec![ToolCall::new("p", "parent", json!({}))], &cancel);
+    let trigger = async {
+        started.notified().await;
+        cancel.cancel();
+    };
+    let (out, ()) = tokio::join!(batch, trigger);
+    let out = out.unwrap();
+    assert_eq!(
+        out.results[0].failure_kind(),
+        Some(dsh_core::FailureKind::CancelledAfter)
+    );
+    let recs = records(&journal);
+    let sub = recs
+        .iter()
+        .find(|r| r["kind"] == "tool_result" && r["call_id"] == "sub")
+        .unwrap();
+    assert_eq!(sub["failure_kind"], "cancelled_after", "{sub}");
+}
