@@ -364,7 +364,7 @@ impl Session {
         let mut builder = Pipeline::builder(registry, journal)
             .pre_policy(confinement.clone())
             .pre_policy(protected.clone())
-            .pre_policy(PermissionRules::new(workspace.clone(), rules))
+            .pre_policy(PermissionRules::new(workspace.clone(), rules, &readers))
             .pre_policy(shell)
             .guard(confinement)
             .guard(protected)

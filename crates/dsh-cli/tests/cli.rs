@@ -263,6 +263,27 @@ fn a_deny_rule_beats_an_allow_rule_from_any_layer() {
 }
 
 #[test]
+fn a_read_tools_path_rule_applies_to_another_tools_declared_read() {
+    let e = Env::new();
+    e.project_config("[permissions]\ndeny = [\"read_file(.env)\"]\n");
+    let report = e.check("grep", json!({"pattern": "x", "path": ".env"}));
+    assert_eq!(report["decision"], "deny", "{report}");
+    assert_eq!(report["gate"], "pre_policy", "{report}");
+    assert_eq!(report["policy"], "permissions", "{report}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(reason.contains("`read_file(.env)`"), "{reason}");
+    assert!(reason.contains("`grep` reads .env"), "{reason}");
+    // The run says the same: nothing is read.
+    let r = e.one(
+        "grep",
+        json!({"pattern": "API", "path": ".env"}),
+        &["--yolo"],
+    );
+    assert_eq!(kind(&r), "denied", "{r}");
+    assert!(!r["content"].as_str().unwrap().contains("hunter2"), "{r}");
+}
+
+#[test]
 fn an_untrusted_project_cannot_add_an_allow_rule_until_trusted() {
     let e = Env::new();
     e.project_config("[permissions]\nallow = [\"list_dir(src)\"]\nask = [\"list_dir\"]\n");

@@ -1,6 +1,25 @@
 //! Permission rules for the non-shell tools: `allow`, `ask` and `deny` lists of `Tool` or
 //! `Tool(path pattern)` (DESIGN §5). Rules for `run_shell` are compiled here but judged by the
-//! shell policy, against each parsed command (DESIGN §3), never by this listener.
+//! shell policy, against each parsed command (DESIGN §3), never by this listener: it filters on
+//! the *rule's* tool, not the call's name.
+//!
+//! Rules judge what a call declares (`Tool::accesses`), not which tool it is (DESIGN §3
+//! "Declarations, not names"):
+//!
+//! - A rule applies to calls of the tool it names as it reads: a bare `deny TOOL` / `ask TOOL` /
+//!   `allow TOOL` to every call of that tool (it is about the tool, not about paths); a
+//!   `deny`/`ask` path rule when any declared path (read or written) matches; an `allow` path
+//!   rule only when every declared path does.
+//! - A `deny`/`ask` path rule also applies to every *other* tool's declarations: one naming a
+//!   read-only tool (the registry's own `read_only` flag, passed in as `readers`) to every
+//!   declared `Read`, so `deny read_file(.env)` stops `grep` over `.env` too; one naming any
+//!   other tool (`write_file`, `edit_file`, …) to every declared `Write`. A write tool's path
+//!   rule does not govern other tools' declared reads: `deny write_file(src/**)` must not stop
+//!   reading `src`. The reason says when a rule applied through another tool's declaration.
+//! - An `allow` rule never spreads: it allows only calls of the tool it names. Loosening by
+//!   declaration would let any tool ride another's allow.
+//! - A call that declares `Execute` is not special here; its declared paths, if any, are judged
+//!   like any other's (its command is the shell policy's).
 //!
 //! The rule *text* has one grammar, dsh-config's (`dsh_config::Rule::parse`): this crate never
 //! reads rule text. It takes the parsed parts (tool, specifier) and compiles the specifier into a
@@ -98,13 +117,11 @@ impl Rule {
         }
     }
 
-    /// Whether the rule applies to a call of `tool` touching `paths` (workspace-relative).
-    /// A `deny`/`ask` rule applies when any path matches; an `allow` rule only when every path
-    /// does, so one allowed path cannot carry an unlisted one along.
-    fn applies(&self, tool: &str, paths: &[PathBuf]) -> bool {
-        if self.tool != tool {
-            return false;
-        }
+    /// Whether the rule applies to a call of its own tool declaring `paths` (resolved,
+    /// workspace-relative, reads and writes alike). A bare rule always applies; a `deny`/`ask`
+    /// path rule when any path matches; an `allow` rule only when every path does, so one
+    /// allowed path cannot carry an unlisted one along.
+    fn applies(&self, paths: &[PathBuf]) -> bool {
         let Some(pattern) = &self.pattern else {
             return self.specifier.is_none();
         };
@@ -118,55 +135,137 @@ impl Rule {
     }
 }
 
-/// The permission rules as a gate-1 listener (tier `Rule`): any matching deny → deny; else any
-/// matching ask → ask; else any matching allow → allow; else abstain. Paths are matched after
-/// resolution, so `src/../.env` is `.env`.
+/// Which declared accesses of other tools a `deny`/`ask` path rule governs (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Spread {
+    Reads,
+    Writes,
+}
+
+impl Spread {
+    fn covers(self, access: &Access) -> bool {
+        matches!(
+            (self, access),
+            (Spread::Reads, Access::Read { .. }) | (Spread::Writes, Access::Write { .. })
+        )
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            Spread::Reads => "read",
+            Spread::Writes => "write",
+        }
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            Spread::Reads => "reads",
+            Spread::Writes => "writes",
+        }
+    }
+}
+
+/// A rule with the declarations it governs beyond its own tool's calls.
+#[derive(Clone, Debug)]
+struct Compiled {
+    rule: Rule,
+    spread: Option<Spread>,
+}
+
+impl Compiled {
+    /// Why the rule applies to `call` declaring `declared` (resolved, workspace-relative), or
+    /// `None` when it does not.
+    fn applies(&self, call: &ToolCall, declared: &[(&Access, PathBuf)]) -> Option<String> {
+        let rule = &self.rule;
+        let named = || {
+            format!(
+                "{} rule `{}` from {}",
+                rule.kind.as_str(),
+                rule.text(),
+                rule.origin
+            )
+        };
+        if rule.tool == call.name() {
+            let paths: Vec<PathBuf> = declared.iter().map(|(_, p)| p.clone()).collect();
+            if rule.applies(&paths) {
+                return Some(named());
+            }
+        }
+        let spread = self.spread?;
+        let (_, path) = declared
+            .iter()
+            .find(|(a, p)| spread.covers(a) && rule.path_matches(p))?;
+        Some(format!(
+            "{} applies to every declared {}: `{}` {} {}",
+            named(),
+            spread.noun(),
+            call.name(),
+            spread.verb(),
+            path.display()
+        ))
+    }
+}
+
+/// The permission rules as a gate-1 listener (tier `Rule`): any applying deny → deny; else any
+/// applying ask → ask; else any applying allow → allow; else abstain. Paths are matched after
+/// resolution, so `src/../.env` is `.env`; a declared path that does not resolve inside the
+/// workspace is left to confinement.
 #[derive(Clone, Debug)]
 pub struct PermissionRules {
     workspace: Arc<Workspace>,
-    rules: Vec<Rule>,
+    rules: Vec<Compiled>,
 }
 
 impl PermissionRules {
-    pub fn new(workspace: Arc<Workspace>, rules: Vec<Rule>) -> Self {
+    /// The rules, judged for a session whose read-only tools are `readers` (the registry's own
+    /// `read_only` flag, never a list of names): a `deny`/`ask` path rule naming one of them
+    /// governs every declared read, one naming any other tool every declared write.
+    pub fn new(workspace: Arc<Workspace>, rules: Vec<Rule>, readers: &[String]) -> Self {
+        let rules = rules
+            .into_iter()
+            .map(|rule| {
+                let spread =
+                    (rule.kind != RuleKind::Allow && rule.pattern.is_some() && rule.tool != SHELL)
+                        .then(|| {
+                            if readers.contains(&rule.tool) {
+                                Spread::Reads
+                            } else {
+                                Spread::Writes
+                            }
+                        });
+                Compiled { rule, spread }
+            })
+            .collect();
         PermissionRules { workspace, rules }
     }
 
-    pub fn rules(&self) -> &[Rule] {
-        &self.rules
+    pub fn rules(&self) -> impl Iterator<Item = &Rule> {
+        self.rules.iter().map(|c| &c.rule)
     }
 
     /// The rules that name `run_shell`, for the shell policy.
     pub fn shell_rules(&self) -> impl Iterator<Item = &Rule> {
-        self.rules.iter().filter(|r| r.tool == SHELL)
+        self.rules().filter(|r| r.tool == SHELL)
     }
 
     fn decide(&self, call: &ToolCall, accesses: &[Access]) -> Vote {
-        if call.name() == SHELL {
-            return Vote::abstain();
-        }
-        let paths: Vec<PathBuf> = accesses
+        let declared: Vec<(&Access, PathBuf)> = accesses
             .iter()
             .filter_map(|a| match a {
                 Access::Read { path } | Access::Write { path } => {
                     let resolved = self.workspace.resolve(path.to_str()?).ok()?;
-                    Some(resolved.rel)
+                    Some((a, resolved.rel))
                 }
                 _ => None,
             })
             .collect();
         for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
-            let hit = self
+            let reason = self
                 .rules
                 .iter()
-                .find(|r| r.kind == kind && r.applies(call.name(), &paths));
-            if let Some(rule) = hit {
-                let reason = format!(
-                    "{} rule `{}` from {}",
-                    kind.as_str(),
-                    rule.text(),
-                    rule.origin
-                );
+                .filter(|c| c.rule.kind == kind && c.rule.tool != SHELL)
+                .find_map(|c| c.applies(call, &declared));
+            if let Some(reason) = reason {
                 return match kind {
                     RuleKind::Deny => Vote::deny(Tier::Rule, reason),
                     RuleKind::Ask => Vote::ask(Tier::Rule, reason),

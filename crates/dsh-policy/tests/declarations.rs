@@ -2,7 +2,8 @@
 //! names"): a command line declared by any tool (`Access::Execute`) is judged by the shell
 //! policy exactly as a `run_shell` command — with the `run_shell(…)` rules and the lists —
 //! and audited again at gate 3; a declared network access meets the session's grant. A
-//! tool's own allow rule cannot lift the shell policy's deny.
+//! tool's own allow rule cannot lift the shell policy's deny. The file tools' path rules apply
+//! to every declared read or write, whichever tool declares it; their allow rules never spread.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use dsh_core::{
     Access, CancellationToken, Decision, FailureKind, Pipeline, Registry, ToolCall, ToolOutput,
     Workspace,
 };
+use dsh_core::{CheckVote, Verdict};
 use dsh_policy::{
     NetworkVote, PermissionRules, PythonAuditGuard, Rule, RuleKind, ShellLists, ShellPolicy,
     ShellRule,
@@ -37,18 +39,31 @@ fn declaring(name: &str, arg: &'static str) -> FnTool {
     })
 }
 
+/// Rules from their text, through the one grammar (dsh-config's), all from "user".
+fn parse_rules(list: &[(RuleKind, &str)]) -> Vec<Rule> {
+    list.iter()
+        .map(|(k, t)| {
+            let parsed = dsh_config::Rule::parse(t, dsh_config::Origin::builtin()).unwrap();
+            Rule::new(*k, parsed.tool, parsed.specifier.as_deref(), "user").unwrap()
+        })
+        .collect()
+}
+
+/// The registry's read-only tools, by their own flag (as dsh-agent's assembly computes them).
+fn readers(registry: &Registry) -> Vec<String> {
+    registry
+        .specs()
+        .filter(|s| s.read_only)
+        .map(|s| s.name.clone())
+        .collect()
+}
+
 fn pipeline(ws: &Arc<Workspace>) -> Arc<Pipeline> {
-    let rules: Vec<Rule> = [
+    let rules = parse_rules(&[
         (RuleKind::Allow, "run_code"),
         (RuleKind::Allow, "run_shell(git status)"),
         (RuleKind::Deny, "run_shell(rm *)"),
-    ]
-    .iter()
-    .map(|(k, t)| {
-        let parsed = dsh_config::Rule::parse(t, dsh_config::Origin::builtin()).unwrap();
-        Rule::new(*k, parsed.tool, parsed.specifier.as_deref(), "user").unwrap()
-    })
-    .collect();
+    ]);
     let mut registry = Registry::new();
     registry
         .register(declaring("run_shell", "command"))
@@ -61,8 +76,9 @@ fn pipeline(ws: &Arc<Workspace>) -> Arc<Pipeline> {
         ShellLists::default(),
         NetworkVote::Refused,
     );
+    let readers = readers(&registry);
     Pipeline::builder(registry, Arc::new(MemoryJournal::new("t")))
-        .pre_policy(PermissionRules::new(ws.clone(), rules))
+        .pre_policy(PermissionRules::new(ws.clone(), rules, &readers))
         .pre_policy(shell)
         .guard(PythonAuditGuard::new(ws.clone()))
         .build()
@@ -181,4 +197,209 @@ async fn declared_network_and_gate_three_apply_to_any_tool() {
         "{}",
         r.content()
     );
+}
+
+/// A tool declaring a read (or, with `write`, a write) of its `path` argument — plus, with
+/// `command`, a command line under that argument.
+fn path_tool(name: &str, write: bool, command: Option<&'static str>) -> FnTool {
+    FnTool::new(name, |_, _| async {
+        Ok(ToolOutput::new("ran", json!({"n": 1})))
+    })
+    .accesses(move |a: &Value| {
+        let mut out = Vec::new();
+        if let Some(arg) = command {
+            out.push(Access::Execute {
+                command: a[arg].as_str().unwrap_or_default().to_owned(),
+            });
+        }
+        if let Some(path) = a["path"].as_str() {
+            let path = path.into();
+            out.push(if write {
+                Access::Write { path }
+            } else {
+                Access::Read { path }
+            });
+        }
+        out
+    })
+    .spec(move |s| s.read_only(!write && command.is_none()))
+}
+
+/// The file tools' rules, and tools that declare the same kinds of access under other names:
+/// `peek` reads (read-only, like `grep`), `stash` writes (like an MCP tool), `run_code` and a
+/// `run_shell` run commands and may declare a read too.
+fn file_rules_pipeline(ws: &Arc<Workspace>) -> Arc<Pipeline> {
+    let mut registry = Registry::new();
+    for tool in [
+        path_tool("read_file", false, None),
+        path_tool("peek", false, None),
+        path_tool("write_file", true, None),
+        path_tool("edit_file", true, None),
+        path_tool("stash", true, None),
+        path_tool("run_code", false, Some("code")),
+        path_tool("run_shell", false, Some("command")),
+    ] {
+        registry.register(tool).unwrap();
+    }
+    let readers = readers(&registry);
+    assert_eq!(
+        {
+            let mut r = readers.clone();
+            r.sort();
+            r
+        },
+        ["peek", "read_file"]
+    );
+    let rules = parse_rules(&[
+        (RuleKind::Deny, "read_file(.env)"),
+        (RuleKind::Deny, "write_file(secrets/**)"),
+        (RuleKind::Deny, "write_file(src/**)"),
+        (RuleKind::Ask, "edit_file(config/**)"),
+        (RuleKind::Allow, "read_file(src/**)"),
+        (RuleKind::Allow, "stash(notes/**)"),
+        (RuleKind::Deny, "run_shell"),
+        (RuleKind::Deny, "run_shell(cat *)"),
+    ]);
+    Pipeline::builder(registry, Arc::new(MemoryJournal::new("t")))
+        .pre_policy(PermissionRules::new(ws.clone(), rules, &readers))
+        .build()
+}
+
+/// The permission rules' vote on one call.
+async fn permissions(p: &Pipeline, tool: &str, args: Value) -> CheckVote {
+    let r = p.check(&ToolCall::new("c", tool, args.clone())).await;
+    r.votes
+        .into_iter()
+        .find(|v| v.policy == "permissions")
+        .unwrap_or_else(|| panic!("no vote from permissions on {tool} {args}"))
+}
+
+#[tokio::test]
+async fn the_file_tools_path_rules_apply_to_every_declared_read_or_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Arc::new(Workspace::new(dir.path()).unwrap());
+    let p = file_rules_pipeline(&ws);
+    let cases: &[(&str, Value, Verdict, &[&str])] = &[
+        // The rule's own tool, as before: the reason names the rule and its origin only.
+        (
+            "read_file",
+            json!({"path": ".env"}),
+            Verdict::Deny,
+            &["deny rule `read_file(.env)` from user"],
+        ),
+        // Another tool's declared read meets the read tool's deny, after resolution.
+        (
+            "peek",
+            json!({"path": ".env"}),
+            Verdict::Deny,
+            &[
+                "`read_file(.env)`",
+                "every declared read: `peek` reads .env",
+            ],
+        ),
+        (
+            "peek",
+            json!({"path": "src/../.env"}),
+            Verdict::Deny,
+            &["every declared read: `peek` reads .env"],
+        ),
+        // A tool that declares a command is judged on its declared read too, whatever its
+        // name — `run_shell` included.
+        (
+            "run_code",
+            json!({"code": "ls", "path": ".env"}),
+            Verdict::Deny,
+            &["`run_code` reads .env"],
+        ),
+        (
+            "run_shell",
+            json!({"command": "ls", "path": ".env"}),
+            Verdict::Deny,
+            &["`read_file(.env)`", "`run_shell` reads .env"],
+        ),
+        // A write tool's rules apply to every declared write.
+        (
+            "stash",
+            json!({"path": "secrets/x"}),
+            Verdict::Deny,
+            &[
+                "deny rule `write_file(secrets/**)` from user",
+                "every declared write: `stash` writes secrets/x",
+            ],
+        ),
+        (
+            "edit_file",
+            json!({"path": "secrets/../secrets/k"}),
+            Verdict::Deny,
+            &["`write_file(secrets/**)`", "`edit_file` writes secrets/k"],
+        ),
+        (
+            "stash",
+            json!({"path": "config/app.toml"}),
+            Verdict::Ask,
+            &[
+                "ask rule `edit_file(config/**)`",
+                "`stash` writes config/app.toml",
+            ],
+        ),
+        (
+            "write_file",
+            json!({"path": "config/app.toml"}),
+            Verdict::Ask,
+            &["`write_file` writes config/app.toml"],
+        ),
+        // A write tool's path rule does not govern declared reads.
+        (
+            "peek",
+            json!({"path": "src/main.rs"}),
+            Verdict::Abstain,
+            &[],
+        ),
+        (
+            "read_file",
+            json!({"path": "src/main.rs"}),
+            Verdict::Allow,
+            &["allow rule `read_file(src/**)`"],
+        ),
+        ("peek", json!({"path": "secrets/x"}), Verdict::Abstain, &[]),
+        (
+            "stash",
+            json!({"path": "src/lib.rs"}),
+            Verdict::Deny,
+            &["`stash` writes src/lib.rs"],
+        ),
+        // A read tool's path rule does not govern declared writes.
+        ("stash", json!({"path": ".env"}), Verdict::Abstain, &[]),
+        // An allow never spreads to another tool.
+        (
+            "stash",
+            json!({"path": "notes/a"}),
+            Verdict::Allow,
+            &["`stash(notes/**)`"],
+        ),
+        (
+            "write_file",
+            json!({"path": "notes/a"}),
+            Verdict::Abstain,
+            &[],
+        ),
+        // `run_shell` rules are the shell policy's: never judged here, bare or not.
+        (
+            "run_shell",
+            json!({"command": "cat .env"}),
+            Verdict::Abstain,
+            &[],
+        ),
+        ("run_shell", json!({"command": "ls"}), Verdict::Abstain, &[]),
+    ];
+    for (tool, args, verdict, reason) in cases {
+        let v = permissions(&p, tool, args.clone()).await;
+        assert_eq!(v.vote, *verdict, "{tool} {args}: {}", v.reason);
+        for part in *reason {
+            assert!(v.reason.contains(part), "{tool} {args}: {}", v.reason);
+        }
+    }
+    // A rule applying to its own tool's call says nothing about declarations.
+    let v = permissions(&p, "read_file", json!({"path": ".env"})).await;
+    assert_eq!(v.reason, "deny rule `read_file(.env)` from user");
 }

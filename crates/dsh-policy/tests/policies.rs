@@ -65,9 +65,10 @@ fn tools(runs: &Arc<AtomicUsize>, big: usize) -> Registry {
     r
 }
 
+/// The rules, with `read` as the one read-only tool (as `tools` registers it).
 fn rules(ws: &Arc<Workspace>, list: &[(RuleKind, &str, &str)]) -> PermissionRules {
     let rules = list.iter().map(|(k, t, o)| parse_rule(*k, t, o)).collect();
-    PermissionRules::new(ws.clone(), rules)
+    PermissionRules::new(ws.clone(), rules, &["read".to_owned()])
 }
 
 fn pipeline(f: &Fixture, rules_list: &[(RuleKind, &str, &str)], yolo: bool) -> Arc<Pipeline> {
