@@ -9,6 +9,7 @@ mod assemble;
 mod ending;
 mod leftovers;
 pub mod prompt;
+pub mod replay;
 mod session_id;
 pub mod sessions;
 mod settings;
