@@ -213,14 +213,16 @@ fn judge(seen: &Seen) -> Option<Recorded> {
 }
 
 /// Today's decision for each of `calls` in `session` (a dry session: see
-/// [`Session::assemble_dry`]), one row per call in order. A tool outside the tool set of the
-/// agent that made the call is refused at the registry, as the loop would refuse it.
+/// [`Session::assemble_dry`]), one row per call in order. A tool the session has but outside
+/// the tool set of the agent that made the call is refused at the registry, as the loop would
+/// refuse it.
 pub async fn replay(calls: Vec<RecordedCall>, session: &Session) -> Vec<Row> {
     let registry = session.pipeline.registry();
     let mut rows = Vec::with_capacity(calls.len());
     for call in calls {
         let tools = tool_set_for(call.agent.as_deref(), registry);
-        let today = if tools.contains(&call.tool) {
+        // A name no tool has is the registry's to refuse, with its own reason.
+        let today = if tools.contains(&call.tool) || registry.get(&call.tool).is_none() {
             let report = session
                 .pipeline
                 .check(&ToolCall::new(
