@@ -35,7 +35,7 @@ pub(crate) struct Common {
     #[arg(long, global = true, default_value = ".", value_name = "DIR")]
     workspace: PathBuf,
     /// Whether `--workspace` was given on the command line (not defaulted): `sessions list`
-    /// filters by workspace only then.
+    /// filters by workspace, and `replay` uses it over the recorded one, only then.
     #[arg(skip)]
     workspace_given: bool,
     /// The user configuration file (default: the platform config dir's dsh/config.toml).

@@ -242,6 +242,18 @@ fn a_broken_journal_line_is_named_with_its_file_and_line() {
     );
 }
 
+#[test]
+fn the_help_lists_replay_and_says_its_exit_codes() {
+    let d = Dirs::new();
+    let top = stdout(&dsh(&d, &["--help"]));
+    assert!(top.contains("replay"), "{top}");
+    let help = stdout(&dsh(&d, &["replay", "--help"]));
+    assert!(
+        help.contains("Exit 0 when no decision changed, 4 when one did"),
+        "{help}"
+    );
+}
+
 /// Records a short `dsh batch` session in `d.ws` and returns its id.
 fn batch_session(d: &Dirs) -> String {
     let out = d.batch_output(
