@@ -10,6 +10,7 @@ mod ending;
 pub mod events;
 mod leftovers;
 pub mod prompt;
+pub mod replay;
 mod session_id;
 pub mod sessions;
 mod settings;

@@ -4,6 +4,7 @@
 mod batch;
 mod exec;
 mod mirror;
+mod replay;
 mod sessions;
 mod settings;
 mod signals;
@@ -34,7 +35,7 @@ pub(crate) struct Common {
     #[arg(long, global = true, default_value = ".", value_name = "DIR")]
     workspace: PathBuf,
     /// Whether `--workspace` was given on the command line (not defaulted): `sessions list`
-    /// filters by workspace only then.
+    /// filters by workspace, and `replay` uses it over the recorded one, only then.
     #[arg(skip)]
     workspace_given: bool,
     /// The user configuration file (default: the platform config dir's dsh/config.toml).
@@ -46,7 +47,8 @@ pub(crate) struct Common {
     yolo: bool,
     /// `exec` and `batch`: print the session's journal records, one JSON line each, as they
     /// are written (instead of the final text or the result objects). `check` always prints
-    /// JSON. `sessions list`: one object per session; `sessions show`: the records.
+    /// JSON. `sessions list`: one object per session; `sessions show`: the records;
+    /// `replay`: one object per call, then the summary.
     #[arg(long, global = true)]
     json: bool,
     /// The OS sandbox for run_shell: auto (as much as the OS offers, warning otherwise),
@@ -78,6 +80,13 @@ enum Command {
     /// The recorded sessions under DSH_HOME: list, show, verify.
     #[command(subcommand)]
     Sessions(sessions::SessionsCommand),
+    /// Re-drive a recorded session's tool calls through today's gates 1 and 3: nothing runs,
+    /// nobody is asked. Prints per call the recorded decision and today's, then a summary.
+    #[command(long_about = replay::HELP)]
+    Replay {
+        /// A session id, a unique prefix of one, or a journal file's path.
+        session: String,
+    },
 }
 
 /// Exit codes (DESIGN §4), defined once.
@@ -87,6 +96,8 @@ pub(crate) mod exit {
     pub const HARNESS: u8 = 1;
     /// Bad usage or configuration; the message names the file, line and key.
     pub const USAGE: u8 = 2;
+    /// `dsh replay`: a recorded decision is not today's.
+    pub const CHANGED: u8 = 4;
     /// Interrupted by the user (SIGINT).
     pub const INTERRUPTED: u8 = 130;
     /// Terminated (SIGTERM).
@@ -150,6 +161,9 @@ fn main() -> ExitCode {
         }),
         Some(Command::Trust) => settings::trust(&cli.common),
         Some(Command::Sessions(command)) => sessions::run(&cli.common, &command),
+        Some(Command::Replay { session }) => {
+            runtime().and_then(|rt| rt.block_on(replay::replay(&cli.common, &session)))
+        }
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

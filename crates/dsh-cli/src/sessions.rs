@@ -324,7 +324,7 @@ fn tool_line(
 }
 
 /// `key=value` pairs, each value cut short, the whole cut at 100 characters.
-fn short_args(args: &Value) -> String {
+pub(crate) fn short_args(args: &Value) -> String {
     let text = match args {
         Value::Object(map) => map
             .iter()
@@ -344,7 +344,7 @@ fn short_value(v: &Value) -> String {
 }
 
 /// `text` on one line, at most `max` characters, with `…` when cut.
-fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     let one_line: String = text
         .chars()
         .map(|c| if c == '\n' { '⏎' } else { c })
