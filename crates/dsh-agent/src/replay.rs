@@ -15,10 +15,10 @@
 //! resumed session closes for the file it resumes have no `tool_call` in the new file and are
 //! not replayed.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use dsh_core::journal::{Entry, Record};
-use dsh_core::{Decision, FailureKind, Gate, Registry, ToolCall};
+use dsh_core::{Decision, FailureKind, Gate, ToolCall, ToolSet};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -75,28 +75,15 @@ pub struct Row {
     pub changed: bool,
 }
 
-/// The tools an agent may call, by name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolSet {
-    names: BTreeSet<String>,
-}
-
-impl ToolSet {
-    pub fn contains(&self, tool: &str) -> bool {
-        self.names.contains(tool)
-    }
-}
-
-/// The tool set the agent that made a call has today, out of the session's `registry`.
+/// The tool set the agent that made a call has today.
 ///
 /// The one place that chooses it. Today every agent — the main one (`None`) and any
-/// `sub-N` — gets the whole registry: the main agent is the only one so far, and sub-agent
-/// profiles (`[agents.NAME] tools`) will narrow this when they exist.
-pub fn tool_set_for(agent: Option<&str>, registry: &Registry) -> ToolSet {
+/// `sub-N` — gets every tool of the session: the main agent is the only one so far, and
+/// sub-agent profiles (`[agents.NAME] tools`, read from the `sub_agent_start` record's
+/// profile) will narrow this when they exist.
+pub fn tool_set_for(agent: Option<&str>) -> ToolSet {
     let _ = agent;
-    ToolSet {
-        names: registry.specs().map(|s| s.name.clone()).collect(),
-    }
+    ToolSet::All
 }
 
 /// What the journal holds about one call while the records are read.
@@ -217,37 +204,18 @@ fn judge(seen: &Seen) -> Option<Recorded> {
 /// the tool set of the agent that made the call is refused at the registry, as the loop would
 /// refuse it.
 pub async fn replay(calls: Vec<RecordedCall>, session: &Session) -> Vec<Row> {
-    let registry = session.pipeline.registry();
     let mut rows = Vec::with_capacity(calls.len());
     for call in calls {
-        let tools = tool_set_for(call.agent.as_deref(), registry);
-        // A name no tool has is the registry's to refuse, with its own reason.
-        let today = if tools.contains(&call.tool) || registry.get(&call.tool).is_none() {
-            let report = session
-                .pipeline
-                .check(&ToolCall::new(
-                    call.call_id.as_str(),
-                    call.tool.as_str(),
-                    call.args.clone(),
-                ))
-                .await;
-            Today {
-                decision: report.decision,
-                gate: report.gate,
-                policy: report.policy,
-                reason: report.reason,
-            }
-        } else {
-            Today {
-                decision: Decision::Deny,
-                gate: Gate::Registry,
-                policy: None,
-                reason: format!(
-                    "`{}` is not among the tools of agent `{}`",
-                    call.tool,
-                    call.agent.as_deref().unwrap_or("main")
-                ),
-            }
+        let tools = tool_set_for(call.agent.as_deref());
+        let probe = ToolCall::new(call.call_id.as_str(), call.tool.as_str(), call.args.clone())
+            .with_agent(call.agent.as_deref().map(Into::into));
+        // A tool outside the agent's set is refused at the registry, as the loop refuses it.
+        let report = session.pipeline.check_in(&tools, &probe).await;
+        let today = Today {
+            decision: report.decision,
+            gate: report.gate,
+            policy: report.policy,
+            reason: report.reason,
         };
         let changed = call
             .recorded

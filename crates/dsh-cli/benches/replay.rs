@@ -128,7 +128,7 @@ fn write_journal(path: &Path, ws: &Path, calls: usize) {
                 call_id: id.as_str().into(),
                 name: tool.into(),
                 args: std::borrow::Cow::Owned(args),
-                source: "model".into(),
+                source: dsh_core::CallSource::Model,
                 parent: None,
                 step: 1,
             })
