@@ -209,6 +209,23 @@ impl Agent {
         }
     }
 
+    /// The main agent of `session` continuing a conversation rebuilt from the journal
+    /// ([`crate::resume::load`]): its history, turns and step count (new steps and call ids
+    /// continue after the old ones; totals count this process's steps only).
+    pub fn resumed(
+        session: Arc<Session>,
+        provider: Arc<dyn Provider>,
+        config: LoopConfig,
+        resumed: crate::resume::Resumed,
+    ) -> Self {
+        let mut agent = Agent::new(session, provider, config);
+        agent.history = resumed.history;
+        agent.turn_starts = resumed.turn_starts;
+        agent.step = resumed.steps;
+        agent.steps_before = resumed.steps;
+        agent
+    }
+
     /// Who this agent is.
     pub fn spec(&self) -> &AgentSpec {
         &self.spec

@@ -102,6 +102,9 @@ pub struct SessionSettings {
     /// Where the session's agents send their events (and `Approval::Interactive` its
     /// questions); none by default.
     pub events: EventSink,
+    /// The session this one resumes: the old file's last intact record (`session_start`'s
+    /// `resumed_from`, DESIGN §6).
+    pub resumed_from: Option<journal::ResumedFrom<'static>>,
 }
 
 impl SessionSettings {
@@ -140,6 +143,7 @@ impl SessionSettings {
             provider: None,
             model: None,
             events: EventSink::none(),
+            resumed_from: None,
         }
     }
 }
@@ -266,7 +270,7 @@ impl Session {
             model: settings.model.as_deref().map(Into::into),
             dsh_version: env!("CARGO_PKG_VERSION").into(),
             config_digest: settings.config_digest.as_str().into(),
-            resumed_from: None,
+            resumed_from: settings.resumed_from.clone(),
         };
         journal
             .append(&start)
@@ -404,6 +408,19 @@ impl Session {
     ///
     /// Policies built at assembly from the tools' declarations (the read-only tools whose
     /// path rules carry over to shell words) are not rebuilt.
+    /// Closes the calls a resumed session's old process never finished: their results are
+    /// the new journal's first records after `session_start` (DESIGN §6).
+    pub fn record_cut_off(
+        &self,
+        results: &[Arc<dsh_core::FrozenResult>],
+    ) -> Result<(), journal::JournalError> {
+        let journal = self.pipeline.journal();
+        for r in results {
+            journal.append(&journal::Record::ToolResult(r.as_ref().into()))?;
+        }
+        journal.sync()
+    }
+
     pub fn register_tool(
         &self,
         tool: Arc<dyn dsh_core::Tool>,

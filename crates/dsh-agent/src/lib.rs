@@ -11,6 +11,7 @@ pub mod events;
 mod leftovers;
 pub mod prompt;
 pub mod replay;
+pub mod resume;
 mod session_id;
 pub mod sessions;
 mod settings;

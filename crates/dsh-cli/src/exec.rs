@@ -34,6 +34,15 @@ pub(crate) struct ExecArgs {
     /// Stop after this many model calls (exit code 3).
     #[arg(long, value_name = "N")]
     max_steps: Option<u64>,
+    /// Continue session ID (an id, a unique prefix, or a journal's path) in a new journal
+    /// linked to it. Nothing is re-run and no approval is reused; calls the old process never
+    /// finished are closed as cut off, and the model is told.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_")]
+    resume: Option<String>,
+    /// Continue the newest session of this workspace that has a user message and is not
+    /// open in another process (as --resume does).
+    #[arg(long = "continue")]
+    continue_: bool,
 }
 
 pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure> {
@@ -68,6 +77,10 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
     let provider = dsh_agent::provider_from_loaded(&loaded, &env).map_err(Failure::usage)?;
 
     let mut settings = settings::session_settings(common, &loaded)?;
+    let resumed = resume(args, &settings.dsh_home, &loaded.workspace)?;
+    if let Some(r) = &resumed {
+        settings.resumed_from = Some(r.link.clone());
+    }
     settings.provider = Some(provider.name().to_owned());
     settings.model = Some(provider.model().to_owned());
     let mirror = mirror::open(common.json)?;
@@ -82,7 +95,15 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
     // Rendered from the agent's events, like every front end.
     let render = tokio::spawn(render(stream));
     let config = LoopConfig::from_loaded(&loaded);
-    let mut agent = Agent::new(session.clone(), provider, config);
+    let mut agent = match resumed {
+        None => Agent::new(session.clone(), provider, config),
+        Some(r) => {
+            session
+                .record_cut_off(&r.cut_off)
+                .map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
+            Agent::resumed(session.clone(), provider, config, r)
+        }
+    };
     // The agent writes `stop` however its run ends; `session_end` is written here.
     let outcome = agent.run(&prompt, signals.token()).await;
     let totals = agent.totals();
@@ -118,6 +139,38 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
         }
     };
     Ok(code)
+}
+
+/// The conversation `--resume ID` or `--continue` names, rebuilt from its journal; a notice
+/// on stderr says what is resumed and which calls were cut off.
+fn resume(
+    args: &ExecArgs,
+    dsh_home: &std::path::Path,
+    workspace: &std::path::Path,
+) -> Result<Option<dsh_agent::resume::Resumed>, Failure> {
+    use dsh_agent::resume;
+    let path = match (&args.resume, args.continue_) {
+        (Some(id), _) => dsh_agent::sessions::resolve(dsh_home, id)
+            .map_err(|e| Failure::usage(anyhow::Error::new(e)))?,
+        (None, true) => resume::newest_for(dsh_home, workspace)
+            .map_err(|e| Failure::usage(anyhow::Error::new(e)))?,
+        (None, false) => return Ok(None),
+    };
+    let resumed = resume::load(&path).map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
+    eprintln!(
+        "dsh: resuming session {} ({} turns)",
+        resumed.session,
+        resumed.turn_starts.len()
+    );
+    for r in &resumed.cut_off {
+        eprintln!(
+            "dsh: call {} ({}) was cut off when the old process ended: closed as {}",
+            r.call_id(),
+            r.tool(),
+            r.failure_kind().map_or("", |k| k.as_str())
+        );
+    }
+    Ok(Some(resumed))
 }
 
 /// What `dsh exec` shows of the events: the main agent's final answer, printed once the run

@@ -218,6 +218,32 @@ impl FrozenResult {
         }
     }
 
+    /// The result of a call whose process died before it had one, written when its session
+    /// is resumed (DESIGN §6): `cancelled_after` when its `tool_started` is on record (it may
+    /// have run, partly or fully), else `cancelled_before` (it did not run). Nothing else
+    /// builds a result outside the pipeline.
+    pub fn cut_off(call_id: &str, tool: &str, started: bool) -> Self {
+        let (kind, reason) = if started {
+            (
+                FailureKind::CancelledAfter,
+                "the previous dsh process ended while this call was running: it may have run partly or fully; check its effects before repeating it",
+            )
+        } else {
+            (
+                FailureKind::CancelledBefore,
+                "the previous dsh process ended before this call started: it did not run",
+            )
+        };
+        let mut c = Candidate::failure(
+            call_id,
+            tool,
+            kind,
+            DecidedBy::new(Gate::Normalize, None, reason),
+        );
+        c.content = format!("cut off: {reason}");
+        FrozenResult::freeze(c)
+    }
+
     pub fn call_id(&self) -> &str {
         &self.call_id
     }
