@@ -141,7 +141,7 @@ fn main() -> ExitCode {
         matches.value_source("workspace") == Some(ValueSource::CommandLine);
     let outcome = match cli.command {
         None => Err(Failure::harness(anyhow::anyhow!(
-            "the interactive REPL is not implemented yet; use `dsh exec`, `dsh check` or `dsh batch` (see `dsh --help`)"
+            "the interactive REPL is not implemented yet; use `dsh exec` (with --resume ID or --continue to go on with a session), `dsh check`, `dsh batch`, `dsh sessions` or `dsh replay` (see `dsh --help`)"
         ))),
         Some(Command::Check { tool, args_json }) => {
             runtime().and_then(|rt| rt.block_on(batch::check(&cli.common, &tool, &args_json)))

@@ -45,6 +45,8 @@ type Executed = (Result<ToolOutput, ToolError>, Duration);
 
 /// Why an execution produced no outcome of its own.
 enum Stop {
+    /// Cancelled while it waited for a slot in the session's budget: it never ran.
+    NotStarted,
     /// Dropped after the cancellation grace.
     Aborted,
     /// Panicked outside the frames `Next::run` guards (should not happen).
@@ -221,18 +223,13 @@ impl<'a> Batch<'a> {
         let work = async move {
             let begun = Instant::now();
             let Ok(held) = budget.acquire(kind, &cx.cancel).await else {
-                let waited = begun.elapsed();
-                let e = ToolError::new(
-                    ToolErrorKind::Failed,
-                    "cancelled while waiting for an execution slot; it did not run",
-                );
-                return (Err(e), waited);
+                return Err(Stop::NotStarted);
             };
             *permit.lock().await = Some(held);
             let outcome = Next::new(&wrappers, tool.as_ref()).run(cx).await;
             // The slot is free the moment the work is, whoever still holds the handle.
             drop(permit.lock().await.take());
-            (outcome, begun.elapsed())
+            Ok((outcome, begun.elapsed()))
         };
         if parallel {
             // Its own task, so CPU-bound tools really run side by side.
@@ -246,16 +243,17 @@ impl<'a> Batch<'a> {
                         Stop::Aborted
                     }
                 });
-                (idx, joined)
+                (idx, joined.and_then(|r| r))
             }) as Running);
         } else {
             // Nothing overlaps an exclusive call: poll it here and save the cross-thread
             // wake-ups of a spawned task.
             let (work, handle) = futures::future::abortable(work);
             self.aborts[idx] = Some(Abort::Inline(handle));
-            self.running.push(
-                Box::pin(async move { (idx, work.await.map_err(|_| Stop::Aborted)) }) as Running,
-            );
+            self.running.push(Box::pin(async move {
+                let joined = work.await.map_err(|_| Stop::Aborted);
+                (idx, joined.and_then(|r| r))
+            }) as Running);
         }
         self.exclusive_running |= !parallel;
         self.slots[idx] = Slot::Running { allowed_by, entry };
@@ -402,19 +400,25 @@ fn normalize(
     };
     match joined {
         Err(stop) => {
-            let (kind, reason) = if matches!(stop, Stop::Panicked) {
-                (
+            let (kind, reason) = match stop {
+                Stop::Panicked => (
                     FailureKind::Crashed,
                     format!("`{}` crashed outside its own frame", call.name()),
-                )
-            } else {
-                (
+                ),
+                Stop::NotStarted => (
+                    FailureKind::CancelledBefore,
+                    format!(
+                        "`{}` was cancelled while it waited for an execution slot; it did not run",
+                        call.name()
+                    ),
+                ),
+                Stop::Aborted => (
                     FailureKind::CancelledAfter,
                     format!(
                         "`{}` was stopped by force after the batch was cancelled",
                         call.name()
                     ),
-                )
+                ),
             };
             fail(kind, Gate::Execute, None, reason, Duration::ZERO)
         }
