@@ -5,7 +5,7 @@ use std::io::{BufRead, Write};
 
 use anyhow::{Context, anyhow};
 use dsh_agent::{Ending, Session, Totals};
-use dsh_core::ToolCall;
+use dsh_core::{CallSource, ToolCall};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -120,7 +120,12 @@ fn read_calls(file: &str) -> Result<Vec<ToolCall>, Failure> {
                 "{file}:{n}: the id \"{id}\" is used twice"
             )));
         }
-        calls.push(ToolCall::new(id, parsed.name, parsed.args).with_step(1));
+        // No model asked for these: they are the person's own calls.
+        calls.push(
+            ToolCall::new(id, parsed.name, parsed.args)
+                .with_step(1)
+                .with_source(CallSource::User),
+        );
     }
     Ok(calls)
 }
