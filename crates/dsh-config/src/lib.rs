@@ -189,9 +189,14 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         builder.apply(part);
     }
 
-    let env = env_part(&opts.env, builder.provider())?;
+    // The provider is known before the environment and the flags apply their keys: the
+    // flag's, else `DSH_PROVIDER`, else the files'. Each layer's keys then resolve in order
+    // for *that* provider — its `*_BASE_URL`, `DSH_MODEL` — so naming the provider on the
+    // command line keeps what the environment says about it (issue 14).
+    let flags = flags_part(&opts.overrides)?;
+    let env = env_part(&opts.env, builder.provider(), flags.model.provider)?;
     builder.apply(env);
-    builder.apply(flags_part(&opts.overrides)?);
+    builder.apply(flags);
 
     let model_explicit = builder.model_explicit();
     let (config, notices) = builder.finish();
@@ -220,7 +225,16 @@ fn read_part(
     parse_part(path, &text, layer).map(Some)
 }
 
-fn env_part(env: &BTreeMap<String, String>, current: Provider) -> Result<Part, ConfigError> {
+/// The environment's layer. `files` is the provider the files leave, `flag` the one the
+/// command line names: when the final provider differs from the files', this layer switches
+/// to it (so the files' endpoint, model and key variable, which were theirs, are dropped
+/// here), and then sets that provider's `*_BASE_URL` and `DSH_MODEL`, which the flags' layer
+/// keeps since it names the same provider.
+fn env_part(
+    env: &BTreeMap<String, String>,
+    files: Provider,
+    flag: Option<Provider>,
+) -> Result<Part, ConfigError> {
     let mut part = Part::new(Layer::Env, "environment".to_string());
     let get = |name: &str| env.get(name).filter(|v| !v.trim().is_empty());
     let bad = |name: &str, message: String| {
@@ -234,7 +248,10 @@ fn env_part(env: &BTreeMap<String, String>, current: Provider) -> Result<Part, C
             .map_err(|e| bad("DSH_PROVIDER", e))?;
         part.model.provider = Some(provider);
     }
-    let provider = part.model.provider.unwrap_or(current);
+    if let Some(flag) = flag {
+        part.model.provider = Some(flag);
+    }
+    let provider = part.model.provider.unwrap_or(files);
     let url_var = provider.base_url_env();
     if let Some(v) = get(url_var) {
         check_url(v).map_err(|e| bad(url_var, e))?;
