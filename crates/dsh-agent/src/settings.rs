@@ -189,7 +189,21 @@ pub fn provider_from_config(
     env: &BTreeMap<String, String>,
     explicit: bool,
 ) -> Result<Arc<dyn dsh_model::Provider>, ModelError> {
-    dsh_model::select(&model_settings(model, env, explicit))
+    dsh_model::select_with(
+        &model_settings(model, env, explicit),
+        provider_options(model),
+    )
+}
+
+/// `[model] idle_timeout_s` and `max_retries` as the provider's transport options.
+pub fn provider_options(model: &ModelConfig) -> dsh_model::ProviderOptions {
+    dsh_model::ProviderOptions {
+        idle_timeout: std::time::Duration::from_secs(model.idle_timeout_s.max(1)),
+        max_attempts: u32::try_from(model.max_retries)
+            .unwrap_or(u32::MAX)
+            .saturating_add(1),
+        ..dsh_model::ProviderOptions::default()
+    }
 }
 
 /// The provider a loaded configuration asks for (`[model]`, `Loaded::model_explicit`).

@@ -173,12 +173,16 @@ fn resume(
     Ok(Some(resumed))
 }
 
-/// What `dsh exec` shows of the events: the main agent's final answer, printed once the run
-/// is over (headless: no live text, no approval prompts — none are asked, see DESIGN §4).
+/// What `dsh exec` shows of the events: each retry of a model call on stderr as it happens,
+/// and the main agent's final answer, printed once the run is over (headless: no live text,
+/// no approval prompts — none are asked, see DESIGN §4).
 async fn render(mut stream: EventStream) -> String {
     let mut answer = String::new();
     while let Some(event) = stream.recv().await {
         match event.kind {
+            EventKind::ModelRetry { attempt, reason } => {
+                eprintln!("dsh: the model call failed, attempt {attempt} follows: {reason}");
+            }
             EventKind::Stop { text, .. } if &*event.agent == dsh_agent::events::MAIN => {
                 answer = text;
             }

@@ -877,3 +877,39 @@ fn a_hundred_call_task_finishes_with_default_settings() {
         "the first call is still in the history"
     );
 }
+
+#[test]
+fn a_silent_server_is_said_as_such_each_retry_on_stderr_and_the_config_sets_the_limits() {
+    let e = Env::new();
+    std::fs::write(
+        e.cfg.join("config.toml"),
+        "[model]\nidle_timeout_s = 1\nmax_retries = 1\n",
+    )
+    .unwrap();
+    let server = ScriptedServer::start(vec![Reply::Silent, Reply::Silent, Reply::text("x")]);
+    let out = e.exec(&server.url, &[], "hi");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let msg = stderr(&out);
+    assert!(
+        msg.contains("connected, but no response within 1 s (tried 2 times)"),
+        "{msg}"
+    );
+    // The retry was told as it happened, once: max_retries = 1.
+    assert_eq!(msg.matches("attempt 2 follows").count(), 1, "{msg}");
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(stop_reason(&e.journal()), "model_error");
+}
+
+#[test]
+fn a_json_reply_to_the_stream_runs_the_task_as_if_streamed() {
+    let e = Env::new();
+    let server = ScriptedServer::start(vec![Reply::status_body(
+        200,
+        &serde_json::json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "answered whole"}}]})
+        .to_string(),
+    )]);
+    let out = e.exec(&server.url, &[], "hi");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "answered whole\n");
+}

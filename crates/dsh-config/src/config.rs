@@ -297,6 +297,10 @@ pub struct ModelConfig {
     pub context_window: Option<u64>,
     /// Prices for cost accounting (`None`: cost unknown).
     pub price: Option<Price>,
+    /// Seconds of silence from the server before an attempt fails.
+    pub idle_timeout_s: u64,
+    /// Retries of a call that failed before any content arrived.
+    pub max_retries: u64,
 }
 
 impl Default for ModelConfig {
@@ -309,6 +313,8 @@ impl Default for ModelConfig {
             api_key_env: provider.default_api_key_env().map(str::to_string),
             context_window: None,
             price: None,
+            idle_timeout_s: crate::defaults::MODEL_IDLE_TIMEOUT_S,
+            max_retries: crate::defaults::MODEL_MAX_RETRIES,
         }
     }
 }

@@ -47,3 +47,10 @@ pub const VERIFY_MAX_ROUNDS: u64 = 3;
 pub const TOOL_TIMEOUT_S: u64 = 120;
 /// Identical calls in a row after which the loop stops; not a config key.
 pub const REPEAT_LIMIT: u32 = 3;
+
+/// `[model] idle_timeout_s`: the longest silence from a model server (waiting for its answer
+/// to begin, or between two pieces of its stream) before the attempt fails.
+pub const MODEL_IDLE_TIMEOUT_S: u64 = 120;
+/// `[model] max_retries`: retries of a model call that failed before any of its content
+/// arrived (connection errors, 429, 5xx, an early cut); the first attempt is not counted.
+pub const MODEL_MAX_RETRIES: u64 = 3;

@@ -91,6 +91,8 @@ struct RawModel {
     api_key_env: Option<String>,
     context_window: Option<u64>,
     price: Option<RawPrice>,
+    idle_timeout_s: Option<u64>,
+    max_retries: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -320,6 +322,14 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
         if let Some(w) = m.context_window {
             positive(w).map_err(|e| src.invalid(&p([k("model"), k("context_window")]), e))?;
         }
+        if let Some(s) = m.idle_timeout_s {
+            positive(s).map_err(|e| src.invalid(&p([k("model"), k("idle_timeout_s")]), e))?;
+        }
+        if let Some(n) = m.max_retries
+            && n > 100
+        {
+            return Err(src.invalid(&p([k("model"), k("max_retries")]), "must be at most 100"));
+        }
         if let Some(price) = &m.price {
             for (name, v) in [
                 ("input", Some(price.input)),
@@ -337,6 +347,8 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
         part.model.model = m.model;
         part.model.api_key_env = m.api_key_env;
         part.model.context_window = m.context_window;
+        part.model.idle_timeout_s = m.idle_timeout_s;
+        part.model.max_retries = m.max_retries;
         part.model.price = m.price.map(|p| Price {
             input: p.input,
             cached_input: p.cached_input,

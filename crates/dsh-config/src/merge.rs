@@ -18,6 +18,8 @@ pub(crate) struct ModelPart {
     pub api_key_env: Option<String>,
     pub context_window: Option<u64>,
     pub price: Option<Price>,
+    pub idle_timeout_s: Option<u64>,
+    pub max_retries: Option<u64>,
 }
 
 impl ModelPart {
@@ -30,6 +32,8 @@ impl ModelPart {
             (self.api_key_env.is_some(), "model.api_key_env"),
             (self.context_window.is_some(), "model.context_window"),
             (self.price.is_some(), "model.price"),
+            (self.idle_timeout_s.is_some(), "model.idle_timeout_s"),
+            (self.max_retries.is_some(), "model.max_retries"),
         ] {
             if set {
                 keys.push(key);
@@ -156,6 +160,8 @@ pub(crate) struct Builder {
     api_key_env: Option<String>,
     context_window: Option<u64>,
     price: Option<Price>,
+    idle_timeout_s: Option<u64>,
+    max_retries: Option<u64>,
     /// Managed ceilings per limit: (value, where the managed file set it).
     ceilings: [Option<(u64, String)>; 6],
     /// Set when the managed file requires the sandbox.
@@ -177,6 +183,8 @@ impl Builder {
             api_key_env: None,
             context_window: None,
             price: None,
+            idle_timeout_s: None,
+            max_retries: None,
             ceilings: Default::default(),
             sandbox_lock: None,
             network_lock: None,
@@ -240,6 +248,13 @@ impl Builder {
             }
             if m.price.is_some() {
                 self.price = m.price;
+            }
+            // Transport settings, not the endpoint's: kept across a provider switch.
+            if m.idle_timeout_s.is_some() {
+                self.idle_timeout_s = m.idle_timeout_s;
+            }
+            if m.max_retries.is_some() {
+                self.max_retries = m.max_retries;
             }
         }
 
@@ -524,6 +539,12 @@ impl Builder {
                 .or_else(|| self.provider.default_api_key_env().map(str::to_string)),
             context_window: self.context_window,
             price: self.price,
+            idle_timeout_s: self
+                .idle_timeout_s
+                .unwrap_or(crate::defaults::MODEL_IDLE_TIMEOUT_S),
+            max_retries: self
+                .max_retries
+                .unwrap_or(crate::defaults::MODEL_MAX_RETRIES),
         };
         (config, self.notices)
     }

@@ -11,6 +11,8 @@ const EVERY_NEW_KEY: &str = r#"
 [model]
 context_window = 128000
 price = { input = 0.27, cached_input = 0.07, output = 1.10 }
+idle_timeout_s = 30
+max_retries = 5
 
 [context]
 keep_turns = 12
@@ -57,6 +59,7 @@ fn every_new_key_parses_in_the_user_file() {
     let loaded = w.load();
     let c = &loaded.config;
     assert_eq!(c.model.context_window, Some(128_000));
+    assert_eq!((c.model.idle_timeout_s, c.model.max_retries), (30, 5));
     assert_eq!(
         c.model.price,
         Some(Price {
@@ -72,7 +75,7 @@ fn every_new_key_parses_in_the_user_file() {
     let reviewer = &c.agents["reviewer"].value;
     assert_eq!(reviewer.tools.as_deref().unwrap(), ["read_file", "grep"]);
     assert_eq!(reviewer.max_steps, Some(40));
-    assert_eq!(c.agents["reviewer"].origin.line, Some(17));
+    assert_eq!(c.agents["reviewer"].origin.line, Some(19));
     assert_eq!(c.hooks.pre_tool_use.len(), 1);
     assert!(c.mcp.servers.contains_key("git"));
     assert_eq!(
@@ -115,6 +118,8 @@ fn an_untrusted_project_loses_agents_hooks_mcp_plugins_skills_verify_and_model()
         "tools.mode",
         "model.context_window",
         "model.price",
+        "model.idle_timeout_s",
+        "model.max_retries",
         "limits.max_steps",
     ] {
         assert!(all.contains(what), "no notice about {what}: {all}");
@@ -175,6 +180,8 @@ fn bad_values_of_new_keys_name_their_key() {
         ("[verify]\nmax_rounds = 0\n", "verify.max_rounds"),
         ("[agents.x]\nmax_step = 3\n", "agents.x.max_step"),
         ("[limits]\nmax_cost_usd = -2\n", "limits.max_cost_usd"),
+        ("[model]\nidle_timeout_s = 0\n", "model.idle_timeout_s"),
+        ("[model]\nmax_retries = 1000\n", "model.max_retries"),
     ] {
         let w = World::new();
         let path = w.user(text);

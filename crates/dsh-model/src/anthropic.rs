@@ -361,15 +361,67 @@ impl Decoder for MessageDecoder {
             }
             "message_stop" => return Ok(true),
             "error" => {
-                let message = http::server_message(&json!({"error": wire.error}).to_string())
-                    .unwrap_or_else(|| "(no message)".into());
-                return Err(ModelError::Stream(format!(
-                    "the server reported an error: {message}"
-                )));
+                let error = wire.error.unwrap_or(Value::Null);
+                return Err(http::reported(&error, None));
             }
             _ => {} // ping, content_block_stop, future event types
         }
         Ok(false)
+    }
+
+    fn whole(
+        &mut self,
+        body: &Value,
+        emit: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<bool, ModelError> {
+        let Some(content) = body.get("content").and_then(Value::as_array) else {
+            return Ok(false);
+        };
+        if str_field(body, "type") != "message" {
+            return Ok(false);
+        }
+        if let Some(u) = body.get("usage") {
+            let u: WireUsage = serde_json::from_value(u.clone()).unwrap_or_default();
+            self.usage(&u);
+        }
+        for (index, block) in (0u64..).zip(content) {
+            let taken = match str_field(block, "type") {
+                "text" => {
+                    let t = str_field(block, "text");
+                    if !t.is_empty() {
+                        self.text.push_str(t);
+                        emit(StreamEvent::Text(t.to_string()));
+                    }
+                    Block::Text
+                }
+                "thinking" => {
+                    let t = str_field(block, "thinking");
+                    if !t.is_empty() {
+                        self.reasoning.push_str(t);
+                        emit(StreamEvent::Reasoning(t.to_string()));
+                    }
+                    Block::Thinking
+                }
+                "tool_use" => {
+                    let (id, name) = (str_field(block, "id"), str_field(block, "name"));
+                    emit(StreamEvent::ToolCall {
+                        id: id.to_string(),
+                        name: name.to_string(),
+                    });
+                    Block::Tool {
+                        id: id.to_string(),
+                        name: name.to_string(),
+                        json: String::new(),
+                        initial: block.get("input").cloned().unwrap_or(json!({})),
+                    }
+                }
+                _ => Block::Other,
+            };
+            self.blocks.insert(index, taken);
+        }
+        let stop = body.get("stop_reason").and_then(Value::as_str);
+        self.stop_reason = Some(stop.unwrap_or("end_turn").to_string());
+        Ok(true)
     }
 
     fn finished(&self) -> bool {

@@ -178,7 +178,8 @@ pub(crate) fn client(
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
     let mut builder = reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
-        .connect_timeout(options.connect_timeout)
+        // Shorter than the idle timeout, so an attempt that outlives it was connected.
+        .connect_timeout(options.connect_timeout.min(options.idle_timeout / 2))
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("dsh/", env!("CARGO_PKG_VERSION")));
     if is_loopback(base_url) {
@@ -217,9 +218,23 @@ pub(crate) trait Decoder: Send {
     /// arrived; only trailing usage could be missing).
     fn finished(&self) -> bool;
 
+    /// A complete, non-streamed answer in the same wire format (a server that answered JSON
+    /// to a streaming request), taken in as if it had streamed: its text goes through `emit`
+    /// too. `Ok(false)` when `body` is not such an answer.
+    fn whole(
+        &mut self,
+        body: &serde_json::Value,
+        emit: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<bool, ModelError>;
+
     /// The assembled turn.
     fn finish(self) -> Result<Completion, ModelError>;
 }
+
+/// The most of a JSON answer (in place of a stream) that is read.
+const JSON_REPLY_MAX: usize = 16 << 20;
+/// The most of an error body that is read.
+const ERROR_BODY_MAX: usize = 64 << 10;
 
 /// One failed attempt.
 struct Failure {
@@ -338,6 +353,22 @@ impl Endpoint {
                 reason: format!("{reason}{tries}"),
                 hint,
             },
+            ModelError::Silent { url, reason, hint } => ModelError::Silent {
+                url,
+                reason: format!("{reason}{tries}"),
+                hint,
+            },
+            ModelError::Reported {
+                kind,
+                message,
+                hint: None,
+            } if attempts > 1 => ModelError::Reported {
+                kind,
+                message,
+                hint: Some(format!(
+                    "the server kept reporting it{tries}: wait and retry, or check the quota and status of the account"
+                )),
+            },
             other => other,
         }
     }
@@ -364,12 +395,7 @@ impl Endpoint {
             .await
             .ok_or_else(|| Failure::fatal(ModelError::Cancelled))?;
         let response = match sent {
-            Err(_) => {
-                return Err(Failure::retryable(
-                    self.unreachable(format!("no response within {} s", idle.as_secs())),
-                    None,
-                ));
-            }
+            Err(_) => return Err(Failure::retryable(self.silent(), None)),
             Ok(Err(e)) => {
                 return Err(Failure::retryable(self.unreachable(chain(&e)), None));
             }
@@ -377,6 +403,18 @@ impl Endpoint {
         };
         if !response.status().is_success() {
             return Err(self.status_failure(response, cancel).await);
+        }
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_ascii_lowercase);
+        if let Some(ct) = content_type.filter(|ct| !ct.starts_with("text/event-stream")) {
+            let body = cancel
+                .run_until_cancelled(read_limited(response, idle, JSON_REPLY_MAX))
+                .await
+                .ok_or_else(|| Failure::fatal(ModelError::Cancelled))?;
+            return self.not_a_stream(&ct, &body, decoder, emit);
         }
 
         let mut events = Box::pin(EventStream::new(byte_stream(response, idle)));
@@ -389,9 +427,8 @@ impl Endpoint {
                 Some(Ok(event)) => match decoder.event(&event, emit) {
                     Ok(true) => break,
                     Ok(false) => continue,
-                    // The server said so mid-stream (`overloaded_error`): worth another try
-                    // while nothing was shown; garbage is not.
-                    Err(e @ ModelError::Stream(_)) => return Err(Failure::retryable(e, None)),
+                    // The server said so mid-stream: classified like an HTTP status.
+                    Err(e @ ModelError::Reported { .. }) => return Err(self.reported_failure(e)),
                     Err(e) => return Err(Failure::fatal(e)),
                 },
                 None if decoder.finished() => break,
@@ -412,6 +449,82 @@ impl Endpoint {
             return Err(Failure::retryable(ModelError::Stream(broke), None));
         }
         decoder.finish().map_err(Failure::fatal)
+    }
+
+    /// A 200 answer that is not an event stream. A complete message of the same wire format
+    /// is taken in as if streamed; an error object is classified as a reported error; anything
+    /// else is said as it is, and never retried.
+    fn not_a_stream<D: Decoder>(
+        &self,
+        content_type: &str,
+        body: &str,
+        mut decoder: D,
+        emit: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<Completion, Failure> {
+        let what = if content_type.contains("json") {
+            "JSON".to_string()
+        } else {
+            format!("`{}`", truncate(content_type, 80))
+        };
+        let said = || server_message(body).unwrap_or_else(|| "an empty body".to_string());
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(body) else {
+            return Err(Failure::fatal(ModelError::Protocol(format!(
+                "answered {what} instead of an event stream: {}",
+                said()
+            ))));
+        };
+        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+            let message = server_message(body);
+            return Err(self.reported_failure(reported(error, message)));
+        }
+        match decoder.whole(&value, emit) {
+            Ok(true) => decoder.finish().map_err(Failure::fatal),
+            Ok(false) => Err(Failure::fatal(ModelError::Protocol(format!(
+                "answered {what} instead of an event stream, and it is not a {} message: {}",
+                self.provider,
+                said()
+            )))),
+            Err(e) => Err(Failure::fatal(e)),
+        }
+    }
+
+    /// A reported error, classified as its HTTP equivalent would be: authentication, unknown
+    /// model and bad requests are final with the same "what to check" hint; rate limits and
+    /// overload are retried; anything else is final, in the server's own words.
+    fn reported_failure(&self, error: ModelError) -> Failure {
+        let ModelError::Reported {
+            kind,
+            message,
+            hint,
+        } = error
+        else {
+            return Failure::fatal(error);
+        };
+        let status = kind.as_deref().and_then(equivalent_status);
+        let rebuilt = |hint| ModelError::Reported {
+            kind: kind.clone(),
+            message: message.clone(),
+            hint,
+        };
+        match status {
+            Some(429 | 503 | 529) => Failure::retryable(rebuilt(hint), None),
+            Some(code) => Failure::fatal(rebuilt(hint.or_else(|| self.hint_for(code, None)))),
+            None => Failure::fatal(rebuilt(hint)),
+        }
+    }
+
+    /// The server accepted the connection but sent nothing within the idle timeout.
+    fn silent(&self) -> ModelError {
+        let idle = seconds(self.options.idle_timeout);
+        // The connect timeout is below the idle timeout (see `client`): the request was sent.
+        let reason = format!("connected, but no response within {idle}");
+        ModelError::Silent {
+            url: self.url.clone(),
+            reason,
+            hint: Some(
+                "check that the base URL is a model server and that it is not overloaded, or raise [model] idle_timeout_s".to_string(),
+            ),
+        }
     }
 
     fn unreachable(&self, reason: String) -> ModelError {
@@ -436,7 +549,11 @@ impl Endpoint {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let body = cancel
-            .run_until_cancelled(read_limited(response, self.options.idle_timeout))
+            .run_until_cancelled(read_limited(
+                response,
+                self.options.idle_timeout,
+                ERROR_BODY_MAX,
+            ))
             .await
             .unwrap_or_default();
         let message = server_message(&body)
@@ -449,7 +566,13 @@ impl Endpoint {
         if code == 429 || status.is_server_error() {
             return Failure::retryable(http(None), retry_after);
         }
-        let hint = match code {
+        Failure::fatal(http(self.hint_for(code, location)))
+    }
+
+    /// What to check after a refusal with status `code` (or its equivalent, for an error
+    /// reported inside a 200 answer).
+    fn hint_for(&self, code: u16, location: Option<String>) -> Option<String> {
+        match code {
             401 | 403 => Some(match (&self.key_env, self.has_key) {
                 (Some(env), true) => format!("check the API key in {env}"),
                 (Some(env), false) => format!("no API key was sent: set {env}"),
@@ -474,8 +597,58 @@ impl Endpoint {
                 location.map(|l| format!(" to {l}")).unwrap_or_default()
             )),
             _ => None,
-        };
-        Failure::fatal(http(hint))
+        }
+    }
+}
+
+/// An error object a server sent inside a 200 answer (`{"message","type","code"}`, or a
+/// bare string), as [`ModelError::Reported`]; `message` is the server's message when the
+/// caller already extracted it.
+pub(crate) fn reported(error: &serde_json::Value, message: Option<String>) -> ModelError {
+    let field = |key: &str| match error.get(key) {
+        Some(serde_json::Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    // The most specific name first: OpenAI's `code` (`invalid_api_key`), else the type
+    // (`rate_limit_error`, `invalid_request_error`).
+    let kind = field("code").or_else(|| field("type"));
+    let message = message
+        .or_else(|| server_message(&serde_json::json!({ "error": error }).to_string()))
+        .unwrap_or_else(|| "(no message)".to_string());
+    ModelError::Reported {
+        kind,
+        message,
+        hint: None,
+    }
+}
+
+/// The HTTP status a reported error's kind stands for, when it names one.
+fn equivalent_status(kind: &str) -> Option<u16> {
+    let k = kind.to_ascii_lowercase();
+    if let Ok(code) = k.parse::<u16>() {
+        return Some(code);
+    }
+    let has = |words: &[&str]| words.iter().any(|w| k.contains(w));
+    if has(&["rate_limit", "ratelimit", "too_many_requests"]) {
+        Some(429)
+    } else if has(&["overloaded", "unavailable"]) {
+        Some(529)
+    } else if has(&["auth", "api_key", "apikey", "unauthorized"]) {
+        Some(401)
+    } else if has(&["permission", "forbidden"]) {
+        Some(403)
+    } else if has(&["not_found", "notfound", "does_not_exist", "unknown_model"]) {
+        Some(404)
+    } else if has(&[
+        "invalid_request",
+        "bad_request",
+        "context_length",
+        "invalid",
+    ]) {
+        Some(400)
+    } else {
+        None
     }
 }
 
@@ -511,8 +684,9 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     get("retry-after").map(|s| Duration::from_secs_f64(s.min(86_400.0)))
 }
 
-/// The server's own error message: `error.message` (OpenAI, Anthropic), `error` as a string
-/// (Ollama), `message`, else the body text; truncated.
+/// The server's own error message: `error.message` (OpenAI, Anthropic), `error` and
+/// `message` both when both are strings (`TypeError: Cannot read …`), `error` as a string
+/// (Ollama), `message`, `detail`, else the body text; truncated.
 pub(crate) fn server_message(body: &str) -> Option<String> {
     let body = body.trim();
     if body.is_empty() {
@@ -521,6 +695,14 @@ pub(crate) fn server_message(body: &str) -> Option<String> {
     let from_json = serde_json::from_str::<serde_json::Value>(body)
         .ok()
         .and_then(|v| {
+            let string = |key: &str| {
+                v.get(key)
+                    .and_then(|s| s.as_str())
+                    .filter(|s| !s.is_empty())
+            };
+            if let (Some(error), Some(message)) = (string("error"), string("message")) {
+                return Some(format!("{error}: {message}"));
+            }
             let text = v
                 .pointer("/error/message")
                 .or_else(|| v.get("error").filter(|e| e.is_string()))
@@ -538,15 +720,26 @@ pub(crate) fn truncate(text: &str, max_chars: usize) -> String {
     }
 }
 
-/// Reads at most 64 KiB of an error body, giving up after `idle` of silence.
-async fn read_limited(mut response: reqwest::Response, idle: Duration) -> String {
+/// A timeout as people read it: `120 s`, `1.5 s`.
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// Reads at most `max` bytes of a body, giving up after `idle` of silence.
+async fn read_limited(mut response: reqwest::Response, idle: Duration, max: usize) -> String {
     let mut bytes = Vec::new();
-    while bytes.len() < 64 * 1024 {
+    while bytes.len() < max {
         match tokio::time::timeout(idle, response.chunk()).await {
             Ok(Ok(Some(chunk))) => bytes.extend_from_slice(&chunk),
             _ => break,
         }
     }
+    bytes.truncate(max);
     String::from_utf8_lossy(&bytes).into_owned()
 }
 

@@ -293,10 +293,9 @@ impl Decoder for ChunkDecoder {
             return Ok(true);
         }
         if event.event == "error" {
-            let message = http::server_message(data).unwrap_or_else(|| "(no message)".into());
-            return Err(ModelError::Stream(format!(
-                "the server reported an error: {message}"
-            )));
+            let value: Value = serde_json::from_str(data).unwrap_or(Value::String(data.into()));
+            let error = value.get("error").cloned().unwrap_or(value);
+            return Err(http::reported(&error, None));
         }
         if data.is_empty() {
             return Ok(false);
@@ -307,12 +306,55 @@ impl Decoder for ChunkDecoder {
                 truncate(data, 200)
             ))
         })?;
+        self.chunk(chunk, emit)?;
+        Ok(false)
+    }
+
+    fn whole(
+        &mut self,
+        body: &Value,
+        emit: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<bool, ModelError> {
+        if !body.get("choices").is_some_and(Value::is_array) {
+            return Ok(false);
+        }
+        // A chat completion: each choice's `message` is read as one delta.
+        let mut chunk = body.clone();
+        if let Some(choices) = chunk.get_mut("choices").and_then(Value::as_array_mut) {
+            for c in choices {
+                if let Some(m) = c.get("message").cloned() {
+                    c["delta"] = m;
+                }
+            }
+        }
+        let chunk: Chunk = serde_json::from_value(chunk).map_err(|e| {
+            ModelError::Protocol(format!("the answer is not a chat completion ({e})"))
+        })?;
+        self.chunk(chunk, emit)?;
+        if self.finish.is_none() {
+            self.finish = Some("stop".to_string());
+        }
+        Ok(true)
+    }
+
+    fn finished(&self) -> bool {
+        self.finish.is_some()
+    }
+
+    fn finish(self) -> Result<Completion, ModelError> {
+        self.assemble()
+    }
+}
+
+impl ChunkDecoder {
+    /// Takes in one chunk (or a whole completion read as one).
+    fn chunk(
+        &mut self,
+        chunk: Chunk,
+        emit: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<(), ModelError> {
         if let Some(error) = chunk.error {
-            let message = http::server_message(&json!({"error": error}).to_string())
-                .unwrap_or_else(|| "(no message)".into());
-            return Err(ModelError::Stream(format!(
-                "the server reported an error: {message}"
-            )));
+            return Err(http::reported(&error, None));
         }
         if let Some(u) = chunk.usage {
             self.usage = Some(Usage {
@@ -344,14 +386,11 @@ impl Decoder for ChunkDecoder {
                 self.finish = Some(f);
             }
         }
-        Ok(false)
+        Ok(())
     }
 
-    fn finished(&self) -> bool {
-        self.finish.is_some()
-    }
-
-    fn finish(self) -> Result<Completion, ModelError> {
+    /// The assembled completion.
+    fn assemble(self) -> Result<Completion, ModelError> {
         let tool_calls: Vec<ToolCallRequest> = self
             .calls
             .into_iter()

@@ -159,6 +159,23 @@ pub enum ModelError {
         message: String,
         hint: Option<String>,
     },
+    /// The server accepted the connection, then sent nothing within the idle timeout (after
+    /// retries).
+    #[error("the model server at {url} did not answer: {reason}{}", hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default())]
+    Silent {
+        url: String,
+        reason: String,
+        hint: Option<String>,
+    },
+    /// The server reported an error inside a successful (200) answer: an error event in the
+    /// stream, or an error object where the message should be. `kind` is its type or code
+    /// (`invalid_api_key`, `rate_limit_error`, …) as the server named it.
+    #[error("the model server reported an error{}: {message}{}", kind.as_deref().map(|k| format!(" ({k})")).unwrap_or_default(), hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default())]
+    Reported {
+        kind: Option<String>,
+        message: String,
+        hint: Option<String>,
+    },
     /// The stream ended or stalled before the turn was complete.
     #[error("the model's stream broke off: {0}")]
     Stream(String),

@@ -229,7 +229,7 @@ async fn an_error_event_before_content_is_retried_after_content_it_fails() {
     let (result, events) = run(&provider(&server), &request()).await;
     let e = result.unwrap_err();
     assert!(
-        matches!(e, ModelError::Stream(ref m) if m.contains("Overloaded")),
+        matches!(e, ModelError::Reported { ref message, .. } if message.contains("Overloaded")),
         "{e:?}"
     );
     assert_eq!(texts(&events), "par");

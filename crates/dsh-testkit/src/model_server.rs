@@ -365,6 +365,9 @@ pub enum Reply {
     },
     /// Accepts the request, then closes the connection without answering.
     Hangup,
+    /// Accepts the request and never answers: holds the connection open until the client
+    /// closes it.
+    Silent,
 }
 
 impl From<Turn> for Reply {
@@ -589,6 +592,11 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
             retry_after,
         } => write_status(&mut socket, code, &body, retry_after.as_deref()).await,
         Reply::Hangup => Ok(()),
+        Reply::Silent => {
+            let mut sink = [0u8; 1024];
+            while matches!(socket.read(&mut sink).await, Ok(n) if n > 0) {}
+            Ok(())
+        }
         Reply::Stream(turn) => {
             let events = turn.sse(state.dialect, &model);
             write_stream(&mut socket, &turn, events).await
