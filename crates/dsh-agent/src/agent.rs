@@ -6,6 +6,7 @@
 //! - `max_steps`: the step limit was reached;
 //! - `token_budget`: the tokens used (as the provider reported them, estimated where it did
 //!   not) reached the budget;
+//! - `cost_budget`: what the calls cost (from the model's prices) reached `max_cost_usd`;
 //! - `repeated_call`: the model asked for the same call(s) `repeat_limit` times in a row —
 //!   the repetition is not executed;
 //! - `interrupted`: the user interrupted (running tools are cancelled and recorded).
@@ -33,6 +34,11 @@ pub struct LoopConfig {
     pub repeat_limit: u32,
     /// Whole turns of history sent (see `trim`; `None`: all of them); adjustable between runs.
     pub keep_turns: Option<usize>,
+    /// Total cost in USD after which the loop stops; 0: no budget. Enforced only when the
+    /// model's prices are known.
+    pub max_cost_usd: f64,
+    /// `[model] price`; `None`: the preset's for its default model, if any (see `cost`).
+    pub price: Option<dsh_config::Price>,
 }
 
 impl Default for LoopConfig {
@@ -43,6 +49,8 @@ impl Default for LoopConfig {
             max_tokens: d::LIMITS_MAX_TOKENS,
             repeat_limit: d::REPEAT_LIMIT,
             keep_turns: keep_turns(d::CONTEXT_KEEP_TURNS),
+            max_cost_usd: d::LIMITS_MAX_COST_USD,
+            price: None,
         }
     }
 }
@@ -58,6 +66,7 @@ pub enum StopReason {
     FinalAnswer,
     MaxSteps,
     TokenBudget,
+    CostBudget,
     RepeatedCall,
     Interrupted,
 }
@@ -68,6 +77,7 @@ impl StopReason {
             StopReason::FinalAnswer => "final_answer",
             StopReason::MaxSteps => "max_steps",
             StopReason::TokenBudget => "token_budget",
+            StopReason::CostBudget => "cost_budget",
             StopReason::RepeatedCall => "repeated_call",
             StopReason::Interrupted => "interrupted",
         }
@@ -147,6 +157,10 @@ pub struct Agent {
     /// Where each turn (a `run`'s prompt) starts in `history`.
     turn_starts: Vec<usize>,
     usage: Usage,
+    /// The prices of the agent's model (`None`: unknown, so is the cost).
+    price: Option<dsh_config::Price>,
+    /// What this agent's calls cost so far, when the prices are known.
+    cost_usd: Option<f64>,
     step: u32,
     /// Steps taken before this process (a resumed conversation); not counted in totals.
     steps_before: u32,
@@ -193,11 +207,14 @@ impl Agent {
             .system
             .clone()
             .unwrap_or_else(|| crate::prompt::system_prompt(&session.workspace));
+        let price = crate::cost::price_for(config.price, provider.name(), provider.model());
         Agent {
             session,
             spec,
             scope,
             events,
+            price,
+            cost_usd: price.map(|_| 0.0),
             provider,
             config,
             system,
@@ -224,6 +241,11 @@ impl Agent {
         agent.step = resumed.steps;
         agent.steps_before = resumed.steps;
         agent
+    }
+
+    /// The model this agent talks to.
+    pub fn model(&self) -> &str {
+        self.provider.model()
     }
 
     /// Who this agent is.
@@ -275,8 +297,14 @@ impl Agent {
             steps: self.step - self.steps_before,
             prompt_tokens: self.usage.prompt_tokens,
             completion_tokens: self.usage.completion_tokens,
-            cost_usd: None,
+            cost_usd: self.cost_usd,
         }
+    }
+
+    /// Whether `max_cost_usd` is set but cannot be enforced: the model's prices are unknown
+    /// (a front end says so; the run is not stopped on a guess).
+    pub fn cost_budget_unenforced(&self) -> bool {
+        self.config.max_cost_usd > 0.0 && self.price.is_none()
     }
 
     /// Writes `stop` for this agent (the main agent's through the session, which closes).
@@ -409,12 +437,25 @@ impl Agent {
                                 .iter()
                                 .map(|c| estimate_tokens(&c.arguments))
                                 .sum::<u64>(),
+                        ..Usage::default()
                     },
                     true,
                 ),
             };
             self.usage.prompt_tokens += usage.prompt_tokens;
             self.usage.completion_tokens += usage.completion_tokens;
+            self.usage.cached_tokens += usage.cached_tokens;
+            self.usage.cache_write_tokens += usage.cache_write_tokens;
+            // Estimated counts give no cost: a guess is never shown as a fact, and the
+            // total is unknown from then on.
+            let cost = self
+                .price
+                .filter(|_| !estimated)
+                .map(|p| crate::cost::cost_usd(&usage, &p));
+            self.cost_usd = match (self.cost_usd, cost) {
+                (Some(total), Some(c)) => Some(total + c),
+                _ => None,
+            };
             self.record(&Record::LlmCall {
                 step,
                 provider: self.provider.name().into(),
@@ -422,6 +463,9 @@ impl Agent {
                 prompt_tokens: usage.prompt_tokens,
                 completion_tokens: usage.completion_tokens,
                 tokens_estimated: estimated,
+                cached_tokens: usage.cached_tokens,
+                cache_write_tokens: usage.cache_write_tokens,
+                cost_usd: cost,
                 elapsed_ms,
                 has_tool_calls: !message.tool_calls.is_empty(),
                 finish_reason: Cow::Owned(json!(completion.finish_reason)),
@@ -430,6 +474,7 @@ impl Agent {
                 step,
                 usage,
                 elapsed,
+                cost_usd: cost,
             });
             let mut message = message;
             unique_call_ids(&mut message, step);
@@ -509,6 +554,11 @@ impl Agent {
                 && self.usage.prompt_tokens + self.usage.completion_tokens >= self.config.max_tokens
             {
                 return self.stop(StopReason::TokenBudget, last_text);
+            }
+            if self.config.max_cost_usd > 0.0
+                && self.cost_usd.is_some_and(|c| c >= self.config.max_cost_usd)
+            {
+                return self.stop(StopReason::CostBudget, last_text);
             }
         }
     }

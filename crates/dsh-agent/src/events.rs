@@ -46,6 +46,8 @@ pub enum EventKind {
         step: u32,
         usage: Usage,
         elapsed: Duration,
+        /// What it cost, when the model's prices are known.
+        cost_usd: Option<f64>,
     },
     /// A call's `tool_call` record is written; gate 1 comes next.
     ToolProposed { call: ToolCall },

@@ -91,6 +91,8 @@ impl LoopConfig {
             max_steps: u32::try_from(limits.max_steps).unwrap_or(u32::MAX),
             max_tokens: limits.max_tokens,
             keep_turns: crate::agent::keep_turns(loaded.config.context.keep_turns),
+            max_cost_usd: limits.max_cost_usd,
+            price: loaded.config.model.price,
             ..LoopConfig::default()
         }
     }

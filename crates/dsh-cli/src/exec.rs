@@ -104,6 +104,12 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
             Agent::resumed(session.clone(), provider, config, r)
         }
     };
+    if agent.cost_budget_unenforced() {
+        eprintln!(
+            "dsh: [limits] max_cost_usd is set, but the prices of {} are unknown, so it cannot stop the run; set [model] price",
+            agent.model()
+        );
+    }
     // The agent writes `stop` however its run ends; `session_end` is written here.
     let outcome = agent.run(&prompt, signals.token()).await;
     let totals = agent.totals();
@@ -129,7 +135,10 @@ pub(crate) async fn exec(common: &Common, args: &ExecArgs) -> Result<u8, Failure
     let code = match outcome.stop {
         StopReason::FinalAnswer => exit::OK,
         StopReason::Interrupted => exit::INTERRUPTED,
-        StopReason::MaxSteps | StopReason::TokenBudget | StopReason::RepeatedCall => {
+        StopReason::MaxSteps
+        | StopReason::TokenBudget
+        | StopReason::CostBudget
+        | StopReason::RepeatedCall => {
             eprintln!(
                 "dsh: stopped after {} steps: {}",
                 outcome.steps,

@@ -913,3 +913,80 @@ fn a_json_reply_to_the_stream_runs_the_task_as_if_streamed() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "answered whole\n");
 }
+
+/// Cost from configured prices in every `llm_call` and in the totals; `null` without prices.
+#[test]
+fn cost_comes_from_configured_prices_and_is_null_without_them() {
+    let e = Env::new();
+    std::fs::write(
+        e.cfg.join("config.toml"),
+        "[model]\nprice = { input = 2.0, cached_input = 0.5, output = 8.0 }\n",
+    )
+    .unwrap();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "list_dir", r#"{"path":"."}"#)
+            .usage(1_000, 100)
+            .into(),
+        Turn::text("done").usage(2_000, 50).into(),
+    ]);
+    let out = e.exec(&server.url, &[], "look");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let records = e.journal();
+    let costs: Vec<f64> = records_of(&records, "llm_call")
+        .iter()
+        .map(|r| r["cost_usd"].as_f64().unwrap())
+        .collect();
+    // 1000 × 2 + 100 × 8 per million; 2000 × 2 + 50 × 8 per million.
+    let want = [0.0028, 0.0044];
+    for (got, want) in costs.iter().zip(want) {
+        assert!((got - want).abs() < 1e-12, "{costs:?}");
+    }
+    for kind in ["stop", "session_end"] {
+        let total = records_of(&records, kind)[0]["cost_usd"].as_f64().unwrap();
+        assert!((total - 0.0072).abs() < 1e-12, "{kind}: {total}");
+    }
+
+    // The model `scripted` has no preset price and none is configured: unknown, not zero.
+    let e = Env::new();
+    let server = ScriptedServer::start(vec![Turn::text("done").usage(10, 1).into()]);
+    let out = e.exec(&server.url, &[], "look");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let records = e.journal();
+    assert!(records_of(&records, "llm_call")[0]["cost_usd"].is_null());
+    assert!(records_of(&records, "session_end")[0]["cost_usd"].is_null());
+}
+
+#[test]
+fn the_cost_budget_stops_the_run() {
+    let e = Env::new();
+    std::fs::write(
+        e.cfg.join("config.toml"),
+        "[model]\nprice = { input = 1000.0, output = 1000.0 }\n[limits]\nmax_cost_usd = 0.5\n",
+    )
+    .unwrap();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "list_dir", r#"{"path":"."}"#)
+            .usage(1_000, 0)
+            .into(),
+        Reply::text("never asked"),
+    ]);
+    let out = e.exec(&server.url, &[], "look");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cost budget"), "{}", stderr(&out));
+    assert_eq!(stop_reason(&e.journal()), "cost_budget");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_cost_budget_without_prices_is_said_to_be_unenforced() {
+    let e = Env::new();
+    std::fs::write(e.cfg.join("config.toml"), "[limits]\nmax_cost_usd = 1.0\n").unwrap();
+    let server = ScriptedServer::start(vec![Reply::text("fine")]);
+    let out = e.exec(&server.url, &[], "hi");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("max_cost_usd is set, but the prices of scripted are unknown"),
+        "{}",
+        stderr(&out)
+    );
+}

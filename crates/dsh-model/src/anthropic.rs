@@ -240,6 +240,9 @@ pub(crate) struct MessageDecoder {
     stop_reason: Option<String>,
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    /// Of the input: read from and written to the prompt cache.
+    cache_read: u64,
+    cache_write: u64,
 }
 
 impl MessageDecoder {
@@ -253,6 +256,8 @@ impl MessageDecoder {
                     + u.cache_creation_input_tokens.unwrap_or(0)
                     + u.cache_read_input_tokens.unwrap_or(0),
             );
+            self.cache_read = u.cache_read_input_tokens.unwrap_or(0);
+            self.cache_write = u.cache_creation_input_tokens.unwrap_or(0);
         }
         if let Some(o) = u.output_tokens {
             self.output_tokens = Some(o);
@@ -465,6 +470,8 @@ impl Decoder for MessageDecoder {
             (i, o) => Some(Usage {
                 prompt_tokens: i.unwrap_or(0),
                 completion_tokens: o.unwrap_or(0),
+                cached_tokens: self.cache_read,
+                cache_write_tokens: self.cache_write,
             }),
         };
         let mut message = Message::assistant(self.text, tool_calls);
@@ -551,7 +558,8 @@ mod tests {
             c.usage,
             Some(Usage {
                 prompt_tokens: 0,
-                completion_tokens: 3
+                completion_tokens: 3,
+                ..Usage::default()
             })
         );
     }

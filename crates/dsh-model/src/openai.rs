@@ -208,6 +208,18 @@ struct WireUsage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    /// OpenAI: `{"cached_tokens": N}`.
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    /// DeepSeek: the cache's hits (its misses are the rest of `prompt_tokens`).
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Default)]
@@ -357,9 +369,16 @@ impl ChunkDecoder {
             return Err(http::reported(&error, None));
         }
         if let Some(u) = chunk.usage {
+            let cached = u
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .or(u.prompt_cache_hit_tokens)
+                .unwrap_or(0);
             self.usage = Some(Usage {
                 prompt_tokens: u.prompt_tokens.unwrap_or(0),
                 completion_tokens: u.completion_tokens.unwrap_or(0),
+                cached_tokens: cached,
+                cache_write_tokens: 0,
             });
         }
         for choice in chunk.choices {

@@ -95,8 +95,18 @@ pub struct ChatRequest {
 /// Token counts as the provider reported them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Every input token, those served from or written to the prompt cache included.
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, those the provider's prompt cache served
+    /// (`prompt_tokens_details.cached_tokens`, DeepSeek's `prompt_cache_hit_tokens`,
+    /// Anthropic's `cache_read_input_tokens`).
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// Of `prompt_tokens`, those written to the cache (Anthropic's
+    /// `cache_creation_input_tokens`, billed above the input price).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 /// Why the model stopped.

@@ -79,7 +79,8 @@ async fn a_text_answer_with_usage() {
         c.usage,
         Some(Usage {
             prompt_tokens: 30,
-            completion_tokens: 6
+            completion_tokens: 6,
+            ..Usage::default()
         })
     );
     assert_eq!(texts(&events), "Hello from Claude.");
@@ -138,7 +139,8 @@ async fn tool_calls_thinking_and_awkward_splits() {
         c.usage,
         Some(Usage {
             prompt_tokens: 11,
-            completion_tokens: 22
+            completion_tokens: 22,
+            ..Usage::default()
         })
     );
 }

@@ -91,7 +91,8 @@ async fn a_complete_chat_completion_as_json_is_taken_as_if_streamed() {
         c.usage,
         Some(Usage {
             prompt_tokens: 12,
-            completion_tokens: 5
+            completion_tokens: 5,
+            ..Usage::default()
         })
     );
     assert!(events.contains(&StreamEvent::Text("let me look".into())));

@@ -80,7 +80,8 @@ async fn a_text_answer_streams_in_deltas() {
         c.usage,
         Some(Usage {
             prompt_tokens: 12,
-            completion_tokens: 4
+            completion_tokens: 4,
+            ..Usage::default()
         })
     );
     assert_eq!(texts(&events), "Hello, world!");
@@ -163,7 +164,8 @@ async fn deltas_split_at_awkward_bytes_and_inside_utf8_characters() {
         c.usage,
         Some(Usage {
             prompt_tokens: 7,
-            completion_tokens: 9
+            completion_tokens: 9,
+            ..Usage::default()
         })
     );
     assert_eq!(texts(&events), text);

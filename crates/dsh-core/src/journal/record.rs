@@ -47,6 +47,15 @@ pub enum Record<'a> {
         completion_tokens: u64,
         /// The provider reported no usage; the counts are estimates.
         tokens_estimated: bool,
+        /// Of `prompt_tokens`, those the provider's prompt cache served.
+        #[serde(default)]
+        cached_tokens: u64,
+        /// Of `prompt_tokens`, those written to the prompt cache.
+        #[serde(default)]
+        cache_write_tokens: u64,
+        /// What the call cost, from the model's prices; `None` when they are unknown.
+        #[serde(default)]
+        cost_usd: Option<f64>,
         elapsed_ms: u64,
         has_tool_calls: bool,
         /// As the provider crate serializes it (`"stop"`, `"tool_calls"`, `{"other":"…"}`).
