@@ -1,6 +1,7 @@
 //! Assembling a session. The order of listeners on each gate is declared here, once:
 //!
-//! - gate 1: confinement, protected paths, permission rules, the shell policy (which alone
+//! - gate 1: confinement, protected paths, permission rules, the memory file's ask (every
+//!   write to `.dsh/memory.md` asks at tier `Rule`, which no allow rule lifts), the shell policy (which alone
 //!   judges `run_shell`, by its rules and the safe/confirm lists; a `deny` from any of them wins;
 //!   DESIGN §3 combines the votes, so the order only decides which policy a result names
 //!   when several would deny);
@@ -23,8 +24,8 @@ use dsh_core::{
     Retry, SpillStore, Timeout, Workspace, async_trait,
 };
 use dsh_policy::{
-    Confinement, NetworkVote, PermissionRules, ProtectedPaths, PythonAuditGuard, Rule, RuleKind,
-    ShellLists, ShellPolicy, ShellRule, Spill,
+    Confinement, MemoryPolicy, NetworkVote, PermissionRules, ProtectedPaths, PythonAuditGuard,
+    Rule, RuleKind, ShellLists, ShellPolicy, ShellRule, Spill,
 };
 
 /// What an `unavailable` result tells the user to do.
@@ -369,6 +370,7 @@ impl Session {
             .pre_policy(confinement.clone())
             .pre_policy(protected.clone())
             .pre_policy(PermissionRules::new(workspace.clone(), rules, &readers))
+            .pre_policy(MemoryPolicy::new(workspace.clone()))
             .pre_policy(shell)
             .guard(confinement)
             .guard(protected)

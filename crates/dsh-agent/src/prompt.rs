@@ -3,12 +3,20 @@
 
 use dsh_core::Workspace;
 
-/// The project memory file names, in order of preference.
-pub const MEMORY_FILES: [&str; 2] = ["AGENT.md", "AGENTS.md"];
-/// The most of a memory file put into the prompt.
+/// The project memory files, in the order they go into the prompt: dsh's own (written only
+/// through the pipeline, each change approved: see `dsh_policy::MemoryPolicy`), then the
+/// files other agents read.
+pub const MEMORY_FILES: [&str; 4] = [
+    dsh_policy::MEMORY_FILE,
+    "AGENTS.md",
+    "AGENT.md",
+    "CLAUDE.md",
+];
+/// The most of one memory file put into the prompt.
 const MAX_MEMORY_BYTES: usize = 32 * 1024;
 
-/// The system prompt for a session in `workspace`.
+/// The system prompt for a session in `workspace`. It is built once per agent, so requests
+/// keep one stable prefix; a memory file changed during the session counts from the next.
 pub fn system_prompt(workspace: &Workspace) -> String {
     let mut p = format!(
         "You are dsh, a coding agent. You work in the workspace {root} on {os}; tool paths are \
@@ -23,23 +31,49 @@ pub fn system_prompt(workspace: &Workspace) -> String {
         root = workspace.root().display(),
         os = std::env::consts::OS,
     );
-    if let Some((name, text)) = memory(workspace) {
-        p.push_str(&format!("\n\nProject notes from {name}:\n{text}"));
+    for m in memory(workspace) {
+        p.push_str(&format!("\n\nProject notes from {}:\n{}", m.name, m.text));
+        if m.truncated {
+            p.push_str(&format!(
+                "\n[{} is longer than {} KiB; only its beginning is shown]",
+                m.name,
+                MAX_MEMORY_BYTES / 1024
+            ));
+        }
     }
     p
 }
 
-/// The project memory file's text, read through the workspace's confinement.
-pub fn memory(workspace: &Workspace) -> Option<(&'static str, String)> {
+/// One memory file as it goes into the prompt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Memory {
+    pub name: &'static str,
+    pub text: String,
+    /// The file was longer than the cap.
+    pub truncated: bool,
+}
+
+/// The project memory files that exist, read through the workspace's confinement (a symlink
+/// out of the workspace is not followed), each capped at 32 KiB.
+pub fn memory(workspace: &Workspace) -> Vec<Memory> {
     use std::io::Read;
-    MEMORY_FILES.iter().find_map(|name| {
-        let (file, _) = workspace.open_read(name).ok()?;
-        let mut bytes = Vec::new();
-        file.take(MAX_MEMORY_BYTES as u64)
-            .read_to_end(&mut bytes)
-            .ok()?;
-        Some((*name, String::from_utf8_lossy(&bytes).into_owned()))
-    })
+    MEMORY_FILES
+        .iter()
+        .filter_map(|name| {
+            let (file, _) = workspace.open_read(name).ok()?;
+            let mut bytes = Vec::new();
+            file.take(MAX_MEMORY_BYTES as u64 + 1)
+                .read_to_end(&mut bytes)
+                .ok()?;
+            let truncated = bytes.len() > MAX_MEMORY_BYTES;
+            bytes.truncate(MAX_MEMORY_BYTES);
+            Some(Memory {
+                name,
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+                truncated,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -47,16 +81,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_memory_file_is_loaded_agent_md_first() {
+    fn every_memory_file_is_loaded_in_order_and_capped() {
         let dir = tempfile::tempdir().unwrap();
         let ws = Workspace::new(dir.path()).unwrap();
         assert!(!system_prompt(&ws).contains("Project notes"));
         std::fs::write(dir.path().join("AGENTS.md"), "use tabs").unwrap();
         assert!(system_prompt(&ws).contains("Project notes from AGENTS.md:\nuse tabs"));
         std::fs::write(dir.path().join("AGENT.md"), "run make check").unwrap();
+        std::fs::write(dir.path().join("CLAUDE.md"), "x".repeat(40_000)).unwrap();
+        std::fs::create_dir(dir.path().join(".dsh")).unwrap();
+        std::fs::write(dir.path().join(".dsh/memory.md"), "the build is slow").unwrap();
         let p = system_prompt(&ws);
-        assert!(p.contains("from AGENT.md:\nrun make check"), "{p}");
-        assert!(!p.contains("use tabs"));
+        let at = |s: &str| p.find(s).unwrap_or_else(|| panic!("no {s} in {p}"));
+        assert!(at("from .dsh/memory.md:\nthe build is slow") < at("from AGENTS.md"));
+        assert!(at("from AGENTS.md") < at("from AGENT.md:\nrun make check"));
+        assert!(at("from AGENT.md") < at("from CLAUDE.md"));
+        assert!(p.contains("[CLAUDE.md is longer than 32 KiB; only its beginning is shown]"));
+        assert!(!p.contains(&"x".repeat(32 * 1024 + 1)));
     }
 
     #[cfg(unix)]

@@ -1,4 +1,5 @@
-//! Protected paths: writes to them are refused (default `.git/**` and `.dsh/**`).
+//! Protected paths: writes to them are refused (default `.git/**` and `.dsh/**`, except the
+//! memory file `.dsh/memory.md`, whose writes are asked instead: see `memory.rs`).
 //!
 //! A protected path is matched the way the file system will resolve it, not as spelled: a
 //! workspace may sit on a case-folding, normalization-insensitive mount (macOS, Windows, a
@@ -66,11 +67,23 @@ impl ProtectedPaths {
                 return None;
             };
             let resolved = self.workspace.resolve(path.to_str()?).ok()?;
-            let hit = protected_match(&self.patterns, &resolved.rel)?;
+            // The memory file is let out of the built-in `.dsh/**` only (its writes are asked
+            // by `MemoryPolicy`); any other pattern that covers it still protects it.
+            let hit = if crate::memory::is_memory_file(&resolved.rel) {
+                let others: Vec<PathPattern> = self
+                    .patterns
+                    .iter()
+                    .filter(|p| p.as_str() != crate::memory::BUILT_IN_DSH)
+                    .cloned()
+                    .collect();
+                protected_match(&others, &resolved.rel).map(|p| p.as_str().to_owned())
+            } else {
+                protected_match(&self.patterns, &resolved.rel).map(|p| p.as_str().to_owned())
+            }?;
             Some(format!(
                 "{} is protected (`{}`); it cannot be written by the agent",
                 quote_capped_path(path),
-                hit.as_str()
+                hit
             ))
         })
     }
