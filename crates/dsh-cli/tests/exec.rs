@@ -990,3 +990,51 @@ fn a_cost_budget_without_prices_is_said_to_be_unenforced() {
         stderr(&out)
     );
 }
+
+/// A 300-call task with default settings: it finishes, the model sees every result, and each
+/// request is the previous one plus new messages — the same system prompt, the same tools in
+/// the same order — so a provider's prompt cache serves every earlier token (issue 10).
+#[test]
+fn a_300_call_task_finishes_and_every_request_only_appends() {
+    let e = Env::new();
+    let n = 300;
+    let mut script: Vec<Reply> = (0..n)
+        .map(|i| {
+            // Alternating, so the repeated-call stop line never fires.
+            let (name, args) = if i % 2 == 0 {
+                ("read_file", r#"{"path":"src/main.rs"}"#)
+            } else {
+                ("list_dir", r#"{"path":"src"}"#)
+            };
+            Turn::tool_call(&format!("c{i}"), name, args).into()
+        })
+        .collect();
+    script.push(Reply::text("all done"));
+    let server = ScriptedServer::start(script);
+    let out = e.exec(&server.url, &[], "walk the tree 300 times");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "all done\n");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), n + 1);
+    for (i, pair) in requests.windows(2).enumerate() {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert_eq!(a["tools"], b["tools"], "tools changed at request {}", i + 1);
+        let (ma, mb) = (
+            a["messages"].as_array().unwrap(),
+            b["messages"].as_array().unwrap(),
+        );
+        assert!(
+            mb.len() > ma.len() && mb[..ma.len()] == ma[..],
+            "request {} is not request {} plus new messages",
+            i + 2,
+            i + 1
+        );
+        // The result of the call the model just made is the newest message it sees.
+        let last = mb.last().unwrap();
+        assert_eq!(last["role"], "tool");
+        assert_eq!(last["tool_call_id"], format!("c{i}"));
+    }
+    let results = records_of(&e.journal(), "tool_result");
+    assert_eq!(results.len(), n);
+}

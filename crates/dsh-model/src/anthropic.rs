@@ -77,11 +77,16 @@ impl AnthropicProvider {
             "messages": wire_messages(&request.messages),
             "stream": true,
         });
+        // Prompt-cache breakpoints (the API allows four): the tools and the system prompt —
+        // the stable head of every request — and the latest message, so the next request,
+        // which only appends, is served from the cache up to it.
+        let ephemeral = json!({"type": "ephemeral"});
         if !system.is_empty() {
-            body["system"] = json!(system.join("\n\n"));
+            body["system"] = json!([{"type": "text", "text": system.join("\n\n"),
+                                     "cache_control": ephemeral}]);
         }
         if !request.tools.is_empty() {
-            body["tools"] = request
+            let mut tools: Vec<Value> = request
                 .tools
                 .iter()
                 .map(|t| {
@@ -89,6 +94,18 @@ impl AnthropicProvider {
                            "input_schema": t.parameters})
                 })
                 .collect();
+            if let Some(last) = tools.last_mut() {
+                last["cache_control"] = ephemeral.clone();
+            }
+            body["tools"] = Value::Array(tools);
+        }
+        if let Some(block) = body["messages"]
+            .as_array_mut()
+            .and_then(|m| m.last_mut())
+            .and_then(|m| m["content"].as_array_mut())
+            .and_then(|c| c.last_mut())
+        {
+            block["cache_control"] = ephemeral;
         }
         body
     }

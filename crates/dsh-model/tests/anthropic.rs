@@ -171,11 +171,17 @@ async fn the_request_has_the_messages_shape() {
     assert_eq!(r.body["model"], "claude-test");
     assert_eq!(r.body["stream"], true);
     assert_eq!(r.body["max_tokens"], 8192);
-    assert_eq!(r.body["system"], "be brief");
+    // Cache breakpoints on the stable head (system, tools) and on the latest message.
+    let ephemeral = json!({"type": "ephemeral"});
+    assert_eq!(
+        r.body["system"],
+        json!([{"type": "text", "text": "be brief", "cache_control": ephemeral}])
+    );
     assert_eq!(
         r.body["tools"],
         json!([{"name": "read_file", "description": "Read a file",
-                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}])
+                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+                "cache_control": ephemeral}])
     );
     assert_eq!(
         r.body["messages"],
@@ -186,7 +192,8 @@ async fn the_request_has_the_messages_shape() {
                 {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}}
             ]},
             {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "contents"}
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "contents",
+                 "cache_control": ephemeral}
             ]}
         ])
     );
