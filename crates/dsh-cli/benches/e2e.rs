@@ -17,6 +17,18 @@
 //! ```sh
 //! cargo bench -p dsh-cli --bench e2e
 //! ```
+//!
+//! With `DSH_BASELINE_BIN` naming another `dsh` binary (an older build), the summary ends
+//! with a before/after pass: both tasks run with this build (A) and that one (B), alternated
+//! run by run (A B A B …, each binary with a state dir of its own), and it prints both
+//! per-step figures and their ratio, with the journals on ext4 and then on a tmpfs, and
+//! each binary's peak RSS.
+//! `DSH_BASELINE_RUNS` sets the runs per binary and task (default 31). A criterion filter
+//! that matches nothing skips criterion's part:
+//!
+//! ```sh
+//! DSH_BASELINE_BIN=/path/to/old/dsh cargo bench -p dsh-cli --bench e2e -- summary-only
+//! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 // One `wait4(2)` call: std's `Child::wait` does not return the child's resource usage.
 #![allow(unsafe_code)]
@@ -74,7 +86,12 @@ impl Env {
     }
 
     fn exec(&self, url: &str) -> Command {
-        let mut cmd = Command::new(BIN);
+        self.exec_with(Path::new(BIN), url)
+    }
+
+    /// [`Env::exec`] with another `dsh` binary (the baseline of the before/after pass).
+    fn exec_with(&self, bin: &Path, url: &str) -> Command {
+        let mut cmd = Command::new(bin);
         cmd.arg("--workspace")
             .arg(&self.ws)
             .arg("exec")
@@ -389,6 +406,148 @@ fn summary(runs: usize) {
     }
 }
 
+/// One binary's runs in the before/after pass.
+#[derive(Default)]
+struct Side {
+    one: Vec<Usage>,
+    twenty: Vec<Usage>,
+}
+
+impl Side {
+    fn per_step(&self, f: fn(&[Usage]) -> Duration) -> Duration {
+        f(&self.twenty).saturating_sub(f(&self.one)) / u32::try_from(TOOL_CALLS).unwrap()
+    }
+}
+
+/// Counts of `kind`s in the newest journal under `home`, read as plain JSON lines (not
+/// through this build's reader: the baseline's journal format may differ).
+fn kinds_in_newest(home: &Path) -> (usize, usize) {
+    let newest = std::fs::read_dir(home.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
+        .unwrap();
+    let text = std::fs::read_to_string(newest).unwrap();
+    let (mut llm, mut ok) = (0, 0);
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["kind"] == "llm_call" {
+            llm += 1;
+        } else if v["kind"] == "tool_result" && v["ok"] == true {
+            ok += 1;
+        }
+    }
+    (llm, ok)
+}
+
+/// Runs both tasks `runs` times with each binary, alternating A B A B …; each binary has
+/// its own state dir (under `state_in` when given).
+fn before_after(baseline: &Path, runs: usize, state_in: Option<&Path>) -> (Side, Side) {
+    let bins = [Path::new(BIN), baseline];
+    let envs = [Env::new(state_in), Env::new(state_in)];
+    let mut sides = [Side::default(), Side::default()];
+    for steps in [0, TOOL_CALLS] {
+        for _ in 0..runs {
+            for k in 0..2 {
+                let server = ScriptedServer::start(script(steps));
+                let usage = run(envs[k].exec_with(bins[k], &server.url));
+                assert_eq!(
+                    server.remaining(),
+                    0,
+                    "{}: the whole script was used",
+                    bins[k].display()
+                );
+                if steps == 0 {
+                    sides[k].one.push(usage);
+                } else {
+                    assert_eq!(
+                        kinds_in_newest(&envs[k].home),
+                        (TOOL_CALLS + 1, TOOL_CALLS),
+                        "{}: 21 llm_call and 20 ok tool_result records",
+                        bins[k].display()
+                    );
+                    sides[k].twenty.push(usage);
+                }
+            }
+        }
+    }
+    if state_in.is_some() {
+        for env in &envs {
+            let _ = std::fs::remove_dir_all(&env.home);
+        }
+    }
+    let [a, b] = sides;
+    (a, b)
+}
+
+fn print_before_after(label: &str, after: &Side, before: &Side) {
+    for (name, side) in [("after (this build)", after), ("before (baseline)", before)] {
+        println!(
+            "[{label}] {name:<19} 1-step wall {} cpu {}; 20-tool wall {} cpu {}; per step wall {} cpu {}",
+            ms(wall(&side.one)),
+            ms(cpu(&side.one)),
+            ms(wall(&side.twenty)),
+            ms(cpu(&side.twenty)),
+            ms(side.per_step(wall)),
+            ms(side.per_step(cpu)),
+        );
+    }
+    let ratio = |f: fn(&[Usage]) -> Duration| {
+        after.per_step(f).as_secs_f64() / before.per_step(f).as_secs_f64()
+    };
+    println!(
+        "[{label}] per step after ÷ before: wall {:.3}, cpu {:.3}",
+        ratio(wall),
+        ratio(cpu)
+    );
+}
+
+/// The before/after pass (module docs), when `DSH_BASELINE_BIN` is set.
+fn baseline_summary() {
+    let Some(baseline) = std::env::var_os("DSH_BASELINE_BIN") else {
+        return;
+    };
+    let baseline = PathBuf::from(baseline);
+    let runs: usize = std::env::var("DSH_BASELINE_RUNS")
+        .ok()
+        .map_or(31, |r| r.parse().expect("DSH_BASELINE_RUNS: a number"));
+    let out = Command::new(&baseline).arg("--version").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{} --version failed",
+        baseline.display()
+    );
+    println!();
+    println!(
+        "== dsh exec per step, this build (after) against DSH_BASELINE_BIN (before): {} ==",
+        String::from_utf8_lossy(&out.stdout).trim()
+    );
+    println!(
+        "baseline: {}; medians of {runs} runs per binary and task, run alternately A B A B …",
+        baseline.display()
+    );
+    let (after, before) = before_after(&baseline, runs, None);
+    print_before_after("state on ext4", &after, &before);
+    let rss = |bin: &Path, steps: usize| {
+        let env = Env::new(None);
+        let server = ScriptedServer::start(script(steps));
+        peak_rss_kib(&env.exec_with(bin, &server.url))
+            .map_or("n/a (no /usr/bin/time)".into(), |k| format!("{k} KiB"))
+    };
+    println!(
+        "peak RSS (GNU time %M), after / before: 1-step exec {} / {}, 20-tool exec {} / {}",
+        rss(Path::new(BIN), 0),
+        rss(&baseline, 0),
+        rss(Path::new(BIN), TOOL_CALLS),
+        rss(&baseline, TOOL_CALLS)
+    );
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        let (after, before) = before_after(&baseline, runs, Some(shm));
+        print_before_after("state on tmpfs", &after, &before);
+    }
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     criterion_benches(&mut c);
@@ -396,5 +555,6 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` does not: keep that run short.
     if std::env::args().any(|a| a == "--bench") {
         summary(15);
+        baseline_summary();
     }
 }
