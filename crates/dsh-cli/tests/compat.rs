@@ -149,7 +149,10 @@ impl Run {
     fn retry_lines(&self) -> Vec<String> {
         self.stderr()
             .lines()
-            .filter(|l| l.starts_with("dsh: ") && l.to_lowercase().contains("retr"))
+            .filter(|l| {
+                let l = l.to_lowercase();
+                l.starts_with("dsh: ") && (l.contains("retrying") || l.contains("attempt"))
+            })
             .map(str::to_owned)
             .collect()
     }
