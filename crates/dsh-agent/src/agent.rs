@@ -39,6 +39,11 @@ pub struct LoopConfig {
     pub max_cost_usd: f64,
     /// `[model] price`; `None`: the preset's for its default model, if any (see `cost`).
     pub price: Option<dsh_config::Price>,
+    /// `[model] context_window`; `None`: the preset's for its default model, if any.
+    pub context_window: Option<u64>,
+    /// `[context] max_fraction`: of the window, the most a request may fill before room is
+    /// made.
+    pub max_fraction: f64,
 }
 
 impl Default for LoopConfig {
@@ -51,6 +56,8 @@ impl Default for LoopConfig {
             keep_turns: keep_turns(d::CONTEXT_KEEP_TURNS),
             max_cost_usd: d::LIMITS_MAX_COST_USD,
             price: None,
+            context_window: None,
+            max_fraction: d::CONTEXT_MAX_FRACTION,
         }
     }
 }
@@ -161,6 +168,8 @@ pub struct Agent {
     price: Option<dsh_config::Price>,
     /// What this agent's calls cost so far, when the prices are known.
     cost_usd: Option<f64>,
+    /// The model's context window in tokens, when known.
+    window: Option<u64>,
     step: u32,
     /// Steps taken before this process (a resumed conversation); not counted in totals.
     steps_before: u32,
@@ -215,6 +224,11 @@ impl Agent {
             events,
             price,
             cost_usd: price.map(|_| 0.0),
+            window: crate::context::window_for(
+                config.context_window,
+                provider.name(),
+                provider.model(),
+            ),
             provider,
             config,
             system,
@@ -241,6 +255,52 @@ impl Agent {
         agent.step = resumed.steps;
         agent.steps_before = resumed.steps;
         agent
+    }
+
+    /// This step's request: the system prompt, the history as trimming keeps it, the tools.
+    fn request(&self) -> ChatRequest {
+        let mut messages = vec![Message::system(self.system.clone())];
+        messages.extend(crate::trim::trim(
+            &self.history,
+            &self.turn_starts,
+            self.config.keep_turns,
+        ));
+        ChatRequest {
+            model: self.provider.model().to_owned(),
+            messages,
+            tools: self.tools(),
+            max_tokens: None,
+        }
+    }
+
+    /// Before a request: with the model's window known, prunes old tool results when the
+    /// request would pass `max_fraction` of it (see `context`).
+    fn make_room(&mut self) {
+        let Some(window) = self.window else {
+            return;
+        };
+        let request = self.request();
+        let fixed = estimate_tokens(&request.messages[0].content)
+            + estimate_tokens(&serde_json::to_string(&request.tools).unwrap_or_default());
+        let budget = (window as f64 * self.config.max_fraction) as u64;
+        if fixed + crate::context::estimate(&request.messages[1..]) > budget {
+            // Down to three quarters of the budget at once: each pruning changes the
+            // request's prefix (a prompt cache starts over), so it should not recur each step.
+            self.prune((budget.saturating_sub(fixed) * 3 / 4).max(1));
+        }
+    }
+
+    /// Prunes the history down to `budget` tokens (0: all it can) and says so.
+    fn prune(&mut self, budget: u64) -> crate::context::Pruned {
+        let p = crate::context::prune(&mut self.history, budget, &self.session.spill);
+        if p.results > 0 {
+            self.emit(EventKind::ContextPruned {
+                results: p.results,
+                tokens_before: p.tokens_before,
+                tokens_after: p.tokens_after,
+            });
+        }
+        p
     }
 
     /// The model this agent talks to.
@@ -382,18 +442,8 @@ impl Agent {
             }
             self.step += 1;
             let step = self.step;
-            let mut messages = vec![Message::system(self.system.clone())];
-            messages.extend(crate::trim::trim(
-                &self.history,
-                &self.turn_starts,
-                self.config.keep_turns,
-            ));
-            let request = ChatRequest {
-                model: self.provider.model().to_owned(),
-                messages,
-                tools: self.tools(),
-                max_tokens: None,
-            };
+            self.make_room();
+            let mut request = self.request();
             let begun = Instant::now();
             let (agent, sink) = (self.spec.id.clone(), self.events.clone());
             let mut on_event = move |e: StreamEvent| {
@@ -407,14 +457,27 @@ impl Agent {
                 };
                 sink.send(&agent, kind);
             };
-            let completion = match self
-                .provider
-                .complete(&request, &mut on_event, cancel)
-                .await
-            {
-                Ok(c) => c,
-                Err(ModelError::Cancelled) => return self.stop(StopReason::Interrupted, last_text),
-                Err(e) => return Err(e.into()),
+            let mut retried = false;
+            let completion = loop {
+                match self
+                    .provider
+                    .complete(&request, &mut on_event, cancel)
+                    .await
+                {
+                    Ok(c) => break c,
+                    Err(ModelError::Cancelled) => {
+                        return self.stop(StopReason::Interrupted, last_text);
+                    }
+                    // Too long for the model: make what room pruning can, and try once more.
+                    Err(e) if !retried && crate::context::is_too_long(&e) => {
+                        retried = true;
+                        if self.prune(0).results == 0 {
+                            return Err(e.into());
+                        }
+                        request = self.request();
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             };
             let elapsed = begun.elapsed();
             let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);

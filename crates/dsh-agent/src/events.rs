@@ -60,6 +60,13 @@ pub enum EventKind {
     },
     /// The call's result is journaled.
     ToolFinished { result: Arc<FrozenResult> },
+    /// Old tool results were cut to make room in the model's context window (their whole
+    /// text is in the spill store).
+    ContextPruned {
+        results: usize,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     /// A disposition attached context for the model's next input.
     ContextAttached { policy: String, text: String },
     /// A sub-agent started (its own events follow, with its id).

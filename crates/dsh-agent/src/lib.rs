@@ -6,6 +6,7 @@
 
 mod agent;
 mod assemble;
+pub mod context;
 pub mod cost;
 mod ending;
 pub mod events;

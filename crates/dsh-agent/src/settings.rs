@@ -93,6 +93,8 @@ impl LoopConfig {
             keep_turns: crate::agent::keep_turns(loaded.config.context.keep_turns),
             max_cost_usd: limits.max_cost_usd,
             price: loaded.config.model.price,
+            context_window: loaded.config.model.context_window,
+            max_fraction: loaded.config.context.max_fraction,
             ..LoopConfig::default()
         }
     }

@@ -1038,3 +1038,93 @@ fn a_300_call_task_finishes_and_every_request_only_appends() {
     let results = records_of(&e.journal(), "tool_result");
     assert_eq!(results.len(), n);
 }
+
+/// Big files read in the workspace, alternating so the repeated-call stop line never fires.
+fn big_reads(e: &Env, n: usize) -> Vec<Reply> {
+    for name in ["big_a.txt", "big_b.txt"] {
+        let text: String = (0..400).map(|i| format!("{name} line {i:04}\n")).collect();
+        std::fs::write(e.ws.join(name), text).unwrap();
+    }
+    (0..n)
+        .map(|i| {
+            let name = if i % 2 == 0 { "big_a.txt" } else { "big_b.txt" };
+            Turn::tool_call(
+                &format!("r{i}"),
+                "read_file",
+                &format!(r#"{{"path":"{name}"}}"#),
+            )
+            .into()
+        })
+        .collect()
+}
+
+/// With a small configured window, old big results are cut (head, tail, and where to page
+/// the rest back) before a request would pass `max_fraction`; the last steps stay whole.
+#[test]
+fn a_small_window_prunes_old_results_and_the_run_goes_on() {
+    let e = Env::new();
+    std::fs::write(
+        e.cfg.join("config.toml"),
+        "[model]\ncontext_window = 12000\n[context]\nmax_fraction = 0.8\n",
+    )
+    .unwrap();
+    let mut script = big_reads(&e, 8);
+    script.push(Reply::text("read them all"));
+    let server = ScriptedServer::start(script);
+    let out = e.exec(&server.url, &[], "read the big files");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = server.requests();
+    let last = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let tools: Vec<&Value> = last.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tools.len(), 8);
+    let pruned = tools
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .unwrap()
+                .contains("pruned to make room")
+        })
+        .count();
+    assert!(pruned >= 1, "nothing was pruned");
+    // The last three steps' results are whole; a cut one says how to page it back.
+    for m in &tools[5..] {
+        assert!(!m["content"].as_str().unwrap().contains("pruned"), "{m}");
+    }
+    let first = tools[0]["content"].as_str().unwrap();
+    assert!(
+        first.contains("read_output") && first.contains("out-r0-pruned"),
+        "{first}"
+    );
+    // The first user message is still there verbatim, and each call keeps its result.
+    assert_eq!(last[1]["content"], "read the big files");
+    let stop = records_of(&e.journal(), "stop");
+    assert_eq!(stop[0]["reason"], "final_answer");
+}
+
+/// A window nobody knows: no room is made ahead; the provider's "context too long" is
+/// answered by pruning and one retry of that request.
+#[test]
+fn context_too_long_is_answered_by_making_room_and_one_retry() {
+    let e = Env::new();
+    let mut script = big_reads(&e, 5);
+    script.push(Reply::error(
+        400,
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+    ));
+    script.push(Reply::text("fits now"));
+    let server = ScriptedServer::start(script);
+    let out = e.exec(&server.url, &[], "read the big files");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "fits now\n");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 7);
+    let (refused, retried) = (&requests[5], &requests[6]);
+    let text = |r: &Value| r["messages"].to_string();
+    assert!(!text(refused).contains("pruned to make room"));
+    assert!(text(retried).contains("pruned to make room"));
+    assert!(text(retried).len() < text(refused).len());
+}
