@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{self, Decoder, Endpoint, ProviderConfig, truncate};
+use crate::http::{Decoder, Endpoint, ProviderConfig, truncate};
 use crate::types::{
     ChatRequest, Completion, FinishReason, Message, ModelError, Provider, Role, StreamEvent,
     ToolCallRequest, Usage,
@@ -384,7 +384,7 @@ impl Decoder for MessageDecoder {
             "message_stop" => return Ok(true),
             "error" => {
                 let error = wire.error.unwrap_or(Value::Null);
-                return Err(http::reported(&error, None));
+                return Err(crate::reported::reported(&error, None));
             }
             _ => {} // ping, content_block_stop, future event types
         }

@@ -15,6 +15,7 @@
 mod anthropic;
 mod http;
 mod openai;
+mod reported;
 mod select;
 mod types;
 

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{self, Decoder, Endpoint, ProviderConfig, truncate};
+use crate::http::{Decoder, Endpoint, ProviderConfig, truncate};
 use crate::types::{
     ChatRequest, Completion, FinishReason, Message, ModelError, Provider, Role, StreamEvent,
     ToolCallRequest, Usage,
@@ -307,7 +307,7 @@ impl Decoder for ChunkDecoder {
         if event.event == "error" {
             let value: Value = serde_json::from_str(data).unwrap_or(Value::String(data.into()));
             let error = value.get("error").cloned().unwrap_or(value);
-            return Err(http::reported(&error, None));
+            return Err(crate::reported::reported(&error, None));
         }
         if data.is_empty() {
             return Ok(false);
@@ -366,7 +366,7 @@ impl ChunkDecoder {
         emit: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<(), ModelError> {
         if let Some(error) = chunk.error {
-            return Err(http::reported(&error, None));
+            return Err(crate::reported::reported(&error, None));
         }
         if let Some(u) = chunk.usage {
             let cached = u
