@@ -24,7 +24,9 @@
 //! mechanism knows none of them. Policies live in `dsh-policy`, tools in `dsh-tools`.
 
 mod budget;
+mod builder;
 mod call;
+mod check;
 mod dispatch;
 pub mod journal;
 mod panic;
@@ -41,12 +43,11 @@ mod workspace;
 mod wrappers;
 
 pub use budget::Budget;
+pub use builder::PipelineBuilder;
 pub use call::{CallSource, ToolCall};
+pub use check::{CheckReport, CheckVote, Decision};
 pub use dispatch::Dispatch;
-pub use pipeline::{
-    BatchError, BatchOutcome, CheckReport, CheckVote, Decision, Observer, Pipeline,
-    PipelineBuilder, PipelineConfig,
-};
+pub use pipeline::{BatchError, BatchOutcome, Observer, Pipeline, PipelineConfig};
 pub use policy::{
     Action, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Denial, Disposition, Guard,
     PolicyContext, PrePolicy, Tier, Verdict, Vote, combine_votes,

@@ -38,7 +38,6 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::join_all;
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::Budget;
@@ -46,7 +45,7 @@ use crate::call::ToolCall;
 use crate::journal::{Journal, JournalError, Record};
 use crate::panic;
 use crate::policy::{
-    ApprovalRequest, Approver, Disposition, Guard, PolicyContext, PrePolicy, Tier, Verdict, Vote,
+    ApprovalRequest, Approver, Disposition, Guard, PolicyContext, PrePolicy, Verdict, Vote,
     combine_votes,
 };
 use crate::registry::{Entry, RegisterError, Registry};
@@ -101,37 +100,6 @@ pub struct BatchError {
     pub committed: Vec<Arc<FrozenResult>>,
 }
 
-/// `dsh check`'s decision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Allow,
-    Ask,
-    Deny,
-}
-
-/// One vote as `dsh check` reports it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct CheckVote {
-    pub policy: String,
-    pub tier: Tier,
-    pub vote: Verdict,
-    pub reason: String,
-}
-
-/// What gates 1 and 3 would decide for a call, without running it or asking anyone (DESIGN
-/// §4). `allow` ⇔ a batch without an approver runs it; `ask` ⇔ such a batch answers
-/// `unavailable`; `deny` ⇔ the batch refuses it whatever the approver says.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct CheckReport {
-    pub tool: String,
-    pub decision: Decision,
-    pub gate: Gate,
-    pub policy: Option<String>,
-    pub reason: String,
-    pub votes: Vec<CheckVote>,
-}
-
 /// The assembled pipeline of one session, shared by `Arc` (running calls hold it through
 /// their dispatch handle).
 pub struct Pipeline {
@@ -170,77 +138,6 @@ impl std::fmt::Debug for Pipeline {
             )
             .field("config", &self.config)
             .finish_non_exhaustive()
-    }
-}
-
-/// Assembles a [`Pipeline`]. Listeners of each gate keep their registration order.
-pub struct PipelineBuilder {
-    inner: Pipeline,
-    wrappers: Vec<Arc<dyn Wrapper>>,
-}
-
-impl PipelineBuilder {
-    #[must_use]
-    pub fn pre_policy(mut self, policy: impl PrePolicy + 'static) -> Self {
-        self.inner.policies.push(Arc::new(policy));
-        self
-    }
-    #[must_use]
-    pub fn pre_policy_arc(mut self, policy: Arc<dyn PrePolicy>) -> Self {
-        self.inner.policies.push(policy);
-        self
-    }
-    /// Mounts the approver; without one every `ask` ends as `unavailable` (SPEC P3).
-    #[must_use]
-    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.inner.approver = Some(approver);
-        self
-    }
-    #[must_use]
-    pub fn guard(mut self, guard: impl Guard + 'static) -> Self {
-        self.inner.guards.push(Arc::new(guard));
-        self
-    }
-    #[must_use]
-    pub fn guard_arc(mut self, guard: Arc<dyn Guard>) -> Self {
-        self.inner.guards.push(guard);
-        self
-    }
-    /// The first wrapper registered is the outermost.
-    #[must_use]
-    pub fn wrapper(mut self, wrapper: impl Wrapper + 'static) -> Self {
-        self.wrappers.push(Arc::new(wrapper));
-        self
-    }
-    #[must_use]
-    pub fn disposition(mut self, disposition: impl Disposition + 'static) -> Self {
-        self.inner.dispositions.push(Arc::new(disposition));
-        self
-    }
-    #[must_use]
-    pub fn disposition_arc(mut self, disposition: Arc<dyn Disposition>) -> Self {
-        self.inner.dispositions.push(disposition);
-        self
-    }
-    #[must_use]
-    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
-        self.inner.observers.push(observer);
-        self
-    }
-    #[must_use]
-    pub fn config(mut self, config: PipelineConfig) -> Self {
-        self.inner.config = config;
-        self
-    }
-    pub fn build(mut self) -> Arc<Pipeline> {
-        self.inner.wrappers = self.wrappers.into();
-        self.inner.config.max_parallel = self.inner.config.max_parallel.max(1);
-        self.inner.budget = Budget::new(self.inner.config.max_parallel);
-        let inner = self.inner;
-        Arc::new_cyclic(|me| Pipeline {
-            me: me.clone(),
-            ..inner
-        })
     }
 }
 
@@ -285,7 +182,7 @@ pub(crate) enum Admit {
 }
 
 impl Admission {
-    fn refused(c: Candidate) -> Self {
+    pub(crate) fn refused(c: Candidate) -> Self {
         Admission {
             votes: Vec::new(),
             verdict: Admit::Refused(c),
@@ -348,26 +245,6 @@ fn gate1_decided_by(
 }
 
 impl Pipeline {
-    /// Starts a pipeline around `registry`, recording into `journal`.
-    pub fn builder(registry: Registry, journal: Arc<dyn Journal>) -> PipelineBuilder {
-        PipelineBuilder {
-            inner: Pipeline {
-                registry: RwLock::new(registry),
-                policies: Vec::new(),
-                approver: None,
-                guards: Vec::new(),
-                wrappers: Arc::from(Vec::new()),
-                dispositions: Vec::new(),
-                observers: Vec::new(),
-                journal,
-                config: PipelineConfig::default(),
-                budget: Budget::new(1),
-                me: Weak::new(),
-            },
-            wrappers: Vec::new(),
-        }
-    }
-
     fn read_registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
         // Registration either happens whole or not at all (the map insert is the last
         // step), so a poisoned lock still guards a consistent registry.
@@ -435,49 +312,6 @@ impl Pipeline {
         cancel: &CancellationToken,
     ) -> Result<BatchOutcome, BatchError> {
         crate::scheduler::run_batch(self, scope, calls, cancel).await
-    }
-
-    /// [`Pipeline::check_in`] with every tool of the session.
-    pub async fn check(&self, call: &ToolCall) -> CheckReport {
-        self.check_in(&ToolSet::All, call).await
-    }
-
-    /// Gates 1–3 as a dry run for an agent with `tools`: `Pipeline::admit` in `Mode::Check` —
-    /// nothing executes, nobody is asked, nothing is journaled.
-    pub async fn check_in(&self, tools: &ToolSet, call: &ToolCall) -> CheckReport {
-        let admission = match self.admit(call, Mode::Check { tools }).await {
-            Ok(a) => a,
-            // Mode::Check journals nothing; were that ever to change, a failure to record
-            // is reported as a refusal, never as an allow.
-            Err(e) => Admission::refused(Candidate::failure(
-                call.id(),
-                call.name(),
-                FailureKind::Denied,
-                DecidedBy::new(Gate::Registry, None, format!("cannot check: {e}")),
-            )),
-        };
-        let (decision, decided) = match admission.verdict {
-            Admit::Admitted(a) => (Decision::Allow, a.allowed_by),
-            Admit::WouldAsk(decided) => (Decision::Ask, decided),
-            Admit::Refused(c) => (Decision::Deny, c.decided_by),
-        };
-        CheckReport {
-            tool: call.name().to_owned(),
-            decision,
-            gate: decided.gate,
-            policy: decided.policy,
-            reason: decided.reason,
-            votes: admission
-                .votes
-                .into_iter()
-                .map(|(policy, v)| CheckVote {
-                    policy,
-                    tier: v.tier,
-                    vote: v.verdict,
-                    reason: v.reason,
-                })
-                .collect(),
-        }
     }
 
     /// The gate sequence of one call, top to bottom: the registry, gate 1, gate 2 (only on
