@@ -163,6 +163,12 @@ pub struct Agent {
     history: Vec<Message>,
     /// Where each turn (a `run`'s prompt) starts in `history`.
     turn_starts: Vec<usize>,
+    /// The `seq` of each turn's `user_message` in this session's file (`None`: a turn of
+    /// the session this one resumes, or one compacted).
+    turn_seqs: Vec<Option<u64>>,
+    /// How many leading turns are already compacted: compaction runs again only when more
+    /// turns can go.
+    compacted: usize,
     usage: Usage,
     /// The prices of the agent's model (`None`: unknown, so is the cost).
     price: Option<dsh_config::Price>,
@@ -234,6 +240,8 @@ impl Agent {
             system,
             history: Vec::new(),
             turn_starts: Vec::new(),
+            turn_seqs: Vec::new(),
+            compacted: 0,
             usage: Usage::default(),
             step: 0,
             steps_before: 0,
@@ -252,6 +260,7 @@ impl Agent {
         let mut agent = Agent::new(session, provider, config);
         agent.history = resumed.history;
         agent.turn_starts = resumed.turn_starts;
+        agent.compacted = resumed.compacted_turns;
         agent.step = resumed.steps;
         agent.steps_before = resumed.steps;
         agent
@@ -273,21 +282,140 @@ impl Agent {
         }
     }
 
-    /// Before a request: with the model's window known, prunes old tool results when the
-    /// request would pass `max_fraction` of it (see `context`).
-    fn make_room(&mut self) {
+    /// Before a request: with the model's window known, when the request would pass
+    /// `max_fraction` of it, prunes old tool results, then compacts old turns if that was not
+    /// enough (see `context`).
+    async fn make_room(&mut self, cancel: &CancellationToken) -> Result<(), AgentError> {
         let Some(window) = self.window else {
-            return;
+            return Ok(());
         };
         let request = self.request();
         let fixed = estimate_tokens(&request.messages[0].content)
             + estimate_tokens(&serde_json::to_string(&request.tools).unwrap_or_default());
         let budget = (window as f64 * self.config.max_fraction) as u64;
-        if fixed + crate::context::estimate(&request.messages[1..]) > budget {
-            // Down to three quarters of the budget at once: each pruning changes the
-            // request's prefix (a prompt cache starts over), so it should not recur each step.
-            self.prune((budget.saturating_sub(fixed) * 3 / 4).max(1));
+        let room = budget.saturating_sub(fixed);
+        if crate::context::estimate(&request.messages[1..]) <= room {
+            return Ok(());
         }
+        // Down to three quarters of the budget at once: each change restarts a prompt
+        // cache, so it should not recur each step.
+        let target = (room * 3 / 4).max(1);
+        if self.prune(target).tokens_after > target {
+            self.compact(cancel).await?;
+        }
+        Ok(())
+    }
+
+    /// Compaction: asks the model for a summary of the oldest turns (all but the last
+    /// `context::KEEP_TURNS`) in a bounded request of its own, journaled as an `llm_call`,
+    /// and puts it in their place; journals `context_compacted`. `Ok(false)`: nothing to
+    /// compact, or the summary came back empty.
+    async fn compact(&mut self, cancel: &CancellationToken) -> Result<bool, AgentError> {
+        use crate::context;
+        let turns = context::compactable(&self.turn_starts);
+        if turns <= self.compacted {
+            return Ok(false);
+        }
+        let end = self.turn_starts[turns];
+        let tokens_before = context::estimate(&self.history);
+        let request = ChatRequest {
+            model: self.provider.model().to_owned(),
+            messages: vec![
+                Message::system(context::SUMMARY_PROMPT),
+                Message::user(context::transcript(&self.history[..end])),
+            ],
+            tools: Vec::new(),
+            max_tokens: Some(context::SUMMARY_MAX_TOKENS),
+        };
+        let begun = Instant::now();
+        let completion = self
+            .provider
+            .complete(&request, &mut |_| {}, cancel)
+            .await?;
+        let elapsed_ms = u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (usage, estimated) = match completion.usage {
+            Some(u) => (u, false),
+            None => (
+                Usage {
+                    prompt_tokens: context::estimate(&request.messages),
+                    completion_tokens: estimate_tokens(&completion.message.content),
+                    ..Usage::default()
+                },
+                true,
+            ),
+        };
+        let cost = self.account(&usage, estimated);
+        self.record(&Record::LlmCall {
+            step: self.step,
+            provider: self.provider.name().into(),
+            model: self.provider.model().into(),
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            tokens_estimated: estimated,
+            cached_tokens: usage.cached_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
+            cost_usd: cost,
+            elapsed_ms,
+            has_tool_calls: false,
+            finish_reason: Cow::Owned(json!(completion.finish_reason)),
+        })?;
+        let summary = completion.message.content.trim().to_owned();
+        if summary.is_empty() {
+            return Ok(false);
+        }
+        // This file's records of the replaced turns: from the first compacted turn written
+        // here (else just after `session_start`) to the first kept turn's `user_message`.
+        let replaced: Vec<u64> = match self.turn_seqs.get(turns).copied().flatten() {
+            Some(kept) => {
+                let first = self.turn_seqs[..turns]
+                    .iter()
+                    .flatten()
+                    .next()
+                    .copied()
+                    .unwrap_or(2);
+                (first..kept).collect()
+            }
+            None => Vec::new(),
+        };
+        context::apply_compaction(&mut self.history, &mut self.turn_starts, turns, &summary);
+        self.compacted = turns;
+        let kept_seqs = self.turn_seqs.split_off(turns.min(self.turn_seqs.len()));
+        self.turn_seqs = vec![None; turns];
+        self.turn_seqs.extend(kept_seqs);
+        let tokens_after = context::estimate(&self.history);
+        self.record(&Record::ContextCompacted {
+            replaced,
+            turns: turns as u64,
+            summary: Cow::Borrowed(&summary),
+            tokens_before,
+            tokens_after,
+        })?;
+        self.emit(EventKind::ContextCompacted {
+            turns,
+            tokens_before,
+            tokens_after,
+        });
+        Ok(true)
+    }
+
+    /// Adds a call's usage to the agent's, and its cost when the prices are known and the
+    /// counts are not estimates; the call's cost.
+    fn account(&mut self, usage: &Usage, estimated: bool) -> Option<f64> {
+        self.usage.prompt_tokens += usage.prompt_tokens;
+        self.usage.completion_tokens += usage.completion_tokens;
+        self.usage.cached_tokens += usage.cached_tokens;
+        self.usage.cache_write_tokens += usage.cache_write_tokens;
+        // Estimated counts give no cost: a guess is never shown as a fact, and the total is
+        // unknown from then on.
+        let cost = self
+            .price
+            .filter(|_| !estimated)
+            .map(|p| crate::cost::cost_usd(usage, &p));
+        self.cost_usd = match (self.cost_usd, cost) {
+            (Some(total), Some(c)) => Some(total + c),
+            _ => None,
+        };
+        cost
     }
 
     /// Prunes the history down to `budget` tokens (0: all it can) and says so.
@@ -342,13 +470,13 @@ impl Agent {
         &self.history
     }
 
-    fn record(&self, record: &Record<'_>) -> Result<(), JournalError> {
+    /// Journals `record` for this agent; its `seq`.
+    fn record(&self, record: &Record<'_>) -> Result<u64, JournalError> {
         let agent = journal_agent(&self.spec.id);
         self.session
             .pipeline
             .journal()
             .append_as(agent.as_deref(), record)
-            .map(|_| ())
     }
 
     /// What this agent spent so far in this process.
@@ -424,9 +552,11 @@ impl Agent {
         prompt: &str,
         cancel: &CancellationToken,
     ) -> Result<Outcome, AgentError> {
-        self.record(&Record::UserMessage {
+        let seq = self.record(&Record::UserMessage {
             text: prompt.into(),
         })?;
+        self.turn_seqs.resize(self.turn_starts.len(), None);
+        self.turn_seqs.push(Some(seq));
         self.turn_starts.push(self.history.len());
         self.history.push(Message::user(prompt));
         let mut last_text = String::new();
@@ -442,7 +572,12 @@ impl Agent {
             }
             self.step += 1;
             let step = self.step;
-            self.make_room();
+            match self.make_room(cancel).await {
+                Err(AgentError::Model(ModelError::Cancelled)) => {
+                    return self.stop(StopReason::Interrupted, last_text);
+                }
+                other => other?,
+            }
             let mut request = self.request();
             let begun = Instant::now();
             let (agent, sink) = (self.spec.id.clone(), self.events.clone());
@@ -468,10 +603,18 @@ impl Agent {
                     Err(ModelError::Cancelled) => {
                         return self.stop(StopReason::Interrupted, last_text);
                     }
-                    // Too long for the model: make what room pruning can, and try once more.
+                    // Too long for the model: make what room pruning and compaction can, and
+                    // try once more.
                     Err(e) if !retried && crate::context::is_too_long(&e) => {
                         retried = true;
-                        if self.prune(0).results == 0 {
+                        let pruned = self.prune(0).results > 0;
+                        let compacted = match self.compact(cancel).await {
+                            Err(AgentError::Model(ModelError::Cancelled)) => {
+                                return self.stop(StopReason::Interrupted, last_text);
+                            }
+                            other => other?,
+                        };
+                        if !pruned && !compacted {
                             return Err(e.into());
                         }
                         request = self.request();
@@ -505,20 +648,7 @@ impl Agent {
                     true,
                 ),
             };
-            self.usage.prompt_tokens += usage.prompt_tokens;
-            self.usage.completion_tokens += usage.completion_tokens;
-            self.usage.cached_tokens += usage.cached_tokens;
-            self.usage.cache_write_tokens += usage.cache_write_tokens;
-            // Estimated counts give no cost: a guess is never shown as a fact, and the
-            // total is unknown from then on.
-            let cost = self
-                .price
-                .filter(|_| !estimated)
-                .map(|p| crate::cost::cost_usd(&usage, &p));
-            self.cost_usd = match (self.cost_usd, cost) {
-                (Some(total), Some(c)) => Some(total + c),
-                _ => None,
-            };
+            let cost = self.account(&usage, estimated);
             self.record(&Record::LlmCall {
                 step,
                 provider: self.provider.name().into(),

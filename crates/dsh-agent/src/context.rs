@@ -1,4 +1,4 @@
-//! Room in the model's context window (issue 10, item 1 — first stage: pruning).
+//! Room in the model's context window (issue 10, item 1): pruning, then compaction.
 //!
 //! Each preset knows the window of its default model; `[model] context_window` sets it for
 //! others. With a window known, before a request would pass `[context] max_fraction` of it,
@@ -6,10 +6,17 @@
 //! never those of the last [`KEEP_STEPS`] steps; the whole text is saved in the session's
 //! spill store and the cut says how to page it back with `read_output`. A call's message
 //! and its results stay together (only the results' text changes). With no window known, no
-//! room is made ahead; a provider's "context too long" is answered by pruning and one retry.
+//! room is made ahead; a provider's "context too long" is answered by making room and one
+//! retry.
 //!
-//! Not built yet: compaction (a summary of the oldest turns by the model). When pruning does
-//! not make enough room, the request is sent as it is and the provider's refusal ends the run.
+//! When pruning is not enough, the oldest turns — all but the last [`KEEP_TURNS`] — are
+//! compacted: the same model summarizes their transcript in a bounded request of its own
+//! ([`SUMMARY_PROMPT`], at most [`SUMMARY_MAX_TOKENS`]), and [`apply_compaction`] puts the
+//! summary in place of their work, keeping each turn's first user message verbatim (a turn
+//! is a `user_message` and everything after it; whole turns go, so a call is never separated
+//! from its results). The system prompt, which holds the memory files, is never touched.
+//! Compaction runs again only when more turns can go. If there is still no room, the request
+//! is sent as it is and the provider's refusal ends the run.
 
 use dsh_core::SpillStore;
 use dsh_model::{Message, ModelError, Role};
@@ -222,5 +229,149 @@ mod tests {
             message: "too big".into(),
             hint: None,
         }));
+    }
+}
+
+// ---- compaction ----
+
+/// The last turns compaction keeps verbatim (the one being worked on and the one before).
+pub const KEEP_TURNS: usize = 2;
+/// The longest transcript sent to be summarized, in characters (its newest part is kept).
+const TRANSCRIPT_MAX_CHARS: usize = 200_000;
+/// The most of one message the transcript quotes.
+const TRANSCRIPT_MESSAGE_CHARS: usize = 4_000;
+/// The summary's length cap, in tokens.
+pub const SUMMARY_MAX_TOKENS: u32 = 1_024;
+
+/// The system prompt of the summary request.
+pub const SUMMARY_PROMPT: &str = "You compress the earlier part of a coding session so that the \
+work can go on with less context. Write a concise, factual summary of the transcript you are \
+given: what the user asked, what was found (files, functions, facts), what was changed and how \
+(files edited, commands run, their outcomes), decisions taken, and what is still open. Name \
+files and identifiers exactly. Plain text, no tool calls, no preamble.";
+
+/// How many leading turns compaction may replace: all but the last [`KEEP_TURNS`].
+pub fn compactable(turn_starts: &[usize]) -> usize {
+    turn_starts.len().saturating_sub(KEEP_TURNS)
+}
+
+/// `messages` as a plain transcript for the summary request, each message capped, the whole
+/// capped to its newest part.
+pub fn transcript(messages: &[Message]) -> String {
+    let cap = |t: &str| -> String {
+        let n = t.chars().count();
+        if n <= TRANSCRIPT_MESSAGE_CHARS {
+            t.to_owned()
+        } else {
+            let head: String = t.chars().take(TRANSCRIPT_MESSAGE_CHARS).collect();
+            format!("{head} […{} more characters]", n - TRANSCRIPT_MESSAGE_CHARS)
+        }
+    };
+    let mut out = String::new();
+    for m in messages {
+        let line = match m.role {
+            Role::System => continue,
+            Role::User => format!("USER: {}", cap(&m.content)),
+            Role::Assistant => {
+                let calls: Vec<String> = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| format!("[calls {}({})]", c.name, cap(&c.arguments)))
+                    .collect();
+                format!("ASSISTANT: {} {}", cap(&m.content), calls.join(" "))
+            }
+            Role::Tool => format!(
+                "RESULT of {}: {}",
+                m.tool_call_id.as_deref().unwrap_or("?"),
+                cap(&m.content)
+            ),
+        };
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    let n = out.chars().count();
+    if n > TRANSCRIPT_MAX_CHARS {
+        out = out.chars().skip(n - TRANSCRIPT_MAX_CHARS).collect();
+    }
+    out
+}
+
+/// The message that stands for the compacted work.
+pub fn summary_message(summary: &str) -> Message {
+    Message::assistant(
+        format!("[Summary of the earlier work, compacted to make room in the context]\n{summary}"),
+        Vec::new(),
+    )
+}
+
+/// Replaces the work of the first `turns` turns by `summary`: their first user messages stay
+/// verbatim, then one summary message, then the kept turns as they were. A call and its
+/// results are never separated (whole turns go). `turn_starts` follows.
+pub fn apply_compaction(
+    history: &mut Vec<Message>,
+    turn_starts: &mut Vec<usize>,
+    turns: usize,
+    summary: &str,
+) {
+    if turns == 0 || turns >= turn_starts.len() {
+        return;
+    }
+    let end = turn_starts[turns];
+    let mut new: Vec<Message> = turn_starts[..turns]
+        .iter()
+        .map(|&i| history[i].clone())
+        .collect();
+    new.push(summary_message(summary));
+    let shift = new.len();
+    new.extend(history.drain(end..));
+    let mut starts: Vec<usize> = (0..turns).collect();
+    starts.extend(turn_starts[turns..].iter().map(|&i| i - end + shift));
+    *history = new;
+    *turn_starts = starts;
+}
+
+#[cfg(test)]
+mod compaction_tests {
+    use super::*;
+    use dsh_model::ToolCallRequest;
+
+    #[test]
+    fn old_turns_keep_their_first_message_and_calls_stay_with_their_results() {
+        let call = |id: &str| {
+            Message::assistant(
+                "",
+                vec![ToolCallRequest {
+                    id: id.into(),
+                    name: "grep".into(),
+                    arguments: "{}".into(),
+                }],
+            )
+        };
+        let mut history = vec![
+            Message::user("first task"),
+            call("a"),
+            Message::tool("a", "found"),
+            Message::assistant("done one", Vec::new()),
+            Message::user("second task"),
+            call("b"),
+            Message::tool("b", "found b"),
+            Message::user("third task"),
+            call("c"),
+            Message::tool("c", "found c"),
+        ];
+        let mut starts = vec![0, 4, 7];
+        assert_eq!(compactable(&starts), 1);
+        apply_compaction(&mut history, &mut starts, 1, "did the first task");
+        let roles: Vec<(Role, &str)> = history
+            .iter()
+            .map(|m| (m.role, m.content.as_str()))
+            .collect();
+        assert_eq!(roles[0], (Role::User, "first task"));
+        assert!(roles[1].1.ends_with("did the first task"));
+        assert_eq!(roles[2], (Role::User, "second task"));
+        assert_eq!(starts, [0, 2, 5]);
+        assert_eq!(history[3].tool_calls[0].id, "b");
+        assert_eq!(history[4].tool_call_id.as_deref(), Some("b"));
+        assert!(transcript(&[Message::user("x"), call("z")]).contains("[calls grep({})]"));
     }
 }

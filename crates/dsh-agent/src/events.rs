@@ -67,6 +67,12 @@ pub enum EventKind {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// The oldest turns were summarized to make room (`context_compacted` is journaled).
+    ContextCompacted {
+        turns: usize,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     /// A disposition attached context for the model's next input.
     ContextAttached { policy: String, text: String },
     /// A sub-agent started (its own events follow, with its id).

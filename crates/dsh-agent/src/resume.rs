@@ -63,6 +63,8 @@ pub struct Resumed {
     pub cut_off: Vec<Arc<FrozenResult>>,
     /// The main agent's last step number, so new steps (and call ids) continue after it.
     pub steps: u32,
+    /// How many leading turns are compacted (the last `context_compacted`'s `turns`).
+    pub compacted_turns: usize,
 }
 
 /// Rebuilds the session at `path` (a journal under `DSH_HOME/sessions`).
@@ -207,6 +209,7 @@ fn rebuild(entries: &[Entry]) -> Resumed {
         }
     };
     let mut names: HashMap<String, String> = HashMap::new();
+    let mut compacted_turns = 0;
     for e in entries.iter().filter(|e| e.agent.is_none()) {
         match &e.record {
             Record::UserMessage { text } => {
@@ -255,6 +258,13 @@ fn rebuild(entries: &[Entry]) -> Resumed {
                 turn_starts.clear();
                 attached.clear();
                 open.clear();
+                compacted_turns = 0;
+            }
+            Record::ContextCompacted { turns, summary, .. } => {
+                flush_attached(&mut history, &mut attached);
+                let turns = usize::try_from(*turns).unwrap_or(usize::MAX);
+                crate::context::apply_compaction(&mut history, &mut turn_starts, turns, summary);
+                compacted_turns = turns;
             }
             _ => {}
         }
@@ -281,6 +291,7 @@ fn rebuild(entries: &[Entry]) -> Resumed {
         turn_starts,
         cut_off,
         steps,
+        compacted_turns,
     }
 }
 

@@ -259,13 +259,12 @@ fn show(common: &Common, path: &Path) -> Result<u8, Failure> {
             )),
             Record::SessionEnd { reason, .. } => lines.push(format!("{who}end: {reason}")),
             Record::ContextCompacted {
-                replaced,
+                turns,
                 tokens_before,
                 tokens_after,
                 ..
             } => lines.push(format!(
-                "{who}context compacted: {} records, {tokens_before} → {tokens_after} tokens",
-                replaced.len()
+                "{who}context compacted: {turns} turns summarized, {tokens_before} → {tokens_after} tokens"
             )),
             Record::HistoryCleared {} => lines.push(format!("{who}history cleared")),
             Record::SessionNamed { name } => lines.push(format!("{who}named: {name}")),

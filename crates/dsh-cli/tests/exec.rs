@@ -1128,3 +1128,113 @@ fn context_too_long_is_answered_by_making_room_and_one_retry() {
     assert!(text(retried).contains("pruned to make room"));
     assert!(text(retried).len() < text(refused).len());
 }
+
+/// Three turns (`--continue` twice) under a tiny window: pruning cuts the oldest results but
+/// cannot make enough room, so the oldest turn is compacted — a summary request of its own first,
+/// then the conversation with the first user message verbatim, the summary in place of the
+/// old work, and still valid for the wire format (the scripted server refuses an orphan
+/// tool result as the real APIs do); `context_compacted` is journaled. Both wire formats.
+#[test]
+fn a_tiny_window_compacts_the_oldest_turn_in_both_wire_formats() {
+    for anthropic in [false, true] {
+        let e = Env::new();
+        std::fs::write(
+            e.cfg.join("config.toml"),
+            "[permissions]\nallow = [\"edit_file(src/**)\"]\n[model]\ncontext_window = 3000\n",
+        )
+        .unwrap();
+        let reads = big_reads(&e, 4);
+        let start = |script: Vec<Reply>| {
+            if anthropic {
+                ScriptedServer::start_anthropic(script)
+            } else {
+                ScriptedServer::start(script)
+            }
+        };
+        let run = |url: &str, extra: &[&str], prompt: &str| {
+            let (provider, key) = if anthropic {
+                ("anthropic", "ANTHROPIC_API_KEY")
+            } else {
+                ("openai", "OPENAI_API_KEY")
+            };
+            let out = e
+                .bare()
+                .args([
+                    "--provider",
+                    provider,
+                    "--base-url",
+                    url,
+                    "--model",
+                    "scripted",
+                ])
+                .args(extra)
+                .env(key, "k")
+                .arg(prompt)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            out
+        };
+        let mut first = reads;
+        first.push(Reply::text("one"));
+        let s1 = start(first);
+        run(&s1.url, &[], "first task");
+        let s2 = start(vec![Reply::text("two")]);
+        run(&s2.url, &["--continue"], "second task");
+        let s3 = start(vec![Reply::text("S-U-M-M-A-R-Y"), Reply::text("three")]);
+        let out = run(&s3.url, &["--continue"], "third task");
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), "three\n");
+
+        let requests = s3.requests();
+        assert_eq!(requests.len(), 2, "a summary request, then the turn's");
+        let summary_req = requests[0].to_string();
+        // Pruning ran first (the oldest results were cut), and was not enough.
+        assert!(summary_req.contains("pruned to make room"), "{summary_req}");
+        assert!(
+            summary_req.contains("You compress the earlier part"),
+            "{summary_req}"
+        );
+        assert!(summary_req.contains("first task") && summary_req.contains("big_a.txt"));
+        let turn = requests[1]["messages"].to_string();
+        assert!(
+            turn.contains("first task"),
+            "the first user message is kept: {turn}"
+        );
+        assert!(turn.contains("S-U-M-M-A-R-Y"), "{turn}");
+        assert!(
+            !turn.contains("big_a.txt line 0000"),
+            "the old result is gone: {turn}"
+        );
+        assert!(turn.contains("second task") && turn.contains("third task"));
+
+        // The newest journal has the compaction and the summary's own llm_call.
+        let dir = e.home.join("sessions");
+        let newest = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|d| d.unwrap().path())
+            .find(|p| std::fs::read_to_string(p).unwrap().contains("third task"))
+            .unwrap();
+        let records: Vec<Value> = dsh_core::journal::read_journal(&newest)
+            .unwrap()
+            .records
+            .into_iter()
+            .map(|r| Value::Object(r.json))
+            .collect();
+        let compacted = records_of(&records, "context_compacted");
+        assert_eq!(compacted.len(), 1, "{anthropic}");
+        assert_eq!(compacted[0]["turns"], 1);
+        assert_eq!(compacted[0]["summary"], "S-U-M-M-A-R-Y");
+        assert!(compacted[0]["tokens_after"].as_u64() < compacted[0]["tokens_before"].as_u64());
+        assert_eq!(records_of(&records, "llm_call").len(), 2);
+
+        // Resumed again, the conversation is rebuilt with the compaction applied: the old
+        // result is in no request (compacting once more, or not).
+        let s4 = start(vec![Reply::text("S2"), Reply::text("four")]);
+        run(&s4.url, &["--continue"], "fourth task");
+        for r in s4.requests() {
+            let text = r.to_string();
+            assert!(!text.contains("big_a.txt line 0000"), "{text}");
+            assert!(text.contains("first task"), "{text}");
+        }
+    }
+}

@@ -1128,6 +1128,7 @@ fn one_of_every_kind(
         },
         Record::ContextCompacted {
             replaced: vec![2, 3, 4],
+            turns: 1,
             summary: "earlier".into(),
             tokens_before: 1000,
             tokens_after: 100,

@@ -272,3 +272,33 @@ async fn a_server_that_never_answers_is_said_as_such_with_each_retry_reported() 
     assert_eq!(retries(&events), 1);
     assert_eq!(server.requests().len(), 2);
 }
+
+/// The scripted server refuses an orphan tool result as the real APIs do (what compaction
+/// relies on the tests to catch).
+#[tokio::test]
+async fn the_scripted_server_refuses_orphan_tool_results_in_both_formats() {
+    let request = ChatRequest {
+        model: String::new(),
+        messages: vec![Message::user("hi"), Message::tool("ghost", "result")],
+        tools: Vec::new(),
+        max_tokens: None,
+    };
+    let server = ScriptedServer::start(vec![Reply::text("never")]);
+    let e = openai(&server, options())
+        .complete(&request, &mut |_| {}, &CancellationToken::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("must be a response to a preceeding message"),
+        "{e}"
+    );
+    let server = ScriptedServer::start_anthropic(vec![Reply::text("never")]);
+    let e = anthropic(&server)
+        .complete(&request, &mut |_| {}, &CancellationToken::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unexpected `tool_use_id`"), "{e}");
+    assert_eq!(server.remaining(), 1);
+}

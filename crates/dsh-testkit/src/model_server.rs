@@ -578,6 +578,13 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
         let _ = write_status(&mut socket, 404, &body.to_string(), None).await;
         return;
     }
+    // Refused as the real APIs refuse it: a tool result without its call, or a call without
+    // its result (the scripted reply is not used up).
+    if let Some(message) = orphan(state.dialect, &request.body) {
+        let body = json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
+        let _ = write_status(&mut socket, 400, &body.to_string(), None).await;
+        return;
+    }
     let reply = state.script.lock().unwrap().pop_front();
     let Some(reply) = reply else {
         let n = state.recorded.lock().unwrap().len();
@@ -762,4 +769,92 @@ async fn write_stream(
     socket.write_all(b"0\r\n\r\n").await?;
     socket.flush().await?;
     socket.shutdown().await
+}
+
+/// The first tool result without its call, or call without its result, in a request body,
+/// said in the words of the API whose dialect the server speaks.
+fn orphan(dialect: Dialect, body: &Value) -> Option<String> {
+    let messages = body.get("messages")?.as_array()?;
+    let ids = |v: Option<&Value>, key: &str| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.get(key).and_then(Value::as_str).map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    match dialect {
+        Dialect::OpenAi => {
+            let mut pending: Vec<String> = Vec::new();
+            let mut answerable: Vec<String> = Vec::new();
+            for m in messages {
+                let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+                if role == "tool" {
+                    let id = m
+                        .get("tool_call_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    if !answerable.iter().any(|a| a == id) {
+                        return Some("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".to_owned());
+                    }
+                    pending.retain(|p| p != id);
+                    continue;
+                }
+                if !pending.is_empty() {
+                    return Some(format!(
+                        "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                        pending.join(", ")
+                    ));
+                }
+                answerable = if role == "assistant" {
+                    ids(m.get("tool_calls"), "id")
+                } else {
+                    Vec::new()
+                };
+                pending.clone_from(&answerable);
+            }
+            None
+        }
+        Dialect::Anthropic => {
+            let blocks = |m: &Value, kind: &str, key: &str| -> Vec<String> {
+                m.get("content")
+                    .and_then(Value::as_array)
+                    .map(|c| {
+                        c.iter()
+                            .filter(|b| b.get("type").and_then(Value::as_str) == Some(kind))
+                            .filter_map(|b| b.get(key).and_then(Value::as_str).map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            for (i, m) in messages.iter().enumerate() {
+                let uses = blocks(m, "tool_use", "id");
+                if !uses.is_empty() && i + 1 < messages.len() {
+                    let answered = blocks(&messages[i + 1], "tool_result", "tool_use_id");
+                    let missing: Vec<&String> =
+                        uses.iter().filter(|u| !answered.contains(u)).collect();
+                    if let Some(id) = missing.first() {
+                        return Some(format!(
+                            "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {id}. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+                        ));
+                    }
+                }
+                let results = blocks(m, "tool_result", "tool_use_id");
+                if !results.is_empty() {
+                    let called = if i > 0 {
+                        blocks(&messages[i - 1], "tool_use", "id")
+                    } else {
+                        Vec::new()
+                    };
+                    if let Some(id) = results.iter().find(|r| !called.contains(r)) {
+                        return Some(format!(
+                            "messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                        ));
+                    }
+                }
+            }
+            None
+        }
+    }
 }

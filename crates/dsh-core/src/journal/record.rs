@@ -120,8 +120,13 @@ pub enum Record<'a> {
         cost_usd: Option<f64>,
     },
     ContextCompacted {
-        /// The seqs of the records the summary replaces.
+        /// The seqs of this file's records whose content the summary replaces (records of
+        /// the files a resumed session continues are counted in `turns` only).
         replaced: Vec<u64>,
+        /// How many leading turns of the conversation were compacted: their first user
+        /// messages kept verbatim, the rest replaced by `summary`. What resume applies.
+        #[serde(default)]
+        turns: u64,
         summary: Cow<'a, str>,
         tokens_before: u64,
         tokens_after: u64,
