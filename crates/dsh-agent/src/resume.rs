@@ -330,6 +330,30 @@ mod tests {
     }
 
     #[test]
+    fn a_link_that_is_a_path_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        {
+            let j = JsonlJournal::create(&path, "s", SyncPolicy::EveryRecord).unwrap();
+            j.append(&Record::SessionStart {
+                workspace: Cow::Owned(PathBuf::from("/w")),
+                provider: None,
+                model: None,
+                dsh_version: "0".into(),
+                config_digest: "d".into(),
+                resumed_from: Some(ResumedFrom {
+                    session: "../../elsewhere/x".into(),
+                    seq: 1,
+                    hash: "0".into(),
+                }),
+            })
+            .unwrap();
+        }
+        let e = load(&path).unwrap_err().to_string();
+        assert!(e.contains("not a session id"), "{e}");
+    }
+
+    #[test]
     fn unfinished_calls_close_by_what_the_journal_shows() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");

@@ -348,6 +348,20 @@ pub fn verify(path: &Path) -> Vec<FileCheck> {
             out.push(check);
             break;
         };
+        // A link names a session of the same directory by its id, never a path.
+        if !crate::session_id::looks_like(&link.session) {
+            if check.problem.is_none() {
+                check.problem = Some(Problem {
+                    line: 1,
+                    what: format!(
+                        "resumed_from names {}, which is not a session id",
+                        dsh_core::quote_capped(&link.session)
+                    ),
+                });
+            }
+            out.push(check);
+            break;
+        }
         let linked = path
             .parent()
             .unwrap_or(Path::new("."))
