@@ -1,8 +1,19 @@
-//! The composition root: turns configuration (`dsh_config::Loaded`, read only by `settings.rs`)
-//! into settings and settings into a running session — the registry of tools, the
-//! policies on each gate in their fixed order, the journal and the approver. `dsh check`,
-//! `dsh batch` and (later) the agent loop all use this one assembly, so what `check` predicts is
-//! what `batch` and the loop do.
+//! The agent runtime every front end shares (`dsh exec`, `dsh batch`, `dsh check`, and the
+//! REPL and sub-agents to come).
+//!
+//! - **Assembly** (`settings.rs`, `assemble.rs`): configuration (`dsh_config::Loaded`, read
+//!   only by `settings.rs`) becomes settings, and settings one [`Session`] — the resources its
+//!   agents share: workspace, journal, spill store, file seam, the tool registry (tools added
+//!   later through [`Session::register_tool`]), the policies on each gate in their fixed
+//!   order, the approver and the event sink. `dsh check` and `dsh batch` use this one
+//!   assembly, so what `check` predicts is what `batch` and the loop do.
+//! - **Agents** (`agent.rs`): any number over one session, each with its own [`AgentSpec`]
+//!   (identity, tool set, system prompt), history, steps and budget; what they do reaches
+//!   front ends as [`Event`]s (`events.rs`), approvals included.
+//! - **Long sessions**: whole-turn trimming (`trim.rs`), room by tokens — pruning and
+//!   compaction (`context.rs`) — and cost (`cost.rs`).
+//! - **Sessions on disk**: listing, showing and verifying (`sessions.rs`), resuming
+//!   (`resume.rs`), replaying under today's gates (`replay.rs`).
 
 mod agent;
 mod assemble;
