@@ -322,16 +322,21 @@ impl Agent {
             model: self.provider.model().to_owned(),
             messages: vec![
                 Message::system(context::SUMMARY_PROMPT),
-                Message::user(context::transcript(&self.history[..end])),
+                Message::user(context::transcript(&self.history[..end], self.window)),
             ],
             tools: Vec::new(),
             max_tokens: Some(context::SUMMARY_MAX_TOKENS),
         };
         let begun = Instant::now();
-        let completion = self
-            .provider
-            .complete(&request, &mut |_| {}, cancel)
-            .await?;
+        // Tried once for these turns, whatever comes of it: a failed or empty summary is not
+        // asked again every step (it costs a model call each time).
+        self.compacted = turns;
+        let completion = match self.provider.complete(&request, &mut |_| {}, cancel).await {
+            Ok(c) => c,
+            Err(ModelError::Cancelled) => return Err(ModelError::Cancelled.into()),
+            // No summary: the turn goes on uncompacted (the main request may still fit).
+            Err(_) => return Ok(false),
+        };
         let elapsed_ms = u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX);
         let (usage, estimated) = match completion.usage {
             Some(u) => (u, false),

@@ -364,7 +364,13 @@ impl Session {
         .with_temp_dir(temp_dir)
         .with_pass_env(settings.shell.pass_env.clone());
         let confinement = Confinement::new(workspace.clone());
-        let protected = ProtectedPaths::new(workspace.clone(), &settings.protected)?;
+        // The memory file may be written only where a person answers asks.
+        let person_answers = matches!(
+            settings.approval,
+            Approval::Interactive | Approval::Custom(_)
+        );
+        let protected = ProtectedPaths::new(workspace.clone(), &settings.protected)?
+            .with_memory_exemption(person_answers);
 
         let mut builder = Pipeline::builder(registry, journal)
             .pre_policy(confinement.clone())

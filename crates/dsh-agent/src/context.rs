@@ -256,8 +256,9 @@ pub fn compactable(turn_starts: &[usize]) -> usize {
 }
 
 /// `messages` as a plain transcript for the summary request, each message capped, the whole
-/// capped to its newest part.
-pub fn transcript(messages: &[Message]) -> String {
+/// capped to its beginning and its newest part: at most [`TRANSCRIPT_MAX_CHARS`], and at most half of `window`
+/// (in tokens, four characters each) when it is known, so the summary request itself fits.
+pub fn transcript(messages: &[Message], window: Option<u64>) -> String {
     let cap = |t: &str| -> String {
         let n = t.chars().count();
         if n <= TRANSCRIPT_MESSAGE_CHARS {
@@ -289,9 +290,19 @@ pub fn transcript(messages: &[Message]) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+    let max = window.map_or(TRANSCRIPT_MAX_CHARS, |w| {
+        TRANSCRIPT_MAX_CHARS.min(usize::try_from(w.saturating_mul(2)).unwrap_or(usize::MAX))
+    });
     let n = out.chars().count();
-    if n > TRANSCRIPT_MAX_CHARS {
-        out = out.chars().skip(n - TRANSCRIPT_MAX_CHARS).collect();
+    if n > max {
+        // The beginning (the task) and the newest part; the middle goes.
+        let head_n = max / 5;
+        let head: String = out.chars().take(head_n).collect();
+        let tail: String = out.chars().skip(n - (max - head_n)).collect();
+        out = format!(
+            "{head}\n[… {} characters of the transcript left out …]\n{tail}",
+            n - max
+        );
     }
     out
 }
@@ -372,6 +383,10 @@ mod compaction_tests {
         assert_eq!(starts, [0, 2, 5]);
         assert_eq!(history[3].tool_calls[0].id, "b");
         assert_eq!(history[4].tool_call_id.as_deref(), Some("b"));
-        assert!(transcript(&[Message::user("x"), call("z")]).contains("[calls grep({})]"));
+        assert!(transcript(&[Message::user("x"), call("z")], None).contains("[calls grep({})]"));
+        let long = vec![Message::user("y".repeat(3_000)); 10];
+        let t = transcript(&long, Some(1_000));
+        assert!(t.chars().count() <= 2_100, "{}", t.len());
+        assert!(t.starts_with("USER: yyy"));
     }
 }

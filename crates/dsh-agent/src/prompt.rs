@@ -8,9 +8,9 @@ use dsh_core::Workspace;
 /// files other agents read.
 pub const MEMORY_FILES: [&str; 4] = [
     dsh_policy::MEMORY_FILE,
-    "AGENTS.md",
-    "AGENT.md",
-    "CLAUDE.md",
+    dsh_policy::PROMPT_FILES[0],
+    dsh_policy::PROMPT_FILES[1],
+    dsh_policy::PROMPT_FILES[2],
 ];
 /// The most of one memory file put into the prompt.
 const MAX_MEMORY_BYTES: usize = 32 * 1024;

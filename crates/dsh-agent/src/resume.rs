@@ -209,6 +209,10 @@ fn rebuild(entries: &[Entry]) -> Resumed {
         }
     };
     let mut names: HashMap<String, String> = HashMap::new();
+    // The calls the last assistant message asked for: only their results are the model's to
+    // see (a nested call's, or a `dsh batch` session's, never were).
+    let mut requested: HashSet<String> = HashSet::new();
+    let mut nested: HashSet<String> = HashSet::new();
     let mut compacted_turns = 0;
     for e in entries.iter().filter(|e| e.agent.is_none()) {
         match &e.record {
@@ -237,20 +241,35 @@ fn rebuild(entries: &[Entry]) -> Resumed {
                     .iter()
                     .map(|c| (c.id.clone(), c.name.clone()))
                     .collect();
+                requested = calls.iter().map(|c| c.id.clone()).collect();
                 started.clear();
                 let mut m = Message::assistant(content.as_ref(), calls);
                 m.reasoning = reasoning.as_ref().map(ToString::to_string);
                 history.push(m);
             }
-            Record::ToolCall { call_id, name, .. } => {
-                names.insert(call_id.to_string(), name.to_string());
+            Record::ToolCall {
+                call_id,
+                name,
+                parent,
+                ..
+            } => {
+                if parent.is_some() {
+                    nested.insert(call_id.to_string());
+                } else {
+                    names.insert(call_id.to_string(), name.to_string());
+                }
             }
             Record::ToolStarted { call_id } => {
                 started.insert(call_id.to_string());
             }
             Record::ToolResult(r) => {
-                open.retain(|(id, _)| id != r.call_id());
-                history.push(Message::tool(r.call_id(), r.content()));
+                let id = r.call_id();
+                if nested.contains(id) || !requested.contains(id) {
+                    continue;
+                }
+                requested.remove(id);
+                open.retain(|(open_id, _)| open_id != id);
+                history.push(Message::tool(id, r.content()));
             }
             Record::ContextAttached(a) => attached.push(format!("[from {}] {}", a.policy, a.text)),
             Record::HistoryCleared {} => {
@@ -258,6 +277,7 @@ fn rebuild(entries: &[Entry]) -> Resumed {
                 turn_starts.clear();
                 attached.clear();
                 open.clear();
+                requested.clear();
                 compacted_turns = 0;
             }
             Record::ContextCompacted { turns, summary, .. } => {
@@ -327,6 +347,61 @@ mod tests {
             parent: None,
             step: 1,
         }
+    }
+
+    #[test]
+    fn only_the_results_the_model_asked_for_are_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        {
+            let j = JsonlJournal::create(&path, "s", SyncPolicy::EveryRecord).unwrap();
+            j.append(&start()).unwrap();
+            j.append(&Record::UserMessage { text: "go".into() })
+                .unwrap();
+            j.append(&Record::AssistantMessage {
+                step: 1,
+                content: "".into(),
+                tool_calls: vec![RequestedCall {
+                    id: "a".into(),
+                    name: "run_code".into(),
+                    arguments: "{}".into(),
+                }],
+                reasoning: None,
+            })
+            .unwrap();
+            j.append(&call("a")).unwrap();
+            let nested = Record::ToolCall {
+                call_id: "a.0".into(),
+                name: "read_file".into(),
+                args: Cow::Owned(json!({})),
+                source: CallSource::Code,
+                parent: Some("a".into()),
+                step: 1,
+            };
+            j.append(&nested).unwrap();
+            let result = |id: &str| dsh_core::FrozenResult::cut_off(id, "t", false);
+            j.append(&Record::ToolResult(dsh_core::journal::Held::Owned(result(
+                "a.0",
+            ))))
+            .unwrap();
+            j.append(&Record::ToolResult(dsh_core::journal::Held::Owned(result(
+                "a",
+            ))))
+            .unwrap();
+            // A result nobody asked for (a `dsh batch` call, say).
+            j.append(&Record::ToolResult(dsh_core::journal::Held::Owned(result(
+                "z",
+            ))))
+            .unwrap();
+        }
+        let r = load(&path).unwrap();
+        let tools: Vec<&str> = r
+            .history
+            .iter()
+            .filter_map(|m| m.tool_call_id.as_deref())
+            .collect();
+        assert_eq!(tools, ["a"]);
+        assert!(r.cut_off.is_empty());
     }
 
     #[test]

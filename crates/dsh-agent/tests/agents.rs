@@ -231,3 +231,37 @@ async fn an_interactive_approver_without_a_consumer_is_unavailable() {
     );
     assert!(!ws.path().join("x.txt").exists());
 }
+
+/// Where a person answers asks, the memory file is let out of `.dsh/**` and every write to
+/// it asks, even under an allow rule; the rest of `.dsh/` stays protected.
+#[tokio::test]
+async fn with_a_person_to_ask_the_memory_file_asks_even_under_an_allow_rule() {
+    use dsh_agent::RuleSpec;
+    use dsh_core::{Decision, ToolCall};
+    let ws = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut settings = SessionSettings::new(ws.path(), home.path());
+    settings.approval = dsh_agent::Approval::Interactive;
+    settings.rules.push(RuleSpec {
+        kind: dsh_policy::RuleKind::Allow,
+        tool: "write_file".into(),
+        specifier: None,
+        origin: "user".into(),
+        at: "test".into(),
+        tighten_only: false,
+    });
+    let session = Session::assemble_dry(&settings).unwrap();
+    let write = |path: &str| {
+        ToolCall::new(
+            "w",
+            "write_file",
+            serde_json::json!({"path": path, "content": "x"}),
+        )
+    };
+    let r = session.pipeline.check(&write(".dsh/memory.md")).await;
+    assert_eq!(r.decision, Decision::Ask, "{r:?}");
+    assert_eq!(r.policy.as_deref(), Some("memory"));
+    let r = session.pipeline.check(&write(".dsh/config.toml")).await;
+    assert_eq!(r.decision, Decision::Deny, "{r:?}");
+    assert_eq!(r.policy.as_deref(), Some("protected_paths"));
+}

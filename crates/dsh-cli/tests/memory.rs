@@ -1,6 +1,8 @@
-//! The project memory file `.dsh/memory.md` (issue 10, item 4): written only through the
-//! pipeline, every write asked even under an allow rule, while the rest of `.dsh/` stays
-//! protected; what it holds reaches the next session's system prompt.
+//! The files that go into every later system prompt (issue 10, item 4): `.dsh/memory.md` can
+//! be written only through the pipeline and only where a person answers asks — headless and
+//! under `--yolo` it stays protected like the rest of `.dsh/`; `AGENTS.md`, `AGENT.md` and
+//! `CLAUDE.md` are asked about even under an allow rule. (The interactive case, where the
+//! memory file asks, is `dsh-agent/tests/agents.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -15,39 +17,34 @@ fn check(d: &Dirs, tool: &str, args: Value) -> Value {
 }
 
 #[test]
-fn a_write_to_the_memory_file_asks_even_under_an_allow_rule() {
+fn headless_the_memory_file_stays_protected_and_prompt_files_ask() {
     let d = Dirs::new();
     d.write_user_config(
         "[permissions]\nallow = [\"write_file\", \"edit_file\", \"write_file(.dsh/**)\"]\n",
     );
-    for tool in ["write_file", "edit_file"] {
-        let args = match tool {
-            "write_file" => json!({"path": ".dsh/memory.md", "content": "x"}),
-            _ => json!({"path": ".dsh/memory.md", "old_string": "a", "new_string": "b"}),
-        };
-        let r = check(&d, tool, args);
-        assert_eq!(r["decision"], "ask", "{r}");
-        assert_eq!(r["policy"], "memory", "{r}");
-        assert_eq!(r["gate"], "pre_policy", "{r}");
-    }
-    // Spelled another way, it is the same file.
-    let r = check(
-        &d,
-        "write_file",
-        json!({"path": "src/../.dsh/memory.md", "content": "x"}),
-    );
-    assert_eq!(r["decision"], "ask", "{r}");
-    // The rest of .dsh/ stays protected, whatever the rules say.
     for path in [
+        ".dsh/memory.md",
+        "src/../.dsh/memory.md",
         ".dsh/config.toml",
-        ".dsh/memory.md.bak",
         ".dsh/sub/memory.md",
     ] {
         let r = check(&d, "write_file", json!({"path": path, "content": "x"}));
         assert_eq!(r["decision"], "deny", "{path}: {r}");
         assert_eq!(r["policy"], "protected_paths", "{path}: {r}");
     }
-    // A shell write into it is refused: the file tools are the way in.
+    for path in ["AGENTS.md", "AGENT.md", "CLAUDE.md"] {
+        let r = check(&d, "write_file", json!({"path": path, "content": "x"}));
+        assert_eq!(r["decision"], "ask", "{path}: {r}");
+        assert_eq!(r["policy"], "memory", "{path}: {r}");
+    }
+    // Not a prompt file: the allow rule decides.
+    let r = check(
+        &d,
+        "write_file",
+        json!({"path": "docs/AGENTS.md", "content": "x"}),
+    );
+    assert_eq!(r["decision"], "allow", "{r}");
+    // A shell write into .dsh/ is refused.
     let r = check(
         &d,
         "run_shell",
@@ -57,22 +54,24 @@ fn a_write_to_the_memory_file_asks_even_under_an_allow_rule() {
 }
 
 #[test]
-fn an_approved_write_lands_and_a_headless_one_is_unavailable() {
+fn yolo_cannot_write_the_memory_file_but_may_approve_a_prompt_file() {
     let d = Dirs::new();
     d.write_user_config("[permissions]\nallow = [\"write_file\"]\n");
-    let call = json!({"name": "write_file", "args": {"path": ".dsh/memory.md", "content": "tests need --locked"}});
-    let out = d.batch_output(std::slice::from_ref(&call), &[], &[]);
+    let memory =
+        json!({"name": "write_file", "args": {"path": ".dsh/memory.md", "content": "obey me"}});
+    let out = d.batch_output(&[memory], &["--yolo"], &[]);
+    assert_eq!(kind(&json_lines(&out)[0]), "denied", "{}", stderr(&out));
+    assert!(!d.ws.join(".dsh/memory.md").exists());
+
+    let agents =
+        json!({"name": "write_file", "args": {"path": "AGENTS.md", "content": "use tabs"}});
+    let out = d.batch_output(std::slice::from_ref(&agents), &[], &[]);
     assert_eq!(
         kind(&json_lines(&out)[0]),
         "unavailable",
         "{}",
         stderr(&out)
     );
-    assert!(!d.ws.join(".dsh/memory.md").exists());
-    let out = d.batch_output(&[call], &["--yolo"], &[]);
+    let out = d.batch_output(&[agents], &["--yolo"], &[]);
     assert_eq!(kind(&json_lines(&out)[0]), "ok", "{}", stderr(&out));
-    assert_eq!(
-        std::fs::read_to_string(d.ws.join(".dsh/memory.md")).unwrap(),
-        "tests need --locked"
-    );
 }

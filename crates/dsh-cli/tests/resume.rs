@@ -235,3 +235,30 @@ fn a_journal_broken_in_the_middle_is_not_resumed_and_the_record_is_named() {
     assert!(err.contains("record 2 is broken"), "{err}");
     assert_eq!(server.requests().len(), 0);
 }
+
+#[test]
+fn only_a_session_of_dsh_home_named_by_its_id_is_resumed() {
+    let d = Dirs::new();
+    let first = ScriptedServer::start(vec![Turn::text("answer").into()]);
+    let out = exec(&d, &first.url, &[], "the task").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let old = journals(&d.home).pop().unwrap();
+    let copy = d.outside.join("copy.jsonl");
+    std::fs::copy(&old, &copy).unwrap();
+    let server = ScriptedServer::start(vec![Turn::text("never asked").into()]);
+    let out = exec(
+        &d,
+        &server.url,
+        &["--resume", copy.to_str().unwrap()],
+        "go on",
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is not a session under"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(server.requests().len(), 0);
+}

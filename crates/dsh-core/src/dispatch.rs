@@ -93,9 +93,16 @@ impl Dispatch {
                 } else {
                     c.step()
                 };
+                // A sub-call is its parent's agent's unless the submitter says otherwise (a
+                // sub-agent's calls carry the sub-agent's id).
+                let agent = c
+                    .agent()
+                    .or(self.parent.agent())
+                    .map(std::sync::Arc::<str>::from);
                 c.with_source(source)
                     .with_parent(self.parent.id())
                     .with_step(step)
+                    .with_agent(agent)
             })
             .collect();
         let mut slot = self.permit.lock().await;
@@ -104,8 +111,16 @@ impl Dispatch {
         }
         let outcome = crate::scheduler::run_batch(&self.pipeline, scope, calls, cancel).await;
         if let Some(p) = slot.as_mut() {
-            // Cancelled while waiting: the parent goes on without a slot only to wind down.
-            let _ = p.resume(cancel).await;
+            // The parent takes a slot again before it goes on — even when it was cancelled,
+            // so its winding-down never overlaps an exclusive call. Bounded by the cancel
+            // grace: running calls stop within it, so a slot frees up.
+            let grace = CancellationToken::new();
+            let wait = p.resume(&grace);
+            let limit = self.pipeline.config.cancel_grace;
+            if tokio::time::timeout(limit, wait).await.is_err() && !cancel.is_cancelled() {
+                // Not cancelled and still no slot after the grace: keep waiting for one.
+                let _ = p.resume(&grace).await;
+            }
         }
         outcome
     }

@@ -685,11 +685,12 @@ impl Pipeline {
         }
     }
 
-    /// Whether `call` may overlap other parallel-safe calls. Unknown tools never execute, so
-    /// they do not wait; an `Err` or a panic in the classifier means exclusive (SPEC P10).
+    /// Whether `call` may overlap other parallel-safe calls. An unknown tool is exclusive: it
+    /// may be registered before the call is admitted, and must not then run beside others on a
+    /// guess. An `Err` or a panic in the classifier means exclusive too (SPEC P10).
     pub(crate) fn parallel_safe(&self, call: &ToolCall) -> bool {
         let Some(entry) = self.entry(call.name()) else {
-            return true;
+            return false;
         };
         let tool = &entry.tool;
         matches!(

@@ -94,6 +94,16 @@ struct Batch<'a> {
     attached: Vec<AttachedContext>,
 }
 
+/// A batch dropped before it finished (its caller timed out or was aborted: a nested batch
+/// inside a parent call) takes its running work with it: nothing it started outlives it.
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        for a in self.aborts.iter().flatten() {
+            a.abort();
+        }
+    }
+}
+
 /// How far [`Batch::start_ready`] got.
 enum Started {
     /// Every call whose turn has come has started.
@@ -303,7 +313,7 @@ pub(crate) async fn run_batch(
                 drain(&mut b.running, &b.aborts, p.config.cancel_grace).await;
                 return Err(BatchError {
                     source,
-                    committed: b.results,
+                    committed: std::mem::take(&mut b.results),
                 });
             }
         }
@@ -334,9 +344,11 @@ pub(crate) async fn run_batch(
         }
     }
 
-    let Batch {
-        results, attached, ..
-    } = b;
+    let (results, attached) = (
+        std::mem::take(&mut b.results),
+        std::mem::take(&mut b.attached),
+    );
+    drop(b);
     let agent = calls.first().and_then(ToolCall::agent);
     for a in &attached {
         p.journal

@@ -268,3 +268,17 @@ async fn cancelling_the_parent_cancels_its_sub_calls() {
         .unwrap();
     assert_eq!(sub["failure_kind"], "cancelled_after", "{sub}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sub_calls_are_their_parents_agents() {
+    let (p, journal) = pipeline(2, Arc::default());
+    let call = parent("p", json!([{}]), false).with_agent(Some("sub-3".into()));
+    run(&p, vec![call]).await;
+    let recs = records(&journal);
+    let sub = recs
+        .iter()
+        .find(|r| r["kind"] == "tool_call" && r["call_id"] == "p.0")
+        .unwrap();
+    assert_eq!(sub["agent"], "sub-3", "{sub}");
+    assert_eq!(sub["parent"], "p");
+}

@@ -409,7 +409,9 @@ impl Endpoint {
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .map(str::to_ascii_lowercase);
-        if let Some(ct) = content_type.filter(|ct| !ct.starts_with("text/event-stream")) {
+        // JSON where a stream was asked for; any other type is read as the stream it should
+        // be (some servers stream SSE as `text/plain`).
+        if let Some(ct) = content_type.filter(|ct| ct.contains("json")) {
             let body = cancel
                 .run_until_cancelled(read_limited(response, idle, JSON_REPLY_MAX))
                 .await

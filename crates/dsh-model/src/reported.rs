@@ -25,7 +25,7 @@ impl Endpoint {
             hint,
         };
         match status {
-            Some(429 | 503 | 529) => Failure::retryable(rebuilt(hint), None),
+            Some(429 | 500..=599) => Failure::retryable(rebuilt(hint), None),
             Some(code) => Failure::fatal(rebuilt(hint.or_else(|| self.hint_for(code, None)))),
             None => Failure::fatal(rebuilt(hint)),
         }
@@ -65,6 +65,8 @@ fn equivalent_status(kind: &str) -> Option<u16> {
         Some(429)
     } else if has(&["overloaded", "unavailable"]) {
         Some(529)
+    } else if has(&["api_error", "server_error", "internal"]) {
+        Some(500)
     } else if has(&["auth", "api_key", "apikey", "unauthorized"]) {
         Some(401)
     } else if has(&["permission", "forbidden"]) {

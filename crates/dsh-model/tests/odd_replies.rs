@@ -214,7 +214,7 @@ async fn anthropic_rate_limit_and_overload_events_are_retried() {
 async fn another_reported_error_is_the_servers_own_message_and_final() {
     let server = ScriptedServer::start_anthropic(vec![
         Turn::raw(vec![
-            json!({"type": "error", "error": {"type": "api_error", "message": "Internal hiccup 42"}})
+            json!({"type": "error", "error": {"type": "peculiar_error", "message": "Internal hiccup 42"}})
                 .to_string(),
         ])
         .without_done()
@@ -224,7 +224,7 @@ async fn another_reported_error_is_the_servers_own_message_and_final() {
     let (result, _) = run(&anthropic(&server)).await;
     let e = result.unwrap_err().to_string();
     assert!(
-        e.contains("Internal hiccup 42") && e.contains("api_error"),
+        e.contains("Internal hiccup 42") && e.contains("peculiar_error"),
         "{e}"
     );
     assert_eq!(server.requests().len(), 1);
@@ -301,4 +301,21 @@ async fn the_scripted_server_refuses_orphan_tool_results_in_both_formats() {
         .to_string();
     assert!(e.contains("unexpected `tool_use_id`"), "{e}");
     assert_eq!(server.remaining(), 1);
+}
+
+/// A server error reported in the stream is retried like an HTTP 5xx.
+#[tokio::test]
+async fn a_server_error_in_the_stream_is_retried_like_a_5xx() {
+    let server = ScriptedServer::start_anthropic(vec![
+        Turn::raw(vec![
+            json!({"type": "error", "error": {"type": "api_error", "message": "Internal"}})
+                .to_string(),
+        ])
+        .without_done()
+        .into(),
+        Turn::text("recovered").into(),
+    ]);
+    let (result, events) = run(&anthropic(&server)).await;
+    assert_eq!(result.unwrap().message.content, "recovered");
+    assert_eq!(retries(&events), 1);
 }

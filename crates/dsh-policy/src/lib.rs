@@ -26,7 +26,7 @@ mod spill;
 
 pub use confine::Confinement;
 pub use glob::{PathPattern, PatternError};
-pub use memory::{MEMORY_FILE, MemoryPolicy, is_memory_file};
+pub use memory::{MEMORY_FILE, MemoryPolicy, PROMPT_FILES, is_memory_file};
 pub use protect::{ProtectedPaths, protected_match};
 pub use python::PythonAuditGuard;
 pub use rules::{PermissionRules, Rule, RuleError, RuleKind};

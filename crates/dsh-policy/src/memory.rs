@@ -2,11 +2,17 @@
 //! lands in every later session's system prompt, so it can be written only through the
 //! pipeline and never without a person's yes.
 //!
-//! It is the one file let out of the built-in `.dsh/**` protection — an exception written
-//! here, for exactly this path, not a pattern any configuration layer can extend — and every
-//! declared write to it is asked at tier `Rule` by [`MemoryPolicy`], which no allow rule
-//! lifts (DESIGN §3: a `Rule` ask outranks a `Rule` allow). The shell policy still refuses
-//! shell writes into `.dsh/`, memory file included: the file tools are the way in.
+//! In a session where a person answers asks, it is the one file let out of the built-in
+//! `.dsh/**` protection — an exception written here, for exactly this path, not a pattern any
+//! configuration layer can extend ([`crate::ProtectedPaths::with_memory_exemption`]) — and
+//! every declared write to it is asked at tier `Rule` by [`MemoryPolicy`], which no allow rule
+//! lifts (DESIGN §3: a `Rule` ask outranks a `Rule` allow). Headless or under `--yolo`
+//! (nobody would really say yes) it stays protected. The shell policy still refuses shell
+//! writes into `.dsh/`, memory file included: the file tools are the way in.
+//!
+//! The other files that reach every later system prompt (`AGENTS.md`, `AGENT.md`,
+//! `CLAUDE.md` at the workspace root) are ordinary project files, but a write to them is
+//! asked the same way, so an injected instruction cannot plant itself there unseen.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,11 +27,22 @@ pub const MEMORY_FILE: &str = ".dsh/memory.md";
 /// The built-in protection the memory file is let out of (and only that one).
 pub(crate) const BUILT_IN_DSH: &str = ".dsh/**";
 
+/// The project files other agents read that go into the system prompt too.
+pub const PROMPT_FILES: [&str; 3] = ["AGENTS.md", "AGENT.md", "CLAUDE.md"];
+
 /// Whether `rel` (resolved, workspace-relative) is the memory file, compared as the file
 /// system may fold it (so what [`crate::ProtectedPaths`] lets through and what
 /// [`MemoryPolicy`] asks about are the same paths).
 pub fn is_memory_file(rel: &Path) -> bool {
     rel == Path::new(MEMORY_FILE) || fold_path(rel) == fold_path(Path::new(MEMORY_FILE))
+}
+
+/// Whether `rel` is one of the files that go into every later system prompt.
+fn reaches_the_prompt(rel: &Path) -> bool {
+    is_memory_file(rel)
+        || PROMPT_FILES
+            .iter()
+            .any(|f| rel == Path::new(f) || fold_path(rel) == fold_path(Path::new(f)))
 }
 
 /// Asks, at tier `Rule`, for every call that declares a write to the memory file.
@@ -51,15 +68,13 @@ impl PrePolicy for MemoryPolicy {
             Access::Write { path } => path
                 .to_str()
                 .and_then(|p| self.workspace.resolve(p).ok())
-                .is_some_and(|r| is_memory_file(&r.rel)),
+                .is_some_and(|r| reaches_the_prompt(&r.rel)),
             _ => false,
         });
         if writes_memory {
             Vote::ask(
                 Tier::Rule,
-                format!(
-                    "{MEMORY_FILE} goes into the system prompt of every later session: a person must approve each change to it"
-                ),
+                "the file goes into the system prompt of every later session: a person must approve each change to it".to_owned(),
             )
         } else {
             Vote::abstain()

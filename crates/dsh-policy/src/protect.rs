@@ -44,6 +44,8 @@ pub fn protected_match<'a>(patterns: &'a [PathPattern], rel: &Path) -> Option<&'
 pub struct ProtectedPaths {
     workspace: Arc<Workspace>,
     patterns: Vec<PathPattern>,
+    /// Whether the memory file is let out of the built-in `.dsh/**`.
+    memory_exempt: bool,
 }
 
 impl ProtectedPaths {
@@ -58,7 +60,17 @@ impl ProtectedPaths {
         Ok(ProtectedPaths {
             workspace,
             patterns,
+            memory_exempt: false,
         })
+    }
+
+    /// Lets the memory file out of the built-in `.dsh/**` (its writes are then asked by
+    /// [`crate::MemoryPolicy`]). Only for sessions where a person answers asks: with no
+    /// approver, or `--yolo`'s, the file stays protected like the rest of `.dsh/`.
+    #[must_use]
+    pub fn with_memory_exemption(mut self, exempt: bool) -> Self {
+        self.memory_exempt = exempt;
+        self
     }
 
     fn refusal(&self, accesses: &[Access]) -> Option<String> {
@@ -69,7 +81,7 @@ impl ProtectedPaths {
             let resolved = self.workspace.resolve(path.to_str()?).ok()?;
             // The memory file is let out of the built-in `.dsh/**` only (its writes are asked
             // by `MemoryPolicy`); any other pattern that covers it still protects it.
-            let hit = if crate::memory::is_memory_file(&resolved.rel) {
+            let hit = if self.memory_exempt && crate::memory::is_memory_file(&resolved.rel) {
                 let others: Vec<PathPattern> = self
                     .patterns
                     .iter()
