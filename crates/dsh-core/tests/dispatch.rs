@@ -282,3 +282,66 @@ async fn sub_calls_are_their_parents_agents() {
     assert_eq!(sub["agent"], "sub-3", "{sub}");
     assert_eq!(sub["parent"], "p");
 }
+
+/// Sets its flag when dropped.
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>, Arc<tokio::sync::Notify>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+        self.1.notify_one();
+    }
+}
+
+/// A parent that stops waiting for its submission (drops it, as a timeout would) takes the
+/// sub-call's work with it, even one that ignores cancellation: nothing outlives its batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_submission_stops_its_sub_calls() {
+    let started = Arc::new(tokio::sync::Notify::new());
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let gone = Arc::new(tokio::sync::Notify::new());
+    let mut registry = Registry::new();
+    let (s, d, g) = (started.clone(), dropped.clone(), gone.clone());
+    registry
+        .register(
+            FnTool::new("stubborn", move |_, _cx: ExecContext| {
+                let (s, flag) = (s.clone(), DropFlag(d.clone(), g.clone()));
+                async move {
+                    let _flag = flag;
+                    s.notify_one();
+                    // Ignores cancellation: only being dropped ends it.
+                    std::future::pending::<()>().await;
+                    Ok(ok_output(0))
+                }
+            })
+            .parallel(|_| Ok(true)),
+        )
+        .unwrap();
+    let s = started.clone();
+    registry
+        .register(FnTool::new("parent", move |_, cx: ExecContext| {
+            let s = s.clone();
+            async move {
+                let sub = ToolCall::new("sub", "stubborn", json!({}));
+                tokio::select! {
+                    _ = cx.submit(CallSource::Code, vec![sub]) => {}
+                    () = s.notified() => {}
+                }
+                Ok(ok_output(1))
+            }
+        }))
+        .unwrap();
+    let journal = Arc::new(MemoryJournal::new("drop"));
+    let p = Pipeline::builder(registry, journal)
+        .pre_policy(FnPolicy::new("all", |_, _| Vote::allow(Tier::Rule, "ok")))
+        .build();
+    let results = run(&p, vec![ToolCall::new("p", "parent", json!({}))]).await;
+    assert_eq!(results[0].content(), "n=1");
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !dropped.load(Ordering::SeqCst) {
+            gone.notified().await;
+        }
+    })
+    .await
+    .expect("the sub-call's work outlived its dropped batch");
+}
