@@ -343,10 +343,14 @@ impl Session {
             dsh_tools::NetworkGrant::UserConfig => NetworkVote::Granted,
             dsh_tools::NetworkGrant::PersonApproves => NetworkVote::Ask,
         };
+        // For shell writes, the files that reach every later system prompt are protected too:
+        // the file tools, whose writes to them ask, are the way in.
         let protected_patterns = settings
             .protected
             .iter()
-            .map(|p| dsh_policy::PathPattern::new(p))
+            .map(String::as_str)
+            .chain(dsh_policy::PROMPT_FILES)
+            .map(dsh_policy::PathPattern::new)
             .collect::<Result<Vec<_>, _>>()?;
         // The tools whose path rules carry over to shell words: those declaring read-only.
         let readers: Vec<String> = registry

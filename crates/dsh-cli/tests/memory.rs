@@ -44,13 +44,15 @@ fn headless_the_memory_file_stays_protected_and_prompt_files_ask() {
         json!({"path": "docs/AGENTS.md", "content": "x"}),
     );
     assert_eq!(r["decision"], "allow", "{r}");
-    // A shell write into .dsh/ is refused.
-    let r = check(
-        &d,
-        "run_shell",
-        json!({"command": "echo hi > .dsh/memory.md"}),
-    );
-    assert_eq!(r["decision"], "deny", "{r}");
+    // A shell write into .dsh/ or a prompt file is refused: the file tools are the way in.
+    for command in [
+        "echo hi > .dsh/memory.md",
+        "echo hi >> AGENTS.md",
+        "echo hi > CLAUDE.md",
+    ] {
+        let r = check(&d, "run_shell", json!({ "command": command }));
+        assert_eq!(r["decision"], "deny", "{command}: {r}");
+    }
 }
 
 #[test]
