@@ -313,7 +313,13 @@ impl Agent {
     async fn compact(&mut self, cancel: &CancellationToken) -> Result<bool, AgentError> {
         use crate::context;
         let turns = context::compactable(&self.turn_starts);
-        if turns <= self.compacted {
+        // With `keep_turns` no larger than what compaction keeps, the turns it would
+        // replace are not sent anyway.
+        let within_window = self
+            .config
+            .keep_turns
+            .is_none_or(|k| k > context::KEEP_TURNS);
+        if turns <= self.compacted || !within_window {
             return Ok(false);
         }
         let end = self.turn_starts[turns];
@@ -423,9 +429,15 @@ impl Agent {
         cost
     }
 
-    /// Prunes the history down to `budget` tokens (0: all it can) and says so.
+    /// Prunes the part of the history that is sent down to `budget` tokens (0: all it can)
+    /// and says so.
     fn prune(&mut self, budget: u64) -> crate::context::Pruned {
-        let p = crate::context::prune(&mut self.history, budget, &self.session.spill);
+        let from = crate::trim::kept_from(
+            self.history.len(),
+            &self.turn_starts,
+            self.config.keep_turns,
+        );
+        let p = crate::context::prune(&mut self.history[from..], budget, &self.session.spill);
         if p.results > 0 {
             self.emit(EventKind::ContextPruned {
                 results: p.results,

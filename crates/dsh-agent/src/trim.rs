@@ -11,12 +11,16 @@ use dsh_model::Message;
 /// The messages to send: `history` from the start of the `keep`-th last turn, or all of it.
 /// `turn_starts` are the indices in `history` where turns begin, ascending.
 pub fn trim(history: &[Message], turn_starts: &[usize], keep: Option<usize>) -> Vec<Message> {
+    history[kept_from(history.len(), turn_starts, keep)..].to_vec()
+}
+
+/// Where the part of the history that [`trim`] keeps starts.
+pub fn kept_from(len: usize, turn_starts: &[usize], keep: Option<usize>) -> usize {
     match keep {
         Some(keep) if keep > 0 && turn_starts.len() > keep => {
-            let from = turn_starts[turn_starts.len() - keep].min(history.len());
-            history[from..].to_vec()
+            turn_starts[turn_starts.len() - keep].min(len)
         }
-        _ => history.to_vec(),
+        _ => 0,
     }
 }
 
