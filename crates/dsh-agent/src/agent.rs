@@ -343,33 +343,7 @@ impl Agent {
             // No summary: the turn goes on uncompacted (the main request may still fit).
             Err(_) => return Ok(false),
         };
-        let elapsed_ms = u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (usage, estimated) = match completion.usage {
-            Some(u) => (u, false),
-            None => (
-                Usage {
-                    prompt_tokens: context::estimate(&request.messages),
-                    completion_tokens: estimate_tokens(&completion.message.content),
-                    ..Usage::default()
-                },
-                true,
-            ),
-        };
-        let cost = self.account(&usage, estimated);
-        self.record(&Record::LlmCall {
-            step: self.step,
-            provider: self.provider.name().into(),
-            model: self.provider.model().into(),
-            prompt_tokens: usage.prompt_tokens,
-            completion_tokens: usage.completion_tokens,
-            tokens_estimated: estimated,
-            cached_tokens: usage.cached_tokens,
-            cache_write_tokens: usage.cache_write_tokens,
-            cost_usd: cost,
-            elapsed_ms,
-            has_tool_calls: false,
-            finish_reason: Cow::Owned(json!(completion.finish_reason)),
-        })?;
+        self.record_model_call(self.step, &request, &completion, begun.elapsed())?;
         let summary = completion.message.content.trim().to_owned();
         if summary.is_empty() {
             return Ok(false);
@@ -389,7 +363,6 @@ impl Agent {
             None => Vec::new(),
         };
         context::apply_compaction(&mut self.history, &mut self.turn_starts, turns, &summary);
-        self.compacted = turns;
         let kept_seqs = self.turn_seqs.split_off(turns.min(self.turn_seqs.len()));
         self.turn_seqs = vec![None; turns];
         self.turn_seqs.extend(kept_seqs);
@@ -407,6 +380,38 @@ impl Agent {
             tokens_after,
         });
         Ok(true)
+    }
+
+    /// Accounts one model call and journals its `llm_call`: the provider's usage (estimated
+    /// when it reported none), its cost; both returned.
+    fn record_model_call(
+        &mut self,
+        step: u32,
+        request: &ChatRequest,
+        completion: &dsh_model::Completion,
+        elapsed: std::time::Duration,
+    ) -> Result<(Usage, Option<f64>), JournalError> {
+        let message = &completion.message;
+        let (usage, estimated) = match completion.usage {
+            Some(u) => (u, false),
+            None => (estimated_usage(request, message), true),
+        };
+        let cost = self.account(&usage, estimated);
+        self.record(&Record::LlmCall {
+            step,
+            provider: self.provider.name().into(),
+            model: self.provider.model().into(),
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            tokens_estimated: estimated,
+            cached_tokens: usage.cached_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
+            cost_usd: cost,
+            elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+            has_tool_calls: !message.tool_calls.is_empty(),
+            finish_reason: Cow::Owned(json!(completion.finish_reason)),
+        })?;
+        Ok((usage, cost))
     }
 
     /// Adds a call's usage to the agent's, and its cost when the prices are known and the
@@ -640,46 +645,8 @@ impl Agent {
                 }
             };
             let elapsed = begun.elapsed();
-            let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+            let (usage, cost) = self.record_model_call(step, &request, &completion, elapsed)?;
             let message = completion.message;
-            let (usage, estimated) = match completion.usage {
-                Some(u) => (u, false),
-                None => (
-                    Usage {
-                        prompt_tokens: request
-                            .messages
-                            .iter()
-                            .map(|m| estimate_tokens(&m.content))
-                            .sum::<u64>()
-                            + estimate_tokens(
-                                &serde_json::to_string(&request.tools).unwrap_or_default(),
-                            ),
-                        completion_tokens: estimate_tokens(&message.content)
-                            + message
-                                .tool_calls
-                                .iter()
-                                .map(|c| estimate_tokens(&c.arguments))
-                                .sum::<u64>(),
-                        ..Usage::default()
-                    },
-                    true,
-                ),
-            };
-            let cost = self.account(&usage, estimated);
-            self.record(&Record::LlmCall {
-                step,
-                provider: self.provider.name().into(),
-                model: self.provider.model().into(),
-                prompt_tokens: usage.prompt_tokens,
-                completion_tokens: usage.completion_tokens,
-                tokens_estimated: estimated,
-                cached_tokens: usage.cached_tokens,
-                cache_write_tokens: usage.cache_write_tokens,
-                cost_usd: cost,
-                elapsed_ms,
-                has_tool_calls: !message.tool_calls.is_empty(),
-                finish_reason: Cow::Owned(json!(completion.finish_reason)),
-            })?;
             self.emit(EventKind::ModelCall {
                 step,
                 usage,
@@ -771,6 +738,26 @@ impl Agent {
                 return self.stop(StopReason::CostBudget, last_text);
             }
         }
+    }
+}
+
+/// Token counts for a call whose provider reported none: the request's text and tools, the
+/// answer's text and call arguments.
+fn estimated_usage(request: &ChatRequest, message: &Message) -> Usage {
+    Usage {
+        prompt_tokens: request
+            .messages
+            .iter()
+            .map(|m| estimate_tokens(&m.content))
+            .sum::<u64>()
+            + estimate_tokens(&serde_json::to_string(&request.tools).unwrap_or_default()),
+        completion_tokens: estimate_tokens(&message.content)
+            + message
+                .tool_calls
+                .iter()
+                .map(|c| estimate_tokens(&c.arguments))
+                .sum::<u64>(),
+        ..Usage::default()
     }
 }
 

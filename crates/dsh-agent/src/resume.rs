@@ -11,8 +11,7 @@
 //! Refused: a session still open in another process (its journal is locked), and a journal
 //! whose chain is broken anywhere but a torn last line (which is ignored).
 
-use std::collections::{HashMap, HashSet};
-use std::fs::{File, TryLockError};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -43,6 +42,14 @@ pub enum ResumeError {
     #[error("cannot resume {path}: {reason}")]
     Unusable { path: String, reason: String },
     #[error(
+        "{path} is not a session under {dir}: copy it there (named by its session id) to resume it"
+    )]
+    Elsewhere { path: String, dir: String },
+    #[error(
+        "{path} holds session {session}: a journal must be named by its session id to be resumed"
+    )]
+    Misnamed { path: String, session: String },
+    #[error(
         "no session of {workspace} can be continued (none has a user message, or all are open); start one with `dsh exec PROMPT`"
     )]
     NothingToContinue { workspace: String },
@@ -67,10 +74,36 @@ pub struct Resumed {
     pub compacted_turns: usize,
 }
 
-/// Rebuilds the session at `path` (a journal under `DSH_HOME/sessions`).
+/// Rebuilds the session at `path` for resuming it from `dsh_home`: only a journal in
+/// `DSH_HOME/sessions`, named by its session id — the new journal links to it by that id, so
+/// the new session can itself be resumed and verified.
+pub fn load_session(dsh_home: &Path, path: &Path) -> Result<Resumed, ResumeError> {
+    let dir = sessions::sessions_dir(dsh_home);
+    let in_dir = path
+        .parent()
+        .and_then(|p| p.canonicalize().ok())
+        .zip(dir.canonicalize().ok())
+        .is_some_and(|(a, b)| a == b);
+    if !in_dir {
+        return Err(ResumeError::Elsewhere {
+            path: path.display().to_string(),
+            dir: dir.display().to_string(),
+        });
+    }
+    let resumed = load(path)?;
+    if path.file_stem().and_then(|s| s.to_str()) != Some(resumed.session.as_str()) {
+        return Err(ResumeError::Misnamed {
+            path: path.display().to_string(),
+            session: resumed.session,
+        });
+    }
+    Ok(resumed)
+}
+
+/// Rebuilds the session at `path`, wherever it is (see [`load_session`]).
 pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
     let shown = path.display().to_string();
-    if is_open(path) {
+    if sessions::is_open(path) {
         let id = path
             .file_stem()
             .map_or_else(|| shown.clone(), |s| s.to_string_lossy().into_owned());
@@ -86,34 +119,53 @@ pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
             });
         }
     }
-    let files = chain(path)?;
-    let mut entries: Vec<Entry> = Vec::new();
-    for file in &files {
-        let transcript = read_journal(file).map_err(|e| ResumeError::Unusable {
-            path: file.display().to_string(),
+    // One read per file of the chain, newest first, following the links `verify` checked.
+    let mut transcripts = Vec::new();
+    let mut seen = HashSet::new();
+    let mut at = path.to_path_buf();
+    loop {
+        let key = at.canonicalize().unwrap_or_else(|_| at.clone());
+        if !seen.insert(key) {
+            return Err(ResumeError::Unusable {
+                path: at.display().to_string(),
+                reason: "its resumed_from links form a cycle".to_owned(),
+            });
+        }
+        let transcript = read_journal(&at).map_err(|e| ResumeError::Unusable {
+            path: at.display().to_string(),
             reason: e.to_string(),
         })?;
-        entries.extend(transcript.records);
+        let older = match transcript.records.first().map(|e| &e.record) {
+            Some(Record::SessionStart {
+                resumed_from: Some(link),
+                ..
+            }) => Some(format!("{}.jsonl", link.session)),
+            _ => None,
+        };
+        transcripts.push(transcript);
+        match older {
+            Some(name) => at = at.parent().unwrap_or(Path::new(".")).join(name),
+            None => break,
+        }
     }
-    let last = read_journal(path)
-        .map_err(|e| ResumeError::Unusable {
-            path: shown.clone(),
-            reason: e.to_string(),
-        })?
+    let link = transcripts[0]
         .records
-        .pop()
+        .last()
+        .map(|last| ResumedFrom {
+            session: last.session.clone().into(),
+            seq: last.seq,
+            hash: last.hash.clone().into(),
+        })
         .ok_or_else(|| ResumeError::Unusable {
             path: shown.clone(),
             reason: "it has no complete record".to_owned(),
         })?;
-    let mut resumed = rebuild(&entries);
-    resumed.session.clone_from(&last.session);
-    resumed.link = ResumedFrom {
-        session: last.session.into(),
-        seq: last.seq,
-        hash: last.hash.into(),
-    };
-    Ok(resumed)
+    let entries: Vec<Entry> = transcripts
+        .into_iter()
+        .rev()
+        .flat_map(|t| t.records)
+        .collect();
+    Ok(rebuild(&entries, link))
 }
 
 /// The newest session of `workspace` (canonical) under `dsh_home` that has a user message
@@ -127,7 +179,7 @@ pub fn newest_for(dsh_home: &Path, workspace: &Path) -> Result<PathBuf, ResumeEr
         .into_iter()
         .filter(|s| s.workspace == canonical && s.end != sessions::End::Running)
         .map(|s| s.path)
-        .find(|p| has_user_message(p) && !is_open(p))
+        .find(|p| has_user_message(p))
         .ok_or_else(|| ResumeError::NothingToContinue {
             workspace: canonical.display().to_string(),
         })
@@ -141,64 +193,13 @@ fn has_user_message(path: &Path) -> bool {
     })
 }
 
-/// Whether another process holds the journal's lock (its writer keeps it until it exits).
-pub fn is_open(path: &Path) -> bool {
-    let Ok(file) = File::open(path) else {
-        return false;
-    };
-    match file.try_lock_shared() {
-        Ok(()) => {
-            let _ = file.unlock();
-            false
-        }
-        Err(TryLockError::WouldBlock) => true,
-        Err(TryLockError::Error(_)) => false,
-    }
-}
-
-/// The files of the chain ending at `path`, oldest first (links already verified).
-fn chain(path: &Path) -> Result<Vec<PathBuf>, ResumeError> {
-    let mut files = vec![path.to_path_buf()];
-    let mut seen = HashSet::new();
-    let mut at = path.to_path_buf();
-    loop {
-        let key = at.canonicalize().unwrap_or_else(|_| at.clone());
-        if !seen.insert(key) {
-            return Err(ResumeError::Unusable {
-                path: at.display().to_string(),
-                reason: "its resumed_from links form a cycle".to_owned(),
-            });
-        }
-        let first = read_journal(&at)
-            .ok()
-            .and_then(|t| t.records.into_iter().next());
-        let Some(Entry {
-            record:
-                Record::SessionStart {
-                    resumed_from: Some(link),
-                    ..
-                },
-            ..
-        }) = first
-        else {
-            break;
-        };
-        at = at
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(format!("{}.jsonl", link.session));
-        files.push(at.clone());
-    }
-    files.reverse();
-    Ok(files)
-}
-
 /// The main agent's conversation from a chain's records, with the unfinished calls closed.
-fn rebuild(entries: &[Entry]) -> Resumed {
+fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
     let mut history: Vec<Message> = Vec::new();
     let mut turn_starts = Vec::new();
     let mut steps = 0;
-    // Calls the last assistant message asked for that have no result yet, in order.
+    // Calls the last assistant message asked for that have no result yet, in order: only
+    // their results are the model's (a nested call's, or a `dsh batch` session's, never were).
     let mut open: Vec<(String, String)> = Vec::new();
     let mut started: HashSet<String> = HashSet::new();
     let mut attached: Vec<String> = Vec::new();
@@ -208,10 +209,7 @@ fn rebuild(entries: &[Entry]) -> Resumed {
             attached.clear();
         }
     };
-    let mut names: HashMap<String, String> = HashMap::new();
-    // The calls the last assistant message asked for: only their results are the model's to
-    // see (a nested call's, or a `dsh batch` session's, never were).
-    let mut requested: HashSet<String> = HashSet::new();
+    // Calls submitted by other calls: their results were never the model's to see.
     let mut nested: HashSet<String> = HashSet::new();
     let mut compacted_turns = 0;
     for e in entries.iter().filter(|e| e.agent.is_none()) {
@@ -241,7 +239,6 @@ fn rebuild(entries: &[Entry]) -> Resumed {
                     .iter()
                     .map(|c| (c.id.clone(), c.name.clone()))
                     .collect();
-                requested = calls.iter().map(|c| c.id.clone()).collect();
                 started.clear();
                 let mut m = Message::assistant(content.as_ref(), calls);
                 m.reasoning = reasoning.as_ref().map(ToString::to_string);
@@ -249,26 +246,21 @@ fn rebuild(entries: &[Entry]) -> Resumed {
             }
             Record::ToolCall {
                 call_id,
-                name,
-                parent,
+                parent: Some(_),
                 ..
             } => {
-                if parent.is_some() {
-                    nested.insert(call_id.to_string());
-                } else {
-                    names.insert(call_id.to_string(), name.to_string());
-                }
+                nested.insert(call_id.to_string());
             }
             Record::ToolStarted { call_id } => {
                 started.insert(call_id.to_string());
             }
             Record::ToolResult(r) => {
                 let id = r.call_id();
-                if nested.contains(id) || !requested.contains(id) {
+                let asked = open.iter().position(|(open_id, _)| open_id == id);
+                let Some(i) = asked.filter(|_| !nested.contains(id)) else {
                     continue;
-                }
-                requested.remove(id);
-                open.retain(|(open_id, _)| open_id != id);
+                };
+                open.remove(i);
                 history.push(Message::tool(id, r.content()));
             }
             Record::ContextAttached(a) => attached.push(format!("[from {}] {}", a.policy, a.text)),
@@ -277,7 +269,6 @@ fn rebuild(entries: &[Entry]) -> Resumed {
                 turn_starts.clear();
                 attached.clear();
                 open.clear();
-                requested.clear();
                 compacted_turns = 0;
             }
             Record::ContextCompacted { turns, summary, .. } => {
@@ -291,22 +282,15 @@ fn rebuild(entries: &[Entry]) -> Resumed {
     }
     let cut_off: Vec<Arc<FrozenResult>> = open
         .iter()
-        .map(|(id, name)| {
-            let tool = names.get(id).unwrap_or(name);
-            Arc::new(FrozenResult::cut_off(id, tool, started.contains(id)))
-        })
+        .map(|(id, name)| Arc::new(FrozenResult::cut_off(id, name, started.contains(id))))
         .collect();
     for r in &cut_off {
         history.push(Message::tool(r.call_id(), r.content()));
     }
     flush_attached(&mut history, &mut attached);
     Resumed {
-        session: String::new(),
-        link: ResumedFrom {
-            session: "".into(),
-            seq: 0,
-            hash: "".into(),
-        },
+        session: link.session.to_string(),
+        link,
         history,
         turn_starts,
         cut_off,

@@ -296,6 +296,12 @@ fn scan(path: &Path) -> std::io::Result<(Totals, Option<String>)> {
     Ok((totals, stop))
 }
 
+/// Whether another process holds the journal's lock: it is still being written (its writer
+/// keeps the lock until it exits). A file that cannot be opened is not open.
+pub fn is_open(path: &Path) -> bool {
+    File::open(path).is_ok_and(|f| lock_state(&f) == End::Running)
+}
+
 /// Whether another process holds the file's lock (its writer keeps it until it exits). The
 /// lock is taken shared and dropped at once.
 fn lock_state(file: &File) -> End {

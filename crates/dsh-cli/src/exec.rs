@@ -165,29 +165,8 @@ fn resume(
             .map_err(|e| Failure::usage(anyhow::Error::new(e)))?,
         (None, false) => return Ok(None),
     };
-    // Only a journal in DSH_HOME/sessions, named by its session id: the new journal links to
-    // it by that id, so the new session can itself be resumed and verified.
-    let dir = dsh_agent::sessions::sessions_dir(dsh_home);
-    let in_dir = path
-        .parent()
-        .and_then(|p| p.canonicalize().ok())
-        .zip(dir.canonicalize().ok())
-        .is_some_and(|(a, b)| a == b);
-    if !in_dir {
-        return Err(Failure::usage(anyhow!(
-            "{} is not a session under {}: copy it there (named by its session id) to resume it",
-            path.display(),
-            dir.display()
-        )));
-    }
-    let resumed = resume::load(&path).map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
-    if path.file_stem().and_then(|s| s.to_str()) != Some(resumed.session.as_str()) {
-        return Err(Failure::usage(anyhow!(
-            "{} holds session {}: a journal must be named by its session id to be resumed",
-            path.display(),
-            resumed.session
-        )));
-    }
+    let resumed =
+        resume::load_session(dsh_home, &path).map_err(|e| Failure::usage(anyhow::Error::new(e)))?;
     eprintln!(
         "dsh: resuming session {} ({} turns)",
         resumed.session,
