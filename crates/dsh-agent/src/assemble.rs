@@ -414,12 +414,6 @@ impl Session {
 }
 
 impl Session {
-    /// The one registration point for tools added while the session runs (MCP servers,
-    /// plugins): checked as at assembly (SPEC P9), then offered to every agent whose tool
-    /// set includes it from its next step on.
-    ///
-    /// Policies built at assembly from the tools' declarations (the read-only tools whose
-    /// path rules carry over to shell words) are not rebuilt.
     /// Closes the calls a resumed session's old process never finished: their results are
     /// the new journal's first records after `session_start` (DESIGN §6).
     pub fn record_cut_off(
@@ -433,6 +427,12 @@ impl Session {
         journal.sync()
     }
 
+    /// The one registration point for tools added while the session runs (MCP servers,
+    /// plugins): checked as at assembly (SPEC P9), then offered to every agent whose tool
+    /// set includes it from its next step on.
+    ///
+    /// Policies built at assembly from the tools' declarations (the read-only tools whose
+    /// path rules carry over to shell words) are not rebuilt.
     pub fn register_tool(
         &self,
         tool: Arc<dyn dsh_core::Tool>,

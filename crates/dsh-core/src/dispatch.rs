@@ -52,16 +52,6 @@ impl Dispatch {
         }
     }
 
-    /// The call this handle submits for.
-    pub fn parent(&self) -> &ToolCall {
-        &self.parent
-    }
-
-    /// The scope the parent runs in (its agent's tools and listener).
-    pub fn scope(&self) -> &Scope {
-        &self.scope
-    }
-
     /// Runs `calls` as a batch in the parent's scope (Code Mode: the same agent's tools),
     /// cancelled with `cancel` — pass the parent's [`crate::ExecContext::cancel`], so a
     /// timeout or an interrupt of the parent reaches its sub-calls.
@@ -71,8 +61,7 @@ impl Dispatch {
         calls: Vec<ToolCall>,
         cancel: &CancellationToken,
     ) -> Result<BatchOutcome, BatchError> {
-        self.submit_in(&self.scope.clone(), source, calls, cancel)
-            .await
+        self.submit_in(&self.scope, source, calls, cancel).await
     }
 
     /// Runs `calls` as a batch in `scope` (a sub-agent: its own tool set and agent id, which
@@ -95,10 +84,7 @@ impl Dispatch {
                 };
                 // A sub-call is its parent's agent's unless the submitter says otherwise (a
                 // sub-agent's calls carry the sub-agent's id).
-                let agent = c
-                    .agent()
-                    .or(self.parent.agent())
-                    .map(std::sync::Arc::<str>::from);
+                let agent = c.agent().or(self.parent.agent()).map(Arc::from);
                 c.with_source(source)
                     .with_parent(self.parent.id())
                     .with_step(step)
@@ -114,12 +100,13 @@ impl Dispatch {
             // The parent takes a slot again before it goes on — even when it was cancelled,
             // so its winding-down never overlaps an exclusive call. Bounded by the cancel
             // grace: running calls stop within it, so a slot frees up.
-            let grace = CancellationToken::new();
-            let wait = p.resume(&grace);
+            let never = CancellationToken::new();
             let limit = self.pipeline.config.cancel_grace;
-            if tokio::time::timeout(limit, wait).await.is_err() && !cancel.is_cancelled() {
+            if tokio::time::timeout(limit, p.resume(&never)).await.is_err()
+                && !cancel.is_cancelled()
+            {
                 // Not cancelled and still no slot after the grace: keep waiting for one.
-                let _ = p.resume(&grace).await;
+                let _ = p.resume(&never).await;
             }
         }
         outcome

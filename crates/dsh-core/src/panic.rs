@@ -1,4 +1,5 @@
-//! Turning a caught panic payload into a message for a `crashed` result (SPEC P7).
+//! Turning a caught panic payload into a message for a `crashed` result (SPEC P7), and
+//! running listeners whose panics change nothing.
 
 use std::any::Any;
 
@@ -11,4 +12,10 @@ pub(crate) fn message(payload: &(dyn Any + Send)) -> String {
     } else {
         "non-string panic payload".to_owned()
     }
+}
+
+/// Runs a listener (an observer, an event sink) whose panic must change nothing: it is caught
+/// and dropped.
+pub(crate) fn quietly(f: impl FnOnce()) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
 }

@@ -550,19 +550,29 @@ impl Pipeline {
         scope: &Scope,
         call: &ToolCall,
         cancel: &CancellationToken,
-    ) -> Result<Admit, JournalError> {
+    ) -> Result<Result<Admitted, Candidate>, JournalError> {
         self.record_call(call)?;
         scope.proposed(call);
         let mode = Mode::Run {
             tools: &scope.tools,
             cancel,
         };
-        let admitted = self.admit(call, mode).await?.verdict;
-        if let Admit::Admitted(_) = &admitted {
-            self.record_started(call)?;
-            scope.started(call);
+        match self.admit(call, mode).await?.verdict {
+            Admit::Admitted(admitted) => {
+                self.record_started(call)?;
+                scope.started(call);
+                Ok(Ok(admitted))
+            }
+            Admit::Refused(c) => Ok(Err(c)),
+            // Only `Mode::Check` stops before asking; were it ever to reach a batch, the call
+            // is refused as unasked, never run.
+            Admit::WouldAsk(decided) => Ok(Err(Candidate::failure(
+                call.id(),
+                call.name(),
+                FailureKind::Unavailable,
+                decided,
+            ))),
         }
-        Ok(admitted)
     }
 
     /// Committing a call, in submission order: gates 5–7 ([`Pipeline::settle`]), then
@@ -681,7 +691,7 @@ impl Pipeline {
     /// Tells every observer; a panicking observer changes nothing.
     pub(crate) fn notify(&self, result: &Arc<FrozenResult>) {
         for o in &self.observers {
-            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| o.observe(result)));
+            panic::quietly(|| o.observe(result));
         }
     }
 

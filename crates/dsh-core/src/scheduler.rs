@@ -22,7 +22,7 @@ use crate::budget::Kind;
 use crate::call::ToolCall;
 use crate::dispatch::Dispatch;
 use crate::journal::{JournalError, Record};
-use crate::pipeline::{Admit, Admitted, BatchError, BatchOutcome, Pipeline};
+use crate::pipeline::{Admitted, BatchError, BatchOutcome, Pipeline};
 use crate::registry::Entry;
 use crate::result::{AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate};
 use crate::scope::Scope;
@@ -146,12 +146,12 @@ impl<'a> Batch<'a> {
     async fn commit_ready(&mut self) -> Result<(), JournalError> {
         while self.next_commit < self.calls.len() {
             let idx = self.next_commit;
-            let Slot::Done(_) = &self.slots[idx] else {
+            if !matches!(self.slots[idx], Slot::Done(_)) {
                 break;
-            };
+            }
             let Slot::Done(candidate) = std::mem::replace(&mut self.slots[idx], Slot::Committed)
             else {
-                break;
+                unreachable!("the slot was just seen to be done")
             };
             let result = self
                 .p
@@ -179,22 +179,9 @@ impl<'a> Batch<'a> {
                 break;
             }
             match p.start(self.scope, call, &self.token).await? {
-                Admit::Admitted(admitted) => self.launch(idx, admitted, parallel),
-                Admit::Refused(c) => {
-                    self.slots[idx] = Slot::Done(c);
-                    self.next_start += 1;
-                    return Ok(Started::Refused);
-                }
-                // Only `Mode::Check` stops before asking; were it ever to reach a batch, the
-                // call is refused as unasked, never run.
-                Admit::WouldAsk(decided) => {
-                    let c = Candidate::failure(
-                        call.id(),
-                        call.name(),
-                        FailureKind::Unavailable,
-                        decided,
-                    );
-                    self.slots[idx] = Slot::Done(c);
+                Ok(admitted) => self.launch(idx, admitted, parallel),
+                Err(refused) => {
+                    self.slots[idx] = Slot::Done(refused);
                     self.next_start += 1;
                     return Ok(Started::Refused);
                 }

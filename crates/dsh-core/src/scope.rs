@@ -82,20 +82,14 @@ impl Scope {
     }
 
     pub(crate) fn proposed(&self, call: &ToolCall) {
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.events.proposed(call);
-        }));
+        crate::panic::quietly(|| self.events.proposed(call));
     }
 
     pub(crate) fn started(&self, call: &ToolCall) {
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.events.started(call);
-        }));
+        crate::panic::quietly(|| self.events.started(call));
     }
 
     pub(crate) fn finished(&self, call: &ToolCall, result: &Arc<FrozenResult>) {
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.events.finished(call, result);
-        }));
+        crate::panic::quietly(|| self.events.finished(call, result));
     }
 }

@@ -255,17 +255,6 @@ pub struct ExecContext {
 }
 
 impl ExecContext {
-    /// A context outside any pipeline: no dispatch handle, first attempt.
-    pub fn detached(call: ToolCall, spec: Arc<ToolSpec>, cancel: CancellationToken) -> Self {
-        ExecContext {
-            call,
-            spec,
-            cancel,
-            attempt: 1,
-            dispatch: None,
-        }
-    }
-
     /// Submits `calls` as a batch of their own in this call's scope, cancelled with this
     /// call ([`crate::Dispatch::submit`]). Outside a pipeline every call fails as a harness
     /// fault would, without running.

@@ -404,19 +404,19 @@ impl Endpoint {
         if !response.status().is_success() {
             return Err(self.status_failure(response, cancel).await);
         }
-        let content_type = response
+        // JSON where a stream was asked for; any other type is read as the stream it should
+        // be (some servers stream SSE as `text/plain`).
+        let json = response
             .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
-            .map(str::to_ascii_lowercase);
-        // JSON where a stream was asked for; any other type is read as the stream it should
-        // be (some servers stream SSE as `text/plain`).
-        if let Some(ct) = content_type.filter(|ct| ct.contains("json")) {
+            .is_some_and(|ct| ct.to_ascii_lowercase().contains("json"));
+        if json {
             let body = cancel
                 .run_until_cancelled(read_limited(response, idle, JSON_REPLY_MAX))
                 .await
                 .ok_or_else(|| Failure::fatal(ModelError::Cancelled))?;
-            return self.not_a_stream(&ct, &body, decoder, emit);
+            return self.not_a_stream(&body, decoder, emit);
         }
 
         let mut events = Box::pin(EventStream::new(byte_stream(response, idle)));
@@ -458,16 +458,11 @@ impl Endpoint {
     /// else is said as it is, and never retried.
     fn not_a_stream<D: Decoder>(
         &self,
-        content_type: &str,
         body: &str,
         mut decoder: D,
         emit: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Completion, Failure> {
-        let what = if content_type.contains("json") {
-            "JSON".to_string()
-        } else {
-            format!("`{}`", truncate(content_type, 80))
-        };
+        let what = "JSON";
         let said = || server_message(body).unwrap_or_else(|| "an empty body".to_string());
         let Ok(value) = serde_json::from_str::<serde_json::Value>(body) else {
             return Err(Failure::fatal(ModelError::Protocol(format!(

@@ -34,15 +34,17 @@ pub const PROMPT_FILES: [&str; 3] = ["AGENTS.md", "AGENT.md", "CLAUDE.md"];
 /// system may fold it (so what [`crate::ProtectedPaths`] lets through and what
 /// [`MemoryPolicy`] asks about are the same paths).
 pub fn is_memory_file(rel: &Path) -> bool {
-    rel == Path::new(MEMORY_FILE) || fold_path(rel) == fold_path(Path::new(MEMORY_FILE))
+    names(rel, MEMORY_FILE)
 }
 
 /// Whether `rel` is one of the files that go into every later system prompt.
 fn reaches_the_prompt(rel: &Path) -> bool {
-    is_memory_file(rel)
-        || PROMPT_FILES
-            .iter()
-            .any(|f| rel == Path::new(f) || fold_path(rel) == fold_path(Path::new(f)))
+    is_memory_file(rel) || PROMPT_FILES.iter().any(|f| names(rel, f))
+}
+
+/// Whether `rel` is the workspace-relative `file`, as spelled or as the file system folds it.
+fn names(rel: &Path, file: &str) -> bool {
+    rel == Path::new(file) || fold_path(rel) == fold_path(Path::new(file))
 }
 
 /// Asks, at tier `Rule`, for every call that declares a write to the memory file.

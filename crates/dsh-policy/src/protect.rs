@@ -44,8 +44,9 @@ pub fn protected_match<'a>(patterns: &'a [PathPattern], rel: &Path) -> Option<&'
 pub struct ProtectedPaths {
     workspace: Arc<Workspace>,
     patterns: Vec<PathPattern>,
-    /// Whether the memory file is let out of the built-in `.dsh/**`.
-    memory_exempt: bool,
+    /// With the memory file let out of the built-in `.dsh/**`: the patterns that still
+    /// protect it (all but that one).
+    memory_exempt: Option<Vec<PathPattern>>,
 }
 
 impl ProtectedPaths {
@@ -60,7 +61,7 @@ impl ProtectedPaths {
         Ok(ProtectedPaths {
             workspace,
             patterns,
-            memory_exempt: false,
+            memory_exempt: None,
         })
     }
 
@@ -69,7 +70,13 @@ impl ProtectedPaths {
     /// approver, or `--yolo`'s, the file stays protected like the rest of `.dsh/`.
     #[must_use]
     pub fn with_memory_exemption(mut self, exempt: bool) -> Self {
-        self.memory_exempt = exempt;
+        self.memory_exempt = exempt.then(|| {
+            self.patterns
+                .iter()
+                .filter(|p| p.as_str() != crate::memory::BUILT_IN_DSH)
+                .cloned()
+                .collect()
+        });
         self
     }
 
@@ -81,21 +88,15 @@ impl ProtectedPaths {
             let resolved = self.workspace.resolve(path.to_str()?).ok()?;
             // The memory file is let out of the built-in `.dsh/**` only (its writes are asked
             // by `MemoryPolicy`); any other pattern that covers it still protects it.
-            let hit = if self.memory_exempt && crate::memory::is_memory_file(&resolved.rel) {
-                let others: Vec<PathPattern> = self
-                    .patterns
-                    .iter()
-                    .filter(|p| p.as_str() != crate::memory::BUILT_IN_DSH)
-                    .cloned()
-                    .collect();
-                protected_match(&others, &resolved.rel).map(|p| p.as_str().to_owned())
-            } else {
-                protected_match(&self.patterns, &resolved.rel).map(|p| p.as_str().to_owned())
-            }?;
+            let patterns = match &self.memory_exempt {
+                Some(others) if crate::memory::is_memory_file(&resolved.rel) => others,
+                _ => &self.patterns,
+            };
+            let hit = protected_match(patterns, &resolved.rel)?;
             Some(format!(
                 "{} is protected (`{}`); it cannot be written by the agent",
                 quote_capped_path(path),
-                hit
+                hit.as_str()
             ))
         })
     }
