@@ -265,3 +265,36 @@ async fn with_a_person_to_ask_the_memory_file_asks_even_under_an_allow_rule() {
     assert_eq!(r.decision, Decision::Deny, "{r:?}");
     assert_eq!(r.policy.as_deref(), Some("protected_paths"));
 }
+
+/// A tool registered while the session runs is offered to an agent from its next step and
+/// dispatched through the same pipeline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_registered_at_run_time_is_offered_and_runs() {
+    let ws = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut settings = SessionSettings::new(ws.path(), home.path());
+    settings.approval = dsh_agent::Approval::Yolo;
+    let session = Arc::new(Session::assemble(&settings).unwrap());
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("x1", "late_tool", "{}").into(),
+        Turn::text("used it").into(),
+    ]);
+    let agent = Agent::new(session.clone(), provider(&server), LoopConfig::default());
+    assert!(!agent.tools().iter().any(|t| t.name == "late_tool"));
+    session
+        .register_tool(Arc::new(dsh_testkit::FnTool::new("late_tool", |_, _| async {
+            Ok(dsh_testkit::ok_output(7))
+        })))
+        .unwrap();
+    let mut agent = agent;
+    let out = agent.run("go", &CancellationToken::new()).await.unwrap();
+    assert_eq!(out.text, "used it");
+    assert!(offered(&server.requests()[0]).contains(&"late_tool".to_owned()));
+    let recs = records(&session);
+    let r = recs
+        .iter()
+        .find(|r| r["kind"] == "tool_result" && r["call_id"] == "x1")
+        .unwrap();
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["content"], "n=7");
+}
