@@ -282,9 +282,10 @@ async fn a_tool_registered_at_run_time_is_offered_and_runs() {
     let agent = Agent::new(session.clone(), provider(&server), LoopConfig::default());
     assert!(!agent.tools().iter().any(|t| t.name == "late_tool"));
     session
-        .register_tool(Arc::new(dsh_testkit::FnTool::new("late_tool", |_, _| async {
-            Ok(dsh_testkit::ok_output(7))
-        })))
+        .register_tool(Arc::new(dsh_testkit::FnTool::new(
+            "late_tool",
+            |_, _| async { Ok(dsh_testkit::ok_output(7)) },
+        )))
         .unwrap();
     let mut agent = agent;
     let out = agent.run("go", &CancellationToken::new()).await.unwrap();
