@@ -492,6 +492,22 @@ impl Agent {
         &self.history
     }
 
+    /// Empties the conversation (the system prompt stays) and journals `history_cleared`, so
+    /// a resumed session starts from here too. The next request carries only what follows.
+    pub fn clear_history(&mut self) -> Result<(), JournalError> {
+        self.record(&Record::HistoryCleared {})?;
+        self.history.clear();
+        self.turn_starts.clear();
+        self.turn_seqs.clear();
+        self.compacted = 0;
+        Ok(())
+    }
+
+    /// How many turns the conversation holds.
+    pub fn turns(&self) -> usize {
+        self.turn_starts.len()
+    }
+
     /// Journals `record` for this agent; its `seq`.
     fn record(&self, record: &Record<'_>) -> Result<u64, JournalError> {
         let agent = journal_agent(&self.spec.id);

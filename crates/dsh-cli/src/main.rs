@@ -4,10 +4,12 @@
 mod batch;
 mod exec;
 mod mirror;
+mod repl;
 mod replay;
 mod sessions;
 mod settings;
 mod signals;
+mod start;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -24,6 +26,8 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 struct Cli {
     #[command(flatten)]
     common: Common,
+    #[command(flatten)]
+    model: start::ModelArgs,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -140,9 +144,14 @@ fn main() -> ExitCode {
     cli.common.workspace_given =
         matches.value_source("workspace") == Some(ValueSource::CommandLine);
     let outcome = match cli.command {
-        None => Err(Failure::harness(anyhow::anyhow!(
-            "the interactive REPL is not implemented yet; use `dsh exec` (with --resume ID or --continue to go on with a session), `dsh check`, `dsh batch`, `dsh sessions` or `dsh replay` (see `dsh --help`)"
-        ))),
+        None => runtime().and_then(|rt| {
+            let (common, model) = (cli.common, cli.model);
+            rt.block_on(async move {
+                tokio::spawn(async move { repl::repl(&common, &model).await })
+                    .await
+                    .map_err(|e| Failure::harness(anyhow::anyhow!("the REPL failed: {e}")))?
+            })
+        }),
         Some(Command::Check { tool, args_json }) => {
             runtime().and_then(|rt| rt.block_on(batch::check(&cli.common, &tool, &args_json)))
         }
@@ -152,9 +161,9 @@ fn main() -> ExitCode {
         Some(Command::Exec(args)) => runtime().and_then(|rt| {
             // The loop runs on a worker, not in `block_on`: each tool execution it spawns
             // then costs no cross-thread wake-up of the driving thread (BENCHMARKS.md).
-            let common = cli.common;
+            let (common, model) = (cli.common, cli.model);
             rt.block_on(async move {
-                tokio::spawn(async move { exec::exec(&common, &args).await })
+                tokio::spawn(async move { exec::exec(&common, &model, &args).await })
                     .await
                     .map_err(|e| Failure::harness(anyhow::anyhow!("the agent loop failed: {e}")))?
             })

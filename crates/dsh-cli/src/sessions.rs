@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use clap::Subcommand;
 use dsh_agent::sessions::{self, End, FileCheck, Summary};
-use dsh_core::journal::{Record, read_journal};
+use dsh_core::journal::{Record, Transcript, read_journal};
 use serde_json::{Value, json};
 
 use crate::{Common, Failure, exit};
@@ -170,6 +170,26 @@ fn show(common: &Common, path: &Path) -> Result<u8, Failure> {
         )?;
         return Ok(exit::OK);
     }
+    let mut lines = lines_of(&transcript);
+    if transcript
+        .records
+        .last()
+        .is_none_or(|e| !matches!(e.record, Record::SessionEnd { .. }))
+    {
+        lines.push("(the session did not end: no session_end record)".to_owned());
+    }
+    write_out(lines)?;
+    Ok(exit::OK)
+}
+
+/// A journal's records as `dsh sessions show` prints them (the REPL's `/log`).
+pub(crate) fn readable_lines(path: &Path) -> Result<Vec<String>, anyhow::Error> {
+    let transcript = read_journal(path)?;
+    Ok(lines_of(&transcript))
+}
+
+/// One readable line per record worth showing.
+fn lines_of(transcript: &Transcript) -> Vec<String> {
     let mut calls: HashMap<&str, (&str, &Value)> = HashMap::new();
     let mut approvals: HashMap<&str, String> = HashMap::new();
     let mut lines = Vec::new();
@@ -274,15 +294,7 @@ fn show(common: &Common, path: &Path) -> Result<u8, Failure> {
             | Record::ContextAttached(_) => {}
         }
     }
-    if transcript
-        .records
-        .last()
-        .is_none_or(|e| !matches!(e.record, Record::SessionEnd { .. }))
-    {
-        lines.push("(the session did not end: no session_end record)".to_owned());
-    }
-    write_out(lines)?;
-    Ok(exit::OK)
+    lines
 }
 
 /// `tool read_file path=src/a.rs → ok [execute] 3 ms`, or with the failure and who decided:

@@ -94,11 +94,14 @@ fn version_and_help_work() {
 }
 
 #[test]
-fn the_repl_says_it_is_not_implemented_yet() {
+fn the_repl_on_empty_piped_input_says_where_it_runs_and_leaves() {
     let e = Env::new();
     let out = e.dsh(&[]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("not implemented yet"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("dsh "), "{stdout}");
+    assert!(stdout.contains("approvals: none (piped)"), "{stdout}");
+    assert!(!stdout.contains('\x1b'), "{stdout:?}");
 }
 
 #[cfg(unix)]

@@ -60,7 +60,8 @@ pub use result::{
 pub use scope::{CallEvents, NoEvents, Scope, ToolSet};
 pub use spill::{SpillError, SpillPage, SpillStore};
 pub use tool::{
-    Access, ExecContext, SubmitError, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec,
+    Access, ExecContext, Parallel, SubmitError, Tool, ToolError, ToolErrorKind, ToolOutput,
+    ToolSpec,
 };
 pub use workspace::{
     MAX_SYMLINKS, PATH_MAX, PathError, ResolvedPath, Workspace, check_path_length,

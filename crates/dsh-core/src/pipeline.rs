@@ -695,13 +695,19 @@ impl Pipeline {
         }
     }
 
-    /// Whether `call` may overlap other parallel-safe calls. An unknown tool is exclusive: it
-    /// may be registered before the call is admitted, and must not then run beside others on a
-    /// guess. An `Err` or a panic in the classifier means exclusive too (SPEC P10).
+    /// Whether `call` may overlap other parallel-safe calls, as its tool declares
+    /// ([`crate::Parallel`]). An unknown tool is exclusive: it may be registered before the
+    /// call is admitted, and must not then run beside others on a guess. Per call, an `Err`
+    /// or a panic in the classifier means exclusive too (SPEC P10).
     pub(crate) fn parallel_safe(&self, call: &ToolCall) -> bool {
         let Some(entry) = self.entry(call.name()) else {
             return false;
         };
+        match entry.spec.parallel {
+            crate::Parallel::Never => return false,
+            crate::Parallel::Always => return true,
+            crate::Parallel::PerCall => {}
+        }
         let tool = &entry.tool;
         matches!(
             std::panic::catch_unwind(AssertUnwindSafe(|| tool.parallel_safe(call.args()))),

@@ -36,6 +36,32 @@ pub struct ToolSpec {
     pub reserved: bool,
     /// Overrides the [`crate::Timeout`] wrapper's default deadline for this tool.
     pub timeout: Option<Duration>,
+    /// Whether its calls may overlap other parallel-safe calls (DESIGN §3, "Scheduling").
+    pub parallel: Parallel,
+}
+
+/// Whether a tool's calls may overlap others: a declaration, read by the scheduler (and by
+/// whoever must know it without a call, such as a sub-agent's profile or `/tools`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Parallel {
+    /// Every call is exclusive.
+    Never,
+    /// Every call is parallel-safe.
+    Always,
+    /// Each call's arguments decide, through [`Tool::parallel_safe`] (whose default says
+    /// exclusive).
+    #[default]
+    PerCall,
+}
+
+impl Parallel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Parallel::Never => "never",
+            Parallel::Always => "always",
+            Parallel::PerCall => "per call",
+        }
+    }
 }
 
 impl ToolSpec {
@@ -50,6 +76,7 @@ impl ToolSpec {
             idempotent: false,
             reserved: false,
             timeout: None,
+            parallel: Parallel::PerCall,
         }
     }
 
@@ -80,6 +107,12 @@ impl ToolSpec {
     #[must_use]
     pub fn reserved(mut self, yes: bool) -> Self {
         self.reserved = yes;
+        self
+    }
+
+    #[must_use]
+    pub fn parallel(mut self, parallel: Parallel) -> Self {
+        self.parallel = parallel;
         self
     }
 

@@ -368,6 +368,36 @@ pub enum Reply {
     /// Accepts the request and never answers: holds the connection open until the client
     /// closes it.
     Silent,
+    /// Answers with the inner reply once the test opens the gate ([`Reply::held`]).
+    Held(Gate, Box<Reply>),
+}
+
+/// A gate a test opens: a [`Reply::held`] reply waits for it, so a test can act while the
+/// client is known to be waiting for the model (no timing involved).
+#[derive(Clone, Debug)]
+pub struct Gate(Arc<tokio::sync::Semaphore>);
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate::new()
+    }
+}
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Gate {
+        Gate(Arc::new(tokio::sync::Semaphore::new(0)))
+    }
+
+    /// Opens the gate for good: every reply held by it is sent.
+    pub fn open(&self) {
+        self.0.close();
+    }
+
+    async fn wait(&self) {
+        // A closed semaphore fails every acquire at once: that is the open gate.
+        let _ = self.0.acquire().await;
+    }
 }
 
 impl From<Turn> for Reply {
@@ -407,6 +437,11 @@ impl Reply {
         }
     }
 
+    /// This reply, sent only once `gate` is opened.
+    pub fn held(self, gate: &Gate) -> Self {
+        Reply::Held(gate.clone(), Box::new(self))
+    }
+
     /// Adds a `Retry-After` header to a [`Reply::Status`].
     pub fn retry_after(self, value: &str) -> Self {
         match self {
@@ -444,6 +479,8 @@ struct State {
     dialect: Dialect,
     script: Mutex<VecDeque<Reply>>,
     recorded: Mutex<Vec<Recorded>>,
+    /// Signalled at each recorded request.
+    arrived: std::sync::Condvar,
 }
 
 /// Starts scripted servers.
@@ -468,6 +505,7 @@ impl ScriptedServer {
             dialect,
             script: Mutex::new(script.into()),
             recorded: Mutex::new(Vec::new()),
+            arrived: std::sync::Condvar::new(),
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         listener.set_nonblocking(true).expect("nonblocking");
@@ -539,6 +577,17 @@ impl ServerHandle {
         self.state.recorded.lock().unwrap().clone()
     }
 
+    /// Waits until at least `n` requests have arrived; `false` when `timeout` passed first.
+    pub fn wait_for_requests(&self, n: usize, timeout: std::time::Duration) -> bool {
+        let recorded = self.state.recorded.lock().unwrap();
+        let (recorded, _) = self
+            .state
+            .arrived
+            .wait_timeout_while(recorded, timeout, |r| r.len() < n)
+            .unwrap();
+        recorded.len() >= n
+    }
+
     /// Replies not served yet.
     pub fn remaining(&self) -> usize {
         self.state.script.lock().unwrap().len()
@@ -573,6 +622,7 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
         Dialect::Anthropic => request.path == "/v1/messages",
     };
     state.recorded.lock().unwrap().push(request.clone());
+    state.arrived.notify_all();
     if request.method != "POST" || !known_path {
         let body = json!({"error": {"message": format!("scripted server: no route for {} {}", request.method, request.path)}});
         let _ = write_status(&mut socket, 404, &body.to_string(), None).await;
@@ -592,7 +642,15 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
         let _ = write_status(&mut socket, 400, &body.to_string(), None).await;
         return;
     };
+    let reply = match reply {
+        Reply::Held(gate, inner) => {
+            gate.wait().await;
+            *inner
+        }
+        other => other,
+    };
     let _ = match reply {
+        Reply::Held(..) => Ok(()),
         Reply::Status {
             code,
             body,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dsh_core::{
-    Access, ExecContext, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec, Workspace,
+    Access, ExecContext, Parallel, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec, Workspace,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -165,6 +165,7 @@ impl Tool for EditFile {
             "required": ["path", "old_string", "new_string"],
             "additionalProperties": false
         }))
+        .parallel(Parallel::Never)
         .output_schema(json!({
             "type": "object",
             "properties": {

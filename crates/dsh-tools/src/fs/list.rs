@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dsh_core::{
-    Access, CancellationToken, ExecContext, Tool, ToolError, ToolOutput, ToolSpec, Workspace,
+    Access, CancellationToken, ExecContext, Parallel, Tool, ToolError, ToolOutput, ToolSpec,
+    Workspace,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -85,11 +86,8 @@ impl Tool for ListDir {
             "additionalProperties": false
         }))
         .read_only(true)
+        .parallel(Parallel::Always)
         .idempotent(true)
-    }
-
-    fn parallel_safe(&self, _args: &Value) -> Result<bool, String> {
-        Ok(true)
     }
 
     fn accesses(&self, args: &Value) -> Vec<Access> {

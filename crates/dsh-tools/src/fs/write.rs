@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use dsh_core::{Access, ExecContext, Tool, ToolError, ToolOutput, ToolSpec, Workspace};
+use dsh_core::{Access, ExecContext, Parallel, Tool, ToolError, ToolOutput, ToolSpec, Workspace};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -57,6 +57,7 @@ impl Tool for WriteFile {
             "required": ["path", "content"],
             "additionalProperties": false
         }))
+        .parallel(Parallel::Never)
         .output_schema(json!({
             "type": "object",
             "properties": {

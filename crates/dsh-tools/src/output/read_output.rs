@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dsh_core::{
-    ExecContext, SpillError, SpillStore, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec,
+    ExecContext, Parallel, SpillError, SpillStore, Tool, ToolError, ToolErrorKind, ToolOutput,
+    ToolSpec,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -68,11 +69,8 @@ impl Tool for ReadOutput {
             "additionalProperties": false
         }))
         .read_only(true)
+        .parallel(Parallel::Always)
         .idempotent(true)
-    }
-
-    fn parallel_safe(&self, _: &Value) -> Result<bool, String> {
-        Ok(true)
     }
 
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use dsh_core::{
-    Access, CancellationToken, ExecContext, Tool, ToolError, ToolOutput, ToolSpec, Workspace,
+    Access, CancellationToken, ExecContext, Parallel, Tool, ToolError, ToolOutput, ToolSpec,
+    Workspace,
 };
 use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use serde::Deserialize;
@@ -75,11 +76,8 @@ impl Tool for FindFiles {
             "additionalProperties": false
         }))
         .read_only(true)
+        .parallel(Parallel::Always)
         .idempotent(true)
-    }
-
-    fn parallel_safe(&self, _args: &Value) -> Result<bool, String> {
-        Ok(true)
     }
 
     fn accesses(&self, args: &Value) -> Vec<Access> {

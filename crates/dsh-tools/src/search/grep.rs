@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use dsh_core::{
-    Access, CancellationToken, ExecContext, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec,
-    Workspace,
+    Access, CancellationToken, ExecContext, Parallel, Tool, ToolError, ToolErrorKind, ToolOutput,
+    ToolSpec, Workspace,
 };
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
@@ -111,11 +111,8 @@ impl Tool for Grep {
             "additionalProperties": false
         }))
         .read_only(true)
+        .parallel(Parallel::Always)
         .idempotent(true)
-    }
-
-    fn parallel_safe(&self, _args: &Value) -> Result<bool, String> {
-        Ok(true)
     }
 
     fn accesses(&self, args: &Value) -> Vec<Access> {

@@ -1,0 +1,282 @@
+//! From agent events to the screen: the answer streamed and rendered as Markdown line by
+//! line, reasoning dimmed and collapsed, one line per tool call finished in place, a spinner
+//! with the elapsed time while the model thinks or a tool runs. It decides nothing: an
+//! approval request is handed back to the turn, which asks the person.
+
+use std::time::{Duration, Instant};
+
+use dsh_agent::events::ApprovalAsk;
+use dsh_agent::{Event, EventKind};
+use dsh_core::{ApprovalOutcome, ToolCall};
+use tokio::sync::oneshot;
+
+use super::markdown::Markdown;
+use super::screen::{self, Screen};
+use super::style::Style;
+use super::toolline;
+use super::visible::visible;
+
+/// Spinner frames.
+const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// After this long without output, the spinner shows (so it does not flicker between
+/// streamed lines).
+const QUIET: Duration = Duration::from_millis(250);
+
+/// Reasoning shown in one line, at most this many characters of its start.
+const REASONING_PREVIEW: usize = 100;
+
+/// An approval request for the turn to put to the person.
+pub(crate) type Ask = (ApprovalAsk, oneshot::Sender<ApprovalOutcome>);
+
+/// A call not finished yet.
+struct Open {
+    call: ToolCall,
+    started: Option<Instant>,
+}
+
+/// The rendering state of one REPL.
+pub(crate) struct Render {
+    st: Style,
+    terminal: bool,
+    md: Markdown,
+    /// The answer line still arriving (terminal only).
+    line: String,
+    /// This step's reasoning so far.
+    reasoning: String,
+    /// Show reasoning in full.
+    pub(crate) verbose: bool,
+    /// Calls proposed and not finished, in order.
+    open: Vec<Open>,
+    /// Whether the model is being waited for.
+    waiting: bool,
+    /// When the model started being waited for.
+    waiting_since: Instant,
+    /// When something was last shown.
+    last_output: Instant,
+    frame: usize,
+}
+
+impl Render {
+    pub(crate) fn new(terminal: bool, color: bool) -> Render {
+        let now = Instant::now();
+        Render {
+            st: Style::new(color),
+            terminal,
+            md: Markdown::new(color),
+            line: String::new(),
+            reasoning: String::new(),
+            verbose: false,
+            open: Vec::new(),
+            waiting: false,
+            waiting_since: now,
+            last_output: now,
+            frame: 0,
+        }
+    }
+
+    pub(crate) fn style(&self) -> Style {
+        self.st
+    }
+
+    /// A turn starts: the model is asked.
+    pub(crate) fn begin_turn(&mut self) {
+        self.wait_for_model();
+    }
+
+    fn wait_for_model(&mut self) {
+        self.waiting = true;
+        self.waiting_since = Instant::now();
+    }
+
+    /// Shows one event; hands an approval request back.
+    pub(crate) fn event(&mut self, screen: &mut Screen, event: Event) -> Option<Ask> {
+        let main = &*event.agent == dsh_agent::events::MAIN;
+        match event.kind {
+            EventKind::TextDelta(text) if main => {
+                self.flush_reasoning(screen);
+                self.text(screen, &text);
+            }
+            EventKind::ReasoningDelta(text) if main => {
+                self.reasoning.push_str(&text);
+                if self.verbose && !self.terminal {
+                    screen.stream(&visible(&text, true));
+                }
+            }
+            EventKind::ModelRetry { attempt, reason } => {
+                self.end_line(screen);
+                screen.line(&self.st.yellow(&format!(
+                    "model call failed, asking again (attempt {attempt}): {}",
+                    visible(&reason, false)
+                )));
+            }
+            EventKind::ModelCall { .. } if main => {
+                // The step's text is complete.
+                self.flush_reasoning(screen);
+                self.end_line(screen);
+                self.waiting = false;
+            }
+            EventKind::ToolProposed { call } => {
+                self.open.push(Open {
+                    call,
+                    started: None,
+                });
+            }
+            EventKind::ToolStarted { call_id } => {
+                if let Some(o) = self.open.iter_mut().find(|o| o.call.id() == call_id) {
+                    o.started = Some(Instant::now());
+                }
+            }
+            EventKind::ToolFinished { result } => {
+                let at = self.open.iter().position(|o| o.call.id() == result.call_id());
+                let open = at.map(|i| self.open.remove(i));
+                for l in toolline::finished(open.as_ref().map(|o| &o.call), &result, self.st) {
+                    screen.line(&l);
+                }
+                if self.open.is_empty() {
+                    self.wait_for_model();
+                }
+            }
+            EventKind::ApprovalAsked { request, reply } => return Some((request, reply)),
+            EventKind::ContextPruned {
+                results,
+                tokens_before,
+                tokens_after,
+            } => screen.line(&self.st.dim(&format!(
+                "context: {results} old tool results cut to make room ({tokens_before} → {tokens_after} tokens)"
+            ))),
+            EventKind::ContextCompacted {
+                turns,
+                tokens_before,
+                tokens_after,
+            } => screen.line(&self.st.dim(&format!(
+                "context: {turns} old turns summarized ({tokens_before} → {tokens_after} tokens)"
+            ))),
+            EventKind::ContextAttached { policy, text } => screen.line(&self.st.dim(&format!(
+                "context from {policy}: {}",
+                visible(&text, false)
+            ))),
+            EventKind::SubAgentStarted { child, profile } => {
+                screen.line(&self.st.dim(&format!("sub-agent {child} ({profile}) starts")));
+            }
+            EventKind::SubAgentFinished { child, stop } => {
+                screen.line(&self.st.dim(&format!("sub-agent {child} stops: {stop}")));
+            }
+            // A sub-agent's text and reasoning are its parent's tool result; stops are the
+            // turn's to report.
+            _ => {}
+        }
+        self.last_output = Instant::now();
+        None
+    }
+
+    /// Streamed answer text.
+    fn text(&mut self, screen: &mut Screen, text: &str) {
+        self.waiting = false;
+        if !self.terminal {
+            screen.stream(&visible(text, true));
+            return;
+        }
+        self.line.push_str(text);
+        while let Some(i) = self.line.find('\n') {
+            let rendered = self.md.line(&self.line[..i]);
+            screen.line(&rendered);
+            self.line.drain(..=i);
+        }
+    }
+
+    /// Ends the answer line still arriving.
+    fn end_line(&mut self, screen: &mut Screen) {
+        if self.terminal {
+            if !self.line.is_empty() {
+                let rest = std::mem::take(&mut self.line);
+                let rendered = self.md.line(&rest);
+                screen.line(&rendered);
+            }
+            if let Some(l) = self.md.end() {
+                screen.line(&l);
+            }
+        } else {
+            screen.end_stream_line();
+        }
+    }
+
+    /// The step's reasoning, once its answer starts or the step ends: one dimmed line, or in
+    /// full with `/verbose on`.
+    fn flush_reasoning(&mut self, screen: &mut Screen) {
+        if self.reasoning.is_empty() {
+            return;
+        }
+        let text = std::mem::take(&mut self.reasoning);
+        if self.verbose {
+            if self.terminal {
+                for l in text.trim().lines() {
+                    screen.line(&self.st.dim(&visible(l, false)));
+                }
+            } else {
+                screen.end_stream_line();
+            }
+            return;
+        }
+        let chars = text.chars().count();
+        let preview = crate::sessions::shorten(text.trim(), REASONING_PREVIEW);
+        screen.line(&self.st.dim(&format!(
+            "✻ reasoning ({chars} chars; /verbose on shows it): {}",
+            visible(&preview, false)
+        )));
+    }
+
+    /// The turn is over: what is still arriving is shown as it stands.
+    pub(crate) fn end_turn(&mut self, screen: &mut Screen) {
+        self.flush_reasoning(screen);
+        self.end_line(screen);
+        self.open.clear();
+        self.waiting = false;
+        screen.set_live(Vec::new());
+    }
+
+    /// Advances the spinner.
+    pub(crate) fn tick(&mut self) {
+        self.frame = (self.frame + 1) % FRAMES.len();
+    }
+
+    /// Whether something in the live region changes with time (the turn then ticks).
+    pub(crate) fn animated(&self) -> bool {
+        self.waiting || self.open.iter().any(|o| o.started.is_some())
+    }
+
+    /// The live region: the answer line still arriving, open calls, the spinner.
+    pub(crate) fn live(&self) -> Vec<String> {
+        let cols = screen::cols();
+        let frame = FRAMES[self.frame];
+        let mut live = Vec::new();
+        if !self.line.is_empty() {
+            live.push(self.md.partial(&self.line));
+        }
+        for o in &self.open {
+            let line = toolline::running(&o.call, o.started.map(|s| s.elapsed()), frame, self.st);
+            live.push(screen::fit(&line, cols));
+        }
+        if self.waiting && self.line.is_empty() && self.last_output.elapsed() >= QUIET {
+            let what = if self.reasoning.is_empty() {
+                "thinking".to_owned()
+            } else {
+                let tail: String = {
+                    let r: Vec<char> = self.reasoning.trim_end().chars().collect();
+                    let from = r.len().saturating_sub(50);
+                    r[from..].iter().collect()
+                };
+                format!("reasoning … {}", visible(&tail, false))
+            };
+            let line = format!(
+                "{} {} {}",
+                self.st.cyan(frame),
+                self.st.dim(&what),
+                self.st
+                    .dim(&toolline::seconds(self.waiting_since.elapsed())),
+            );
+            live.push(screen::fit(&line, cols));
+        }
+        live
+    }
+}

@@ -1,0 +1,206 @@
+//! How a tool call looks in the REPL: one line while it waits or runs, finished in place with
+//! its outcome, elapsed time and exit code; a denial or failure names the deciding gate,
+//! policy and reason (SPEC P12). A file change adds a compact diff, a command's output its
+//! head and tail, with the spill locator when the whole output was spilled.
+
+use std::time::Duration;
+
+use dsh_core::{FrozenResult, ToolCall};
+use serde_json::Value;
+
+use super::style::Style;
+use super::visible::visible;
+
+/// Diff lines shown under a file change.
+const DIFF_LINES: usize = 12;
+/// Output lines shown from each end of a command's output.
+const OUTPUT_HEAD: usize = 3;
+const OUTPUT_TAIL: usize = 3;
+
+/// The call's arguments in short: a command as it will run, a path, a pattern in its path;
+/// else the arguments as `key=value`.
+pub(crate) fn short_args(args: &Value) -> String {
+    let s = |k: &str| args.get(k).and_then(Value::as_str);
+    let text = match (s("command"), s("path"), s("pattern")) {
+        (Some(command), _, _) => command.to_owned(),
+        (None, path, Some(pattern)) => match path {
+            Some(p) => format!("{pattern} in {p}"),
+            None => pattern.to_owned(),
+        },
+        (None, Some(path), None) => path.to_owned(),
+        (None, None, None) => crate::sessions::short_args(args),
+    };
+    visible(&text, false).into_owned()
+}
+
+/// Who makes the call, when it is not the main agent: `[sub-1] `.
+fn agent_tag(call: Option<&ToolCall>) -> String {
+    call.and_then(ToolCall::agent)
+        .map(|a| format!("[{a}] "))
+        .unwrap_or_default()
+}
+
+/// The line of a call not finished yet: waiting for the gates (`elapsed` none) or running.
+pub(crate) fn running(
+    call: &ToolCall,
+    elapsed: Option<Duration>,
+    frame: &str,
+    st: Style,
+) -> String {
+    let state = match elapsed {
+        None => st.dim("waiting"),
+        Some(e) => st.dim(&seconds(e)),
+    };
+    format!(
+        "{} {}{} {} {state}",
+        st.cyan(frame),
+        agent_tag(Some(call)),
+        st.bold(call.name()),
+        st.dim(&short_args(call.args())),
+    )
+}
+
+/// The finished call: its line, then what it changed or printed.
+pub(crate) fn finished(call: Option<&ToolCall>, result: &FrozenResult, st: Style) -> Vec<String> {
+    let name = result.tool();
+    let args = call.map(|c| short_args(c.args())).unwrap_or_default();
+    let elapsed = millis(result.elapsed_ms());
+    let mut head = match result.failure_kind() {
+        None => {
+            let mark = match result.exit_code() {
+                Some(code) if code != 0 => st.yellow("✓"),
+                _ => st.green("✓"),
+            };
+            let mut line = format!(
+                "{mark} {}{} {}",
+                agent_tag(call),
+                st.bold(name),
+                st.dim(&args)
+            );
+            if let Some(code) = result.exit_code() {
+                let exit = format!("exit {code}");
+                line.push_str(&format!(
+                    " · {}",
+                    if code == 0 {
+                        st.dim(&exit)
+                    } else {
+                        st.yellow(&exit)
+                    }
+                ));
+            }
+            line.push_str(&format!(" · {}", st.dim(&elapsed)));
+            line
+        }
+        Some(kind) => {
+            let d = result.decided_by();
+            let who = match &d.policy {
+                Some(p) => format!("{}/{p}", d.gate.as_str()),
+                None => d.gate.as_str().to_owned(),
+            };
+            format!(
+                "{} {}{} {} · {} by {who}: {}",
+                st.red("✗"),
+                agent_tag(call),
+                st.bold(name),
+                st.dim(&args),
+                st.red(&kind.as_str().replace('_', " ")),
+                visible(&d.reason, false),
+            )
+        }
+    };
+    if let Some(code) = result
+        .exit_code()
+        .filter(|_| result.failure_kind().is_some())
+    {
+        head.push_str(&format!(" · exit {code}"));
+    }
+    let mut lines = vec![head];
+    if result.ok() {
+        if let Some(diff) = result
+            .value()
+            .and_then(|v| v.get("diff"))
+            .and_then(Value::as_str)
+        {
+            lines.extend(diff_lines(diff, st));
+        } else if result.exit_code().is_some() {
+            lines.extend(output_lines(result.content(), st));
+        }
+    }
+    lines
+}
+
+/// A unified diff, compact: the first lines coloured, then how many more there are.
+pub(crate) fn diff_lines(diff: &str, st: Style) -> Vec<String> {
+    let body: Vec<&str> = diff
+        .lines()
+        .filter(|l| !l.starts_with("---") && !l.starts_with("+++"))
+        .collect();
+    let mut out: Vec<String> = body
+        .iter()
+        .take(DIFF_LINES)
+        .map(|l| {
+            let text = visible(l, false);
+            let shown = if l.starts_with('+') {
+                st.green(&text)
+            } else if l.starts_with('-') {
+                st.red(&text)
+            } else if l.starts_with("@@") {
+                st.cyan(&text)
+            } else {
+                st.dim(&text)
+            };
+            format!("    {shown}")
+        })
+        .collect();
+    if body.len() > DIFF_LINES {
+        out.push(format!(
+            "    {}",
+            st.dim(&format!("… {} more diff lines", body.len() - DIFF_LINES))
+        ));
+    }
+    out
+}
+
+/// A command's output: its head and tail, the spill locator kept.
+fn output_lines(content: &str, st: Style) -> Vec<String> {
+    let lines: Vec<&str> = content.lines().filter(|l| !l.trim().is_empty()).collect();
+    let locator = lines.iter().find(|l| l.contains("read_output{"));
+    let bar = |l: &str| format!("    {}", st.dim(&format!("│ {}", visible(l, false))));
+    let mut out = Vec::new();
+    if lines.len() <= OUTPUT_HEAD + OUTPUT_TAIL + 1 {
+        out.extend(lines.iter().map(|l| bar(l)));
+        return out;
+    }
+    out.extend(lines[..OUTPUT_HEAD].iter().map(|l| bar(l)));
+    let hidden = lines.len() - OUTPUT_HEAD - OUTPUT_TAIL;
+    out.push(format!(
+        "    {}",
+        st.dim(&format!("│ … {hidden} more lines"))
+    ));
+    out.extend(lines[lines.len() - OUTPUT_TAIL..].iter().map(|l| bar(l)));
+    if let Some(l) = locator
+        && !out.iter().any(|o| o.contains("read_output{"))
+    {
+        out.push(bar(l));
+    }
+    out
+}
+
+/// `850 ms`, `3.4 s`, `2 min 5 s`.
+pub(crate) fn millis(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        seconds(Duration::from_millis(ms))
+    }
+}
+
+pub(crate) fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 60.0 {
+        format!("{s:.1} s")
+    } else {
+        let whole = d.as_secs();
+        format!("{} min {} s", whole / 60, whole % 60)
+    }
+}

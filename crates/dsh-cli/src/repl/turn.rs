@@ -1,0 +1,260 @@
+//! One turn: the agent runs the prompt while the REPL renders its events, reads keys (Esc
+//! or Ctrl-C interrupt; typing queues the next prompt) and puts approval requests to the
+//! person one at a time. The agent decides and records; the turn only relays.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use dsh_agent::{Agent, AgentError, EventStream, Outcome};
+use dsh_core::{ApprovalOutcome, CancellationToken};
+
+use super::approval;
+use super::keys::{Key, Report, TurnKeys};
+use super::render::{Ask, Render};
+use super::screen::Screen;
+
+/// How often the spinner and elapsed times move.
+const TICK: Duration = Duration::from_millis(100);
+
+/// What the person typed during the turn: text for the next prompt, and prompts sent with
+/// Enter, queued.
+#[derive(Default)]
+pub(crate) struct TypeAhead {
+    pub(crate) text: String,
+    pub(crate) queued: VecDeque<String>,
+}
+
+/// A question's drain before it is asked for.
+const NOT_YET: u64 = u64::MAX;
+
+/// The open approval question.
+struct Question {
+    ask: Ask,
+    /// Keys typed before it appeared, discarded.
+    discarded: usize,
+    /// Until the reader reports this drain, keys come from before the question was drawn.
+    draining: Option<u64>,
+}
+
+/// Runs `prompt` on `agent` to its stop line. `session_cancel` is the session's token
+/// (signals); the turn's own token is its child, cancelled by Esc or Ctrl-C.
+pub(crate) async fn run(
+    agent: &mut Agent,
+    prompt: &str,
+    stream: &mut EventStream,
+    screen: &mut Screen,
+    render: &mut Render,
+    session_cancel: &CancellationToken,
+    typed: &mut TypeAhead,
+) -> Result<Outcome, AgentError> {
+    let cancel = session_cancel.child_token();
+    let mut keys = if screen.terminal() {
+        match TurnKeys::start() {
+            Ok(k) => Some(k),
+            Err(e) => {
+                screen.line(&format!(
+                    "dsh: cannot read keys during the turn ({e}); Ctrl-C still interrupts"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    if screen.terminal() {
+        // The cursor would only flicker inside the live region.
+        screen.raw("\x1b[?25l");
+    }
+    render.begin_turn();
+    let run = agent.run(prompt, &cancel);
+    tokio::pin!(run);
+    let mut asks: VecDeque<Ask> = VecDeque::new();
+    let mut open: Option<Question> = None;
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let st = render.style();
+    let mut stream_closed = false;
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            outcome = &mut run => break outcome,
+            event = stream.recv(), if !stream_closed => {
+                let Some(event) = event else {
+                    stream_closed = true;
+                    continue;
+                };
+                if let Some(ask) = render.event(screen, event) {
+                    asks.push_back(ask);
+                }
+                // Everything already queued, then one redraw.
+                while let Ok(event) = stream.try_recv() {
+                    if let Some(ask) = render.event(screen, event) {
+                        asks.push_back(ask);
+                    }
+                }
+            }
+            report = next_key(keys.as_mut()) => {
+                let key = match report {
+                    Report::Key(key) => Some(key),
+                    Report::Drained(n) => {
+                        if let Some(q) = open.as_mut().filter(|q| q.draining == Some(n)) {
+                            q.draining = None;
+                        }
+                        None
+                    }
+                    Report::Gone => {
+                        // The terminal is gone: stop reading it, end the turn.
+                        keys = None;
+                        cancel.cancel();
+                        None
+                    }
+                };
+                let before_question = open.as_ref().is_some_and(|q| q.draining.is_some());
+                if let Some(key) = key { match (open.is_some(), key) {
+                    (_, Key::Interrupt | Key::Escape) => {
+                        if let Some(q) = open.take() {
+                            let _ = q.ask.1.send(ApprovalOutcome::Cancelled);
+                            screen.line(&approval::answered(&q.ask.0, ApprovalOutcome::Cancelled, st));
+                        }
+                        if !cancel.is_cancelled() {
+                            screen.line(&st.yellow("interrupting: running calls are cancelled and recorded"));
+                            cancel.cancel();
+                        }
+                    }
+                    (true, Key::Resize) => {}
+                    // Typed before the question appeared: never an answer.
+                    (true, _) if before_question => {
+                        if let Some(q) = open.as_mut() {
+                            q.discarded += 1;
+                        }
+                    }
+                    (true, key) => {
+                        if let Some(outcome) = approval::answer(&key)
+                            && let Some(q) = open.take()
+                        {
+                            screen.line(&approval::answered(&q.ask.0, outcome, st));
+                            // The pipeline may have stopped waiting (cancelled): nothing to do.
+                            let _ = q.ask.1.send(outcome);
+                        }
+                    }
+                    (false, key) => typed.key(key),
+                } }
+            }
+            _ = tick.tick(), if render.animated() => render.tick(),
+        }
+        // A question the pipeline stopped waiting for (its call was cancelled) goes away.
+        if open.as_ref().is_some_and(|q| q.ask.1.is_closed()) {
+            open = None;
+        }
+        asks.retain(|a| !a.1.is_closed());
+        let mut fresh = false;
+        if open.is_none()
+            && let Some(ask) = asks.pop_front()
+        {
+            // The unsent type-ahead text goes with the keys typed before the question.
+            let discarded = typed.text.chars().count();
+            typed.text.clear();
+            open = Some(Question {
+                ask,
+                discarded,
+                // Not armed until the drain asked for after the first draw is reported.
+                draining: keys.as_ref().map(|_| NOT_YET),
+            });
+            fresh = true;
+        }
+        screen.set_live(live_lines(render, open.as_ref(), typed));
+        screen.flush();
+        // Drawn first, then what was typed until now is dropped: a "y" typed ahead must
+        // never approve a call nobody saw.
+        if fresh && let (Some(q), Some(k)) = (open.as_mut(), keys.as_mut()) {
+            q.draining = Some(k.drain());
+        }
+    };
+    // The run is over; its last events are queued.
+    while let Ok(event) = stream.try_recv() {
+        // A question left over has no call waiting for it any more: dropped, `cancelled`.
+        let _ = render.event(screen, event);
+    }
+    render.end_turn(screen);
+    // The reader stops before the line editor reads again; what it read meanwhile is
+    // type-ahead.
+    if let Some(k) = keys {
+        for key in k.stop() {
+            typed.key(key);
+        }
+    }
+    if screen.terminal() {
+        screen.raw("\x1b[?25h");
+    }
+    screen.flush();
+    outcome
+}
+
+/// The live region: the render's, then the open question or the type-ahead.
+fn live_lines(render: &Render, open: Option<&Question>, typed: &TypeAhead) -> Vec<String> {
+    let st = render.style();
+    let mut live = render.live();
+    match open {
+        Some(q) => {
+            live.extend(approval::lines(&q.ask.0, q.draining.is_none(), st));
+            if q.discarded > 0 {
+                live.push(st.dim(&format!(
+                    "  ({} keys typed before this question were discarded)",
+                    q.discarded
+                )));
+            }
+        }
+        None => live.extend(type_ahead_lines(typed, st)),
+    }
+    live
+}
+
+async fn next_key(keys: Option<&mut TurnKeys>) -> Report {
+    match keys {
+        Some(k) => k.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl TypeAhead {
+    /// A key typed while no question is open.
+    fn key(&mut self, key: Key) {
+        match key {
+            Key::Char(c) => self.text.push(c),
+            Key::Paste(text) => self.text.push_str(&text),
+            Key::Backspace => {
+                self.text.pop();
+            }
+            Key::Enter => {
+                let line = std::mem::take(&mut self.text);
+                if !line.trim().is_empty() {
+                    self.queued.push_back(line);
+                }
+            }
+            Key::Interrupt | Key::Escape | Key::Resize | Key::Other => {}
+        }
+    }
+}
+
+fn type_ahead_lines(typed: &TypeAhead, st: super::style::Style) -> Vec<String> {
+    let mut out = Vec::new();
+    if !typed.queued.is_empty() {
+        out.push(st.dim(&format!(
+            "queued for after this turn: {}",
+            typed
+                .queued
+                .iter()
+                .map(|q| crate::sessions::shorten(q, 30))
+                .collect::<Vec<_>>()
+                .join(" · ")
+        )));
+    }
+    if !typed.text.is_empty() {
+        out.push(format!(
+            "{} {}",
+            st.dim("›"),
+            super::visible::visible(&typed.text, false)
+        ));
+    }
+    out
+}

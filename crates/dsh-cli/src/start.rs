@@ -1,0 +1,161 @@
+//! Starting a model session, as `dsh exec` and the REPL both do: configuration with the
+//! model flags, the provider, the session (resumed or new), its event stream and the main
+//! agent. Front ends differ only in who answers `ask` and how they render the events.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::anyhow;
+use dsh_agent::{Agent, Approval, EventSink, EventStream, LoopConfig, Session};
+use dsh_core::journal::Mirror;
+
+use crate::signals::Signals;
+use crate::{Common, Failure, settings};
+
+/// The model flags and the session to continue; `dsh exec` and the REPL take the same ones.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct ModelArgs {
+    /// openai, anthropic, deepseek or ollama.
+    #[arg(long, global = true)]
+    pub provider: Option<String>,
+    /// The provider's endpoint, e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL", global = true)]
+    pub base_url: Option<String>,
+    /// The model name.
+    #[arg(long, value_name = "NAME", global = true)]
+    pub model: Option<String>,
+    /// Stop a turn after this many model calls (exec: exit code 3).
+    #[arg(long, value_name = "N", global = true)]
+    pub max_steps: Option<u64>,
+    /// Continue session ID (an id, a unique prefix, or a journal's path) in a new journal
+    /// linked to it. Nothing is re-run and no approval is reused; calls the old process never
+    /// finished are closed as cut off, and the model is told.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_", global = true)]
+    pub resume: Option<String>,
+    /// Continue the newest session of this workspace that has a user message and is not
+    /// open in another process (as --resume does).
+    #[arg(long = "continue", global = true)]
+    pub continue_: bool,
+}
+
+/// A started session: everything a front end drives.
+pub(crate) struct Started {
+    pub loaded: dsh_config::Loaded,
+    pub session: Arc<Session>,
+    pub agent: Agent,
+    pub stream: EventStream,
+    pub signals: Signals,
+    pub mirror: Option<Arc<Mirror>>,
+    /// What `--resume`/`--continue` continued, if anything.
+    pub resumed: Option<ResumedNote>,
+}
+
+/// What a resumed session continues, for the front end to say.
+pub(crate) struct ResumedNote {
+    pub session: String,
+    pub turns: usize,
+    /// `(call id, tool, how it was closed)` of each call the old process never finished.
+    pub cut_off: Vec<(String, String, String)>,
+}
+
+/// Starts the session `common` and `args` describe. `approval` overrides who answers
+/// `ask` (the REPL's person); `None` keeps the flags' choice (`--yolo` or nobody).
+pub(crate) fn start(
+    common: &Common,
+    args: &ModelArgs,
+    approval: Option<Approval>,
+) -> Result<Started, Failure> {
+    let provider = match &args.provider {
+        Some(p) => Some(
+            p.parse()
+                .map_err(|e: String| Failure::usage(anyhow!("--provider: {e}")))?,
+        ),
+        None => None,
+    };
+    let overrides = dsh_config::Overrides {
+        provider,
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+        max_steps: args.max_steps,
+        ..dsh_config::Overrides::default()
+    };
+    let loaded = settings::load_config_with(common, overrides)?;
+    let env = dsh_config::process_env();
+    let provider = dsh_agent::provider_from_loaded(&loaded, &env).map_err(Failure::usage)?;
+
+    let mut settings = settings::session_settings(common, &loaded)?;
+    if let Some(approval) = approval {
+        settings.approval = approval;
+    }
+    let resumed = resume(args, &settings.dsh_home, &loaded.workspace)?;
+    if let Some(r) = &resumed {
+        settings.resumed_from = Some(r.link.clone());
+    }
+    settings.provider = Some(provider.name().to_owned());
+    settings.model = Some(provider.model().to_owned());
+    let mirror = crate::mirror::open(common.json)?;
+    let signals = Signals::install().map_err(Failure::harness)?;
+    let (events, stream) = EventSink::channel();
+    settings.events = events;
+    let session =
+        Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::harness)?;
+    // Only the session holds the sink now: the stream ends when the session is gone.
+    drop(settings);
+    let session = Arc::new(session);
+    let config = LoopConfig::from_loaded(&loaded);
+    let (agent, note) = match resumed {
+        None => (Agent::new(session.clone(), provider, config), None),
+        Some(r) => {
+            session
+                .record_cut_off(&r.cut_off)
+                .map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
+            let note = ResumedNote {
+                session: r.session.clone(),
+                turns: r.turn_starts.len(),
+                cut_off: r
+                    .cut_off
+                    .iter()
+                    .map(|c| {
+                        (
+                            c.call_id().to_owned(),
+                            c.tool().to_owned(),
+                            c.failure_kind().map_or("", |k| k.as_str()).to_owned(),
+                        )
+                    })
+                    .collect(),
+            };
+            (
+                Agent::resumed(session.clone(), provider, config, r),
+                Some(note),
+            )
+        }
+    };
+    Ok(Started {
+        loaded,
+        session,
+        agent,
+        stream,
+        signals,
+        mirror,
+        resumed: note,
+    })
+}
+
+/// The conversation `--resume ID` or `--continue` names, rebuilt from its journal.
+fn resume(
+    args: &ModelArgs,
+    dsh_home: &Path,
+    workspace: &Path,
+) -> Result<Option<dsh_agent::resume::Resumed>, Failure> {
+    use dsh_agent::resume;
+    let path = match (&args.resume, args.continue_) {
+        (Some(id), _) => dsh_agent::sessions::resolve(dsh_home, id)
+            .map_err(|e| Failure::usage(anyhow::Error::new(e)))?,
+        (None, true) => resume::newest_for(dsh_home, workspace)
+            .map_err(|e| Failure::usage(anyhow::Error::new(e)))?,
+        (None, false) => return Ok(None),
+    };
+    resume::load_session(dsh_home, &path)
+        .map(Some)
+        .map_err(|e| Failure::usage(anyhow::Error::new(e)))
+}

@@ -1,0 +1,274 @@
+//! The REPL end to end: the real `dsh` binary in a real pseudo-terminal (the test makes its
+//! own), against the scripted model server; assertions read the screen a person would see
+//! (a vt100 emulator) and the session's journal.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+#[path = "common/pty.rs"]
+mod pty;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::Dirs;
+use dsh_testkit::model_server::{Gate, Reply, ScriptedServer, ServerHandle, Turn};
+use pty::{Pty, PtySpec, key};
+use serde_json::Value;
+
+/// The prompt marker.
+const PROMPT: &str = "›";
+
+fn world() -> Dirs {
+    let d = Dirs::new();
+    std::fs::create_dir_all(d.ws.join("src")).unwrap();
+    std::fs::write(
+        d.ws.join("src/main.rs"),
+        "fn main() {\n    println!(\"hello\");\n}\n",
+    )
+    .unwrap();
+    d
+}
+
+/// `dsh` (the REPL) against `server`, with `extra` flags.
+fn repl_command(d: &Dirs, server: &ServerHandle, extra: &[&str]) -> Command {
+    let mut args = vec![
+        "--provider",
+        "openai",
+        "--base-url",
+        &server.url,
+        "--model",
+        "scripted",
+    ];
+    args.extend_from_slice(extra);
+    let mut c = d.dsh(&args);
+    c.env("OPENAI_API_KEY", "sk-test");
+    c
+}
+
+fn spawn(d: &Dirs, server: &ServerHandle, extra: &[&str]) -> Pty {
+    let pty = PtySpec::from_command(&repl_command(d, server, extra))
+        .size(40, 120)
+        .spawn();
+    pty.wait_for_text(PROMPT);
+    pty
+}
+
+/// The records of the session's (only) journal.
+fn journal(d: &Dirs) -> Vec<Value> {
+    let dir = d.home.join("sessions");
+    let path = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    dsh_core::journal::read_journal(&path)
+        .unwrap()
+        .records
+        .into_iter()
+        .map(|e| Value::Object(e.json))
+        .collect()
+}
+
+/// A record's kind.
+fn kind(r: &Value) -> &str {
+    r["kind"].as_str().unwrap()
+}
+
+/// Waits for prompt number `prompts` (keys typed while a turn runs are the next prompt's),
+/// then leaves with Ctrl-D.
+fn leave(mut pty: Pty, prompts: usize) {
+    pty.wait_for_count(PROMPT, prompts);
+    pty.send(key::CTRL_D);
+    let status = pty.wait_exit();
+    assert!(status.success(), "exit: {status:?}\n{}", pty.report());
+}
+
+#[test]
+fn a_turn_streams_its_answer_and_shows_each_tool_call_as_one_line() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "read_file", r#"{"path":"src/main.rs"}"#)
+            .with_text("Let me look.")
+            .into(),
+        Turn::text("# Findings\n\nIt prints **hello**.\n\n- one point\n- another\n")
+            .deltas(3)
+            .into(),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    let header = pty.screen().contents();
+    assert!(header.contains("openai/scripted"), "{header}");
+    assert!(header.contains("approvals: you"), "{header}");
+    pty.send_line("what does main do?");
+    let screen = pty.wait_for_text("another");
+    let text = screen.contents();
+    assert!(text.contains("Let me look."), "{text}");
+    assert!(text.contains("✓ read_file src/main.rs"), "{text}");
+    // Markdown rendered: the heading's marker gone, the heading bold.
+    assert!(
+        text.contains("Findings") && !text.contains("# Findings"),
+        "{text}"
+    );
+    assert!(screen.is_bold_at("Findings"), "{text}");
+    assert!(
+        !text.contains("**hello**") && text.contains("hello"),
+        "{text}"
+    );
+    leave(pty, 2);
+    let records = journal(&d);
+    let kinds: Vec<&str> = records.iter().map(kind).collect();
+    assert!(kinds.contains(&"tool_result"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"session_end"), "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "user_message").count(), 1);
+}
+
+#[test]
+fn piped_stdin_is_a_plain_line_reader_without_escape_codes() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "write_file", r#"{"path":"new.txt","content":"x"}"#).into(),
+        Reply::text("Could not write it."),
+        Reply::text("Second answer."),
+    ]);
+    let mut child = repl_command(&d, &server, &[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"write a file\n/tools\nand again\n")
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(out.status.success(), "{stdout}\n{}", common::stderr(&out));
+    assert!(!stdout.contains('\x1b'), "escape codes in {stdout:?}");
+    assert!(stdout.contains("approvals: none (piped)"), "{stdout}");
+    // Headless: the ask ends as unavailable, and the line says who decided.
+    assert!(
+        stdout.contains("✗ write_file new.txt · unavailable by approval"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Could not write it."), "{stdout}");
+    assert!(
+        stdout.contains("run_shell"),
+        "/tools lists the tools: {stdout}"
+    );
+    assert!(stdout.contains("Second answer."), "{stdout}");
+    assert!(!d.ws.join("new.txt").exists());
+}
+
+#[test]
+fn esc_interrupts_a_running_tool_and_the_call_is_recorded_as_cancelled() {
+    let d = world();
+    d.write_user_config("[permissions]\nallow = [\"run_shell(sleep *)\"]\n");
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "run_shell", r#"{"command":"sleep 30"}"#).into(),
+        Reply::text("after the interrupt"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("sleep a while");
+    pty.wait_for_text("run_shell sleep 30");
+    // Started: its line shows the elapsed time, not "waiting".
+    pty.wait_for("the call running", |s| {
+        s.contains("run_shell sleep 30") && !s.contains("waiting")
+    });
+    pty.send(key::ESC);
+    pty.wait_for_text("cancelled after");
+    pty.wait_for_text("interrupted");
+    pty.wait_for_count(PROMPT, 2);
+    // The next prompt is a new turn on the same session.
+    pty.send_line("go on");
+    pty.wait_for_text("after the interrupt");
+    leave(pty, 3);
+    let records = journal(&d);
+    let result = records.iter().find(|r| kind(r) == "tool_result").unwrap();
+    assert_eq!(result["failure_kind"], "cancelled_after", "{result}");
+    let stops: Vec<&str> = records
+        .iter()
+        .filter(|r| kind(r) == "stop")
+        .map(|r| r["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(stops, ["interrupted", "final_answer"]);
+}
+
+#[test]
+fn slash_commands_help_tools_log_clear_and_exit() {
+    let d = world();
+    let server = ScriptedServer::start(vec![Reply::text("first"), Reply::text("second")]);
+    let mut pty = spawn(&d, &server, &[]);
+    pty.send_line("/help");
+    pty.wait_for_text("/log [N]");
+    pty.send_line("/tools");
+    let s = pty.wait_for_text("read_output");
+    assert!(s.contains("parallel-safe"), "{}", s.contents());
+    pty.send_line("/exti");
+    pty.wait_for_text("did you mean /exit?");
+    pty.send_line("hello");
+    pty.wait_for_text("first");
+    pty.send_line("/log 3");
+    pty.wait_for_text("assistant: first");
+    pty.send_line("/clear");
+    pty.wait_for_text("history cleared");
+    pty.send_line("again");
+    pty.wait_for_text("second");
+    pty.send_line("/exit");
+    assert!(pty.wait_exit().success());
+    // After /clear the request carries only the new turn.
+    let requests = server.requests();
+    let last = requests.last().unwrap();
+    let messages = last["messages"].as_array().unwrap();
+    let users: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["again"]);
+    let records = journal(&d);
+    assert!(
+        records.iter().any(|r| kind(r) == "history_cleared"),
+        "{:?}",
+        records.iter().map(kind).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn keys_typed_before_an_approval_prompt_do_not_answer_it() {
+    let d = world();
+    let gate = Gate::new();
+    let server = ScriptedServer::start(vec![
+        Reply::from(Turn::tool_call(
+            "c1",
+            "write_file",
+            r#"{"path":"new.txt","content":"x"}"#,
+        ))
+        .held(&gate),
+        Reply::text("done"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("write it");
+    assert!(server.wait_for_requests(1, Duration::from_secs(30)));
+    // Typed while the model is still answering: before any question exists.
+    pty.send("y");
+    gate.open();
+    // Armed: the keys line shows once what was typed before is read and dropped.
+    let screen = pty.wait_for_text("[y] approve once");
+    assert!(
+        screen.contains("wants to run write_file"),
+        "{}",
+        screen.contents()
+    );
+    // Still asking: the early "y" did not approve.
+    assert!(!d.ws.join("new.txt").exists());
+    pty.send("n");
+    pty.wait_for_text("done");
+    leave(pty, 2);
+    assert!(!d.ws.join("new.txt").exists());
+    let records = journal(&d);
+    let approval = records.iter().find(|r| kind(r) == "approval").unwrap();
+    assert_eq!(approval["outcome"], "rejected", "{approval}");
+}
