@@ -333,6 +333,15 @@ pub trait Tool: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// What this call would change, for a person deciding whether to approve it (gate 2):
+    /// for a file change, the unified diff it would apply. Computed from the arguments and
+    /// the workspace as it is now, changing nothing; `None` when there is nothing to show or
+    /// it cannot be known (an unreadable file). Only a display: no decision reads it, and a
+    /// panic here shows nothing.
+    fn preview(&self, _args: &Value) -> Option<String> {
+        None
+    }
+
     /// The tool body, innermost in gate 4. The arguments already match the input schema.
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError>;
 }
