@@ -20,8 +20,8 @@ use std::time::Duration;
 use crate::events::{EventApprover, EventSink};
 use dsh_core::journal::{self, Journal, JsonlJournal, MemoryJournal, SyncPolicy};
 use dsh_core::{
-    ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Pipeline, PipelineConfig, Registry,
-    Retry, SpillStore, Timeout, Workspace, async_trait,
+    ApprovalAnswer, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Pipeline,
+    PipelineConfig, Registry, Retry, SpillStore, Timeout, Workspace, async_trait,
 };
 use dsh_policy::{
     Confinement, MemoryPolicy, NetworkVote, PermissionRules, ProtectedPaths, PythonAuditGuard,
@@ -106,6 +106,9 @@ pub struct SessionSettings {
     /// The session this one resumes: the old file's last intact record (`session_start`'s
     /// `resumed_from`, DESIGN §6).
     pub resumed_from: Option<journal::ResumedFrom<'static>>,
+    /// Where an "always allow" rule is written (`dsh_config::Loaded::rule_target`): the
+    /// project file of a trusted workspace, else the user file's section for it.
+    pub rule_target: Option<(PathBuf, dsh_config::RuleScope)>,
 }
 
 impl SessionSettings {
@@ -145,6 +148,7 @@ impl SessionSettings {
             model: None,
             events: EventSink::none(),
             resumed_from: None,
+            rule_target: None,
         }
     }
 }
@@ -194,8 +198,8 @@ impl Approver for YoloApprover {
     fn name(&self) -> &str {
         "yolo"
     }
-    async fn approve(&self, _: &ApprovalRequest<'_>) -> Result<ApprovalOutcome, ApprovalError> {
-        Ok(ApprovalOutcome::AllowedOnce)
+    async fn approve(&self, _: &ApprovalRequest<'_>) -> Result<ApprovalAnswer, ApprovalError> {
+        Ok(ApprovalOutcome::AllowedOnce.into())
     }
 }
 
@@ -214,6 +218,15 @@ pub struct Session {
     pub events: EventSink,
     /// The sweep of dead sessions' leftovers, running beside the session's start.
     pub(crate) sweeper: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// What the session was assembled from: "always allow" checks a rule against a dry
+    /// session assembled from it with the rule added.
+    pub(crate) settings: SessionSettings,
+    /// The shell policy as assembled, for the rule an "always allow" would add.
+    pub(crate) shell: ShellPolicy,
+    /// Allow rules added while the session runs, judged by the live policies...
+    pub(crate) added: dsh_policy::AddedRules,
+    /// ...and the same rules as settings, for later dry checks.
+    pub(crate) added_specs: std::sync::Mutex<Vec<RuleSpec>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -358,6 +371,7 @@ impl Session {
             .filter(|s| s.read_only)
             .map(|s| s.name.clone())
             .collect();
+        let added = dsh_policy::AddedRules::new();
         let shell = ShellPolicy::new(
             workspace.clone(),
             shell_rules,
@@ -366,7 +380,8 @@ impl Session {
         )
         .with_file_rules(rules.iter().cloned(), &readers, protected_patterns)
         .with_temp_dir(temp_dir)
-        .with_pass_env(settings.shell.pass_env.clone());
+        .with_pass_env(settings.shell.pass_env.clone())
+        .with_added(added.clone());
         let confinement = Confinement::new(workspace.clone());
         // The memory file may be written only where a person answers asks.
         let person_answers = matches!(
@@ -379,9 +394,11 @@ impl Session {
         let mut builder = Pipeline::builder(registry, journal)
             .pre_policy(confinement.clone())
             .pre_policy(protected.clone())
-            .pre_policy(PermissionRules::new(workspace.clone(), rules, &readers))
+            .pre_policy(
+                PermissionRules::new(workspace.clone(), rules, &readers).with_added(added.clone()),
+            )
             .pre_policy(MemoryPolicy::new(workspace.clone()))
-            .pre_policy(shell)
+            .pre_policy(shell.clone())
             .guard(confinement)
             .guard(protected)
             .guard(PythonAuditGuard::new(workspace.clone()))
@@ -409,6 +426,10 @@ impl Session {
             journal_path: None,
             events: settings.events.clone(),
             sweeper: std::sync::Mutex::new(None),
+            settings: settings.clone(),
+            shell,
+            added,
+            added_specs: std::sync::Mutex::new(Vec::new()),
         })
     }
 }

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_core::{
-    Access, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, CallEvents, FrozenResult,
-    ToolCall, async_trait,
+    Access, ApprovalAnswer, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, CallEvents,
+    FrozenResult, ToolCall, async_trait,
 };
 use dsh_model::Usage;
 use tokio::sync::{mpsc, oneshot};
@@ -56,7 +56,7 @@ pub enum EventKind {
     /// Gate 2 asks a person. Answer through `reply`; dropping it is `cancelled`.
     ApprovalAsked {
         request: ApprovalAsk,
-        reply: oneshot::Sender<ApprovalOutcome>,
+        reply: oneshot::Sender<ApprovalAnswer>,
     },
     /// The call's result is journaled.
     ToolFinished { result: Arc<FrozenResult> },
@@ -92,6 +92,8 @@ pub struct ApprovalAsk {
     /// The policy whose `ask` sent it here (`None`: the tool's default).
     pub policy: Option<String>,
     pub reason: String,
+    /// What the call would change (a diff for a file change), as its tool shows it.
+    pub preview: Option<String>,
 }
 
 /// Where an agent's events go; cheap to clone. [`EventSink::none`] drops them.
@@ -184,7 +186,7 @@ impl Approver for EventApprover {
     async fn approve(
         &self,
         request: &ApprovalRequest<'_>,
-    ) -> Result<ApprovalOutcome, ApprovalError> {
+    ) -> Result<ApprovalAnswer, ApprovalError> {
         let (reply, answer) = oneshot::channel();
         let agent: AgentId = request.call.agent().unwrap_or(MAIN).into();
         let ask = ApprovalAsk {
@@ -192,6 +194,7 @@ impl Approver for EventApprover {
             accesses: request.accesses.to_vec(),
             policy: request.policy.map(str::to_owned),
             reason: request.reason.to_owned(),
+            preview: request.preview.map(str::to_owned),
         };
         if !self.sink.send(
             &agent,
@@ -200,9 +203,11 @@ impl Approver for EventApprover {
                 reply,
             },
         ) {
-            return Ok(ApprovalOutcome::Unavailable);
+            return Ok(ApprovalOutcome::Unavailable.into());
         }
         // The pipeline also stops waiting when the request's token is cancelled.
-        Ok(answer.await.unwrap_or(ApprovalOutcome::Cancelled))
+        Ok(answer
+            .await
+            .unwrap_or_else(|_| ApprovalOutcome::Cancelled.into()))
     }
 }

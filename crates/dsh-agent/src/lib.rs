@@ -16,6 +16,7 @@
 //!   (`resume.rs`), replaying under today's gates (`replay.rs`).
 
 mod agent;
+mod always;
 mod assemble;
 pub mod context;
 pub mod cost;
@@ -31,6 +32,7 @@ mod settings;
 pub mod trim;
 
 pub use agent::{Agent, AgentError, AgentSpec, LoopConfig, Outcome, StopReason, estimate_tokens};
+pub use always::{AlwaysAllow, AlwaysError};
 pub use assemble::{
     Approval, AssemblyError, RuleSpec, Session, SessionSettings, UNAVAILABLE_HINT, YoloApprover,
 };

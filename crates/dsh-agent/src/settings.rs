@@ -41,6 +41,7 @@ impl SessionSettings {
         let c = &loaded.config;
         let mut notices = Vec::new();
         let mut s = SessionSettings::new(&loaded.workspace, home);
+        s.rule_target = loaded.rule_target();
         let rules = [
             (RuleKind::Allow, &c.permissions.allow),
             (RuleKind::Ask, &c.permissions.ask),

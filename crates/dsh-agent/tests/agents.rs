@@ -159,8 +159,8 @@ async fn approvals_go_through_the_event_stream() {
                 let path = request.call.args()["path"].as_str().unwrap().to_owned();
                 asked.push(path.clone());
                 match path.as_str() {
-                    "yes.txt" => reply.send(ApprovalOutcome::AllowedOnce).unwrap(),
-                    "no.txt" => reply.send(ApprovalOutcome::Rejected).unwrap(),
+                    "yes.txt" => reply.send(ApprovalOutcome::AllowedOnce.into()).unwrap(),
+                    "no.txt" => reply.send(ApprovalOutcome::Rejected.into()).unwrap(),
                     _ => drop(reply),
                 }
             }

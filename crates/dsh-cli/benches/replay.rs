@@ -138,6 +138,7 @@ fn write_journal(path: &Path, ws: &Path, calls: usize) {
                 .append(&Record::Approval {
                     call_id: id.as_str().into(),
                     outcome: ApprovalOutcome::AllowedOnce,
+                    message: None,
                 })
                 .unwrap();
         }

@@ -272,3 +272,171 @@ fn keys_typed_before_an_approval_prompt_do_not_answer_it() {
     let approval = records.iter().find(|r| kind(r) == "approval").unwrap();
     assert_eq!(approval["outcome"], "rejected", "{approval}");
 }
+
+#[test]
+fn approve_once_runs_the_call_and_the_prompt_shows_the_diff_it_would_apply() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c0", "read_file", r#"{"path":"src/main.rs"}"#).into(),
+        Turn::tool_call(
+            "c1",
+            "edit_file",
+            r#"{"path":"src/main.rs","old_string":"hello","new_string":"goodbye"}"#,
+        )
+        .into(),
+        Reply::text("edited"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("change the greeting");
+    let screen = pty.wait_for_text("[y] approve once");
+    let text = screen.contents();
+    assert!(text.contains("agent main wants to run edit_file"), "{text}");
+    assert!(text.contains("the change it would make:"), "{text}");
+    assert!(text.contains("-    println!(\"hello\");"), "{text}");
+    assert!(text.contains("+    println!(\"goodbye\");"), "{text}");
+    assert!(text.contains("asked by"), "{text}");
+    pty.send("y");
+    let screen = pty.wait_for_text("edited");
+    assert!(screen.contains("approved once"), "{}", screen.contents());
+    // The finished line shows the diff it applied.
+    assert!(
+        screen.contains("✓ edit_file src/main.rs"),
+        "{}",
+        screen.contents()
+    );
+    leave(pty, 2);
+    assert!(
+        std::fs::read_to_string(d.ws.join("src/main.rs"))
+            .unwrap()
+            .contains("goodbye")
+    );
+}
+
+#[test]
+fn deny_with_a_message_hands_the_message_to_the_model() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "write_file", r#"{"path":"new.txt","content":"x"}"#).into(),
+        Reply::text("understood"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("write it");
+    pty.wait_for_text("[m] deny with a message");
+    pty.send("m");
+    pty.wait_for_text("message for the model");
+    pty.send("use notes.md instead");
+    pty.wait_for_text("use notes.md instead");
+    pty.send(key::ENTER);
+    let screen = pty.wait_for_text("understood");
+    assert!(
+        screen.contains("denied, telling the model: use notes.md instead"),
+        "{}",
+        screen.contents()
+    );
+    leave(pty, 2);
+    assert!(!d.ws.join("new.txt").exists());
+    // The model's next request carries the message as the call's result.
+    let requests = server.requests();
+    let tool_msg = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .clone();
+    assert!(
+        tool_msg["content"]
+            .as_str()
+            .unwrap()
+            .contains("use notes.md instead"),
+        "{tool_msg}"
+    );
+    let approval = journal(&d)
+        .into_iter()
+        .find(|r| kind(r) == "approval")
+        .unwrap();
+    assert_eq!(approval["outcome"], "rejected");
+    assert_eq!(approval["message"], "use notes.md instead");
+}
+
+#[test]
+fn always_allow_writes_the_rule_to_the_user_config_and_the_next_identical_call_runs_unasked() {
+    let d = world();
+    d.write_user_config("# my settings\n[limits]\nmax_steps = 40 # keep this\n");
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "run_shell", r#"{"command":"git status"}"#).into(),
+        Reply::text("first done"),
+        Turn::tool_call("c2", "run_shell", r#"{"command":"git status"}"#).into(),
+        Reply::text("second done"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("make it");
+    let screen = pty.wait_for_text("[y] approve once");
+    let text = screen.contents();
+    assert!(text.contains("[a] always allow   "), "offered: {text}");
+    assert!(text.contains("`run_shell(git status *)`"), "{text}");
+    assert!(
+        text.contains("    git status"),
+        "the command as it will run: {text}"
+    );
+    assert!(text.contains("policy change"), "{text}");
+    // (The line wraps on a 120-column screen.)
+    let unwrapped = text.replace('\n', "");
+    let section = format!("[workspaces.\"{}\".permissions] allow", d.ws.display());
+    assert!(unwrapped.contains(&section), "{text}");
+    pty.send("a");
+    pty.wait_for_text("first done");
+    // The untrusted workspace was not trusted on the way; the rule is in the user file,
+    // under this workspace, and the file's comments survive.
+    let config = std::fs::read_to_string(d.cfg.join("config.toml")).unwrap();
+    assert!(
+        config.contains("# my settings") && config.contains("# keep this"),
+        "{config}"
+    );
+    assert!(config.contains("run_shell(git status *)"), "{config}");
+    assert!(!config.contains("[trust]"), "{config}");
+    pty.wait_for_count(PROMPT, 2);
+    let mark = pty.mark();
+    pty.send_line("again");
+    pty.wait_for_text_since(mark, "second done");
+    let since = pty.text_since(mark);
+    assert!(!since.contains("wants to run"), "asked again: {since}");
+    leave(pty, 3);
+    let records = journal(&d);
+    let approvals = records.iter().filter(|r| kind(r) == "approval").count();
+    assert_eq!(approvals, 1, "only the first call was asked");
+    let results: Vec<&Value> = records
+        .iter()
+        .filter(|r| kind(r) == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(|r| r["ok"] == true), "{results:?}");
+    assert_eq!(
+        results[1]["decided_by"]["gate"], "pre_policy",
+        "{}",
+        results[1]
+    );
+}
+
+#[test]
+fn always_allow_is_not_offered_where_a_rule_cannot_lift_the_ask() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call(
+            "c1",
+            "write_file",
+            r#"{"path":"AGENTS.md","content":"obey"}"#,
+        )
+        .into(),
+        Reply::text("ok"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("write the agents file");
+    let screen = pty.wait_for_text("[y] approve once");
+    assert!(!screen.contains("[a]"), "{}", screen.contents());
+    pty.send("a");
+    pty.send("n");
+    pty.wait_for_text("ok");
+    leave(pty, 2);
+    assert!(!d.ws.join("AGENTS.md").exists());
+}

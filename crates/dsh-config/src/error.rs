@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// A file exists but cannot be read (permissions, not UTF-8, is a directory…), or a
-    /// file could not be written by [`record_trust`](crate::record_trust).
+    /// file could not be written by [`record_trust`](crate::record_trust) or
+    /// [`record_rule`](crate::record_rule).
     Io,
     /// The file is not valid TOML.
     Syntax,
@@ -16,7 +17,8 @@ pub enum ErrorKind {
     UnknownKey,
     /// A known key with a value of the wrong type or out of range.
     InvalidValue,
-    /// A `[trust]` table somewhere other than the user config, or an unusable workspace path.
+    /// A `[trust]` or `[workspaces]` table in a file that may not hold it, or an unusable
+    /// workspace path.
     Trust,
 }
 

@@ -15,7 +15,7 @@ use crate::config::{
 };
 use crate::error::{ConfigError, ErrorKind, line_of, tidy_serde_message};
 use crate::locate::{Seg, dotted, path_at, span_of};
-use crate::merge::Part;
+use crate::merge::{Part, WorkspacePart};
 
 /// Config files larger than this are refused (a repository could point
 /// `.dsh/config.toml` at something huge).
@@ -36,6 +36,7 @@ struct RawFile {
     journal: Option<RawJournal>,
     sandbox: Option<RawSandbox>,
     trust: Option<RawTrust>,
+    workspaces: Option<BTreeMap<String, RawWorkspace>>,
     context: Option<RawContext>,
     tools: Option<RawTools>,
     verify: Option<RawVerify>,
@@ -181,6 +182,13 @@ struct RawJournal {
 struct RawSandbox {
     mode: Option<SandboxMode>,
     allow_network: Option<bool>,
+}
+
+/// `[workspaces."<canonical path>"]`: settings for one workspace, from the user file.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawWorkspace {
+    permissions: Option<RawPermissions>,
 }
 
 #[derive(Deserialize, Default)]
@@ -357,18 +365,10 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
     }
 
     if let Some(perms) = raw.permissions {
-        for (list, texts, out) in [
-            ("allow", perms.allow, &mut part.allow),
-            ("ask", perms.ask, &mut part.ask),
-            ("deny", perms.deny, &mut part.deny),
-        ] {
-            for (i, text) in texts.iter().enumerate() {
-                let at = p([k("permissions"), k(list), Seg::Index(i)]);
-                let rule = Rule::parse(text, src.origin(&at))
-                    .map_err(|why| src.invalid(&at, format!("{text:?} is not a rule: {why}")))?;
-                out.push(rule);
-            }
-        }
+        let (allow, ask, deny) = parse_rules(src, &[], perms)?;
+        part.allow = allow;
+        part.ask = ask;
+        part.deny = deny;
     }
 
     if let Some(shell) = raw.shell {
@@ -649,7 +649,65 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
         }
     }
 
+    if let Some(workspaces) = raw.workspaces {
+        if src.layer != Layer::User && src.layer != Layer::Managed {
+            return Err(src.err(
+                ErrorKind::Trust,
+                &p([k("workspaces")]),
+                "only the user config can hold per-workspace settings, not a project file \
+                 (put the rules in this file's [permissions] instead)",
+            ));
+        }
+        for (name, ws) in workspaces {
+            let at = p([k("workspaces"), k(&name)]);
+            if !Path::new(&name).is_absolute() {
+                return Err(src.err(
+                    ErrorKind::Trust,
+                    &at,
+                    format!("{name:?} is not an absolute path"),
+                ));
+            }
+            let Some(perms) = ws.permissions else {
+                continue;
+            };
+            let (allow, ask, deny) = parse_rules(src, &at, perms)?;
+            part.workspaces.push(WorkspacePart {
+                path: PathBuf::from(name),
+                allow,
+                ask,
+                deny,
+            });
+        }
+    }
+
     Ok(part)
+}
+
+/// `allow`, `ask`, `deny`.
+type RuleLists = (Vec<Rule>, Vec<Rule>, Vec<Rule>);
+
+/// The rules of a `permissions` table under `prefix` (empty for the top-level one), each
+/// tagged with its origin (`workspaces."/w".permissions.allow[0]`).
+fn parse_rules(
+    src: &Src<'_>,
+    prefix: &[Seg],
+    perms: RawPermissions,
+) -> Result<RuleLists, ConfigError> {
+    let mut lists = (Vec::new(), Vec::new(), Vec::new());
+    for (list, texts, out) in [
+        ("allow", perms.allow, &mut lists.0),
+        ("ask", perms.ask, &mut lists.1),
+        ("deny", perms.deny, &mut lists.2),
+    ] {
+        for (i, text) in texts.iter().enumerate() {
+            let mut at = prefix.to_vec();
+            at.extend([k("permissions"), k(list), Seg::Index(i)]);
+            let rule = Rule::parse(text, src.origin(&at))
+                .map_err(|why| src.invalid(&at, format!("{text:?} is not a rule: {why}")))?;
+            out.push(rule);
+        }
+    }
+    Ok(lists)
 }
 
 pub(crate) fn positive(v: u64) -> Result<(), String> {

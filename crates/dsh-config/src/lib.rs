@@ -26,6 +26,17 @@
 //! larger value is clamped, with a notice. Its other settings are ordinary lowest-layer
 //! defaults.
 //!
+//! # Per-workspace rules
+//!
+//! The user file (and the managed file) may hold
+//! `[workspaces."<canonical workspace path>".permissions]` with `allow`, `ask` and `deny`
+//! lists in the `[permissions]` grammar. A section applies only when the loaded
+//! workspace's canonical path is exactly its key (not a subdirectory), as rules of that
+//! file's layer, after the file's own `[permissions]`; each rule's [`Origin`] names its
+//! key, e.g. `workspaces."/repo".permissions.allow[0]`. Keys must be absolute paths.
+//! `[workspaces]` in a project file is an error, like `[trust]`. [`record_rule`] writes
+//! such rules (the approval prompt's "always allow"); [`Loaded::rule_target`] says where.
+//!
 //! # Trust (a cloned repository is not trusted)
 //!
 //! A workspace is trusted iff its canonical path (symlinks resolved) is listed in the
@@ -58,7 +69,7 @@
 //! managed file).
 //!
 //! The only I/O is reading the config files (regular files up to 1 MiB) and, in
-//! [`record_trust`], writing the user file.
+//! [`record_trust`] and [`record_rule`], writing a config file.
 
 mod config;
 pub mod defaults;
@@ -66,6 +77,7 @@ mod error;
 mod file;
 mod locate;
 mod merge;
+mod record;
 mod trust;
 
 use std::collections::BTreeMap;
@@ -77,6 +89,7 @@ pub use config::{
     SandboxConfig, SandboxMode, ShellConfig, Sourced, ToolsConfig, ToolsMode, VerifyConfig,
 };
 pub use error::{ConfigError, ErrorKind};
+pub use record::{RecordedRule, RuleKind, RuleScope, record_rule};
 pub use trust::record_trust;
 
 use file::{check_url, parse_part, positive, read_optional};
@@ -147,6 +160,21 @@ pub struct Loaded {
     pub model_explicit: bool,
 }
 
+impl Loaded {
+    /// Where an "always allow" answer is recorded with [`record_rule`]: the project file's
+    /// `[permissions]` when the workspace is trusted, else the user file's
+    /// `[workspaces."<workspace>".permissions]` (never trusting the workspace as a side
+    /// effect). `None` when untrusted and there is no user file location.
+    pub fn rule_target(&self) -> Option<(PathBuf, RuleScope)> {
+        if self.trusted {
+            let project = self.workspace.join(".dsh").join("config.toml");
+            return Some((project, RuleScope::Permissions));
+        }
+        let user = self.user_config.clone()?;
+        Some((user, RuleScope::Workspace(self.workspace.clone())))
+    }
+}
+
 /// Loads the layered configuration for `opts.workspace`.
 pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let workspace = trust::canonical_workspace(&opts.workspace)?;
@@ -154,7 +182,8 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let mut builder = Builder::new();
 
     let managed = opts.managed.clone().unwrap_or_else(default_managed_path);
-    if let Some(part) = read_part(&managed, Layer::Managed, &mut files)? {
+    if let Some(mut part) = read_part(&managed, Layer::Managed, &mut files)? {
+        part.select_workspace(&workspace);
         builder.apply(part);
     }
 
@@ -175,6 +204,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         && let Some(mut part) = read_part(path, Layer::User, &mut files)?
     {
         trusted_list = std::mem::take(&mut part.trust);
+        part.select_workspace(&workspace);
         builder.apply(part);
     }
     let trusted = trust::is_trusted(&workspace, &trusted_list);

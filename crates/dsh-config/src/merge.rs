@@ -2,7 +2,7 @@
 //! managed file's locks and an untrusted project's tighten-only treatment.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::config::{
     AgentProfile, Config, Fsync, Hook, Layer, Limits, McpServer, ModelConfig, Price, Provider,
@@ -69,6 +69,16 @@ impl Site {
     }
 }
 
+/// The permission rules of one `[workspaces."<path>"]` section.
+#[derive(Debug)]
+pub(crate) struct WorkspacePart {
+    /// The section's key: an absolute path.
+    pub path: PathBuf,
+    pub allow: Vec<Rule>,
+    pub ask: Vec<Rule>,
+    pub deny: Vec<Rule>,
+}
+
 /// One layer's validated settings.
 #[derive(Debug)]
 pub(crate) struct Part {
@@ -91,6 +101,8 @@ pub(crate) struct Part {
     pub sandbox_mode: Option<SandboxMode>,
     pub allow_network: Option<bool>,
     pub trust: Vec<PathBuf>,
+    /// `[workspaces."<path>".permissions]` sections, for [`Part::select_workspace`].
+    pub workspaces: Vec<WorkspacePart>,
     pub max_cost_usd: Option<f64>,
     pub keep_turns: Option<u64>,
     pub max_fraction: Option<f64>,
@@ -127,6 +139,7 @@ impl Part {
             sandbox_mode: None,
             allow_network: None,
             trust: Vec::new(),
+            workspaces: Vec::new(),
             max_cost_usd: None,
             keep_turns: None,
             max_fraction: None,
@@ -136,6 +149,19 @@ impl Part {
             agents: Vec::new(),
             plugins: Vec::new(),
             skills: Vec::new(),
+        }
+    }
+
+    /// Appends the rules of every `[workspaces."<path>"]` section naming `workspace`
+    /// (canonical; matched exactly, like trust) after this file's own `[permissions]`,
+    /// and drops the other sections.
+    pub(crate) fn select_workspace(&mut self, workspace: &Path) {
+        for ws in std::mem::take(&mut self.workspaces) {
+            if crate::trust::names_workspace(&ws.path, workspace) {
+                self.allow.extend(ws.allow);
+                self.ask.extend(ws.ask);
+                self.deny.extend(ws.deny);
+            }
         }
     }
 

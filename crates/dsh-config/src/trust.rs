@@ -23,9 +23,15 @@ pub(crate) fn canonical_workspace(workspace: &Path) -> Result<PathBuf, ConfigErr
 /// and also after canonicalizing each entry (so a hand-written path through a symlink
 /// still matches). Only exact directories are trusted, never their subdirectories.
 pub(crate) fn is_trusted(workspace: &Path, entries: &[PathBuf]) -> bool {
-    entries.iter().any(|entry| {
-        entry == workspace || std::fs::canonicalize(entry).is_ok_and(|c| c == workspace)
-    })
+    entries
+        .iter()
+        .any(|entry| names_workspace(entry, workspace))
+}
+
+/// True when the configured path `entry` names `workspace` (already canonical): equal,
+/// or equal once canonicalized. Never a parent or a subdirectory.
+pub(crate) fn names_workspace(entry: &Path, workspace: &Path) -> bool {
+    entry == workspace || std::fs::canonicalize(entry).is_ok_and(|c| c == workspace)
 }
 
 /// Records `workspace` as trusted in the user config file `user_config`: adds its
@@ -83,7 +89,7 @@ pub fn record_trust(user_config: &Path, workspace: &Path) -> Result<(), ConfigEr
     write_atomically(&target, doc.to_string().as_bytes())
 }
 
-fn write_atomically(target: &Path, bytes: &[u8]) -> Result<(), ConfigError> {
+pub(crate) fn write_atomically(target: &Path, bytes: &[u8]) -> Result<(), ConfigError> {
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

@@ -49,8 +49,8 @@ pub use check::{CheckReport, CheckVote, Decision};
 pub use dispatch::Dispatch;
 pub use pipeline::{BatchError, BatchOutcome, Observer, Pipeline, PipelineConfig};
 pub use policy::{
-    Action, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Denial, Disposition, Guard,
-    PolicyContext, PrePolicy, Tier, Verdict, Vote, combine_votes,
+    Action, ApprovalAnswer, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Denial,
+    Disposition, Guard, PolicyContext, PrePolicy, Tier, Verdict, Vote, combine_votes,
 };
 pub use quote::{QUOTE_MAX_CHARS, REASON_MAX_BYTES, quote_capped, quote_capped_path};
 pub use registry::{RegisterError, Registry};

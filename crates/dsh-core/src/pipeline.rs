@@ -347,7 +347,7 @@ impl Pipeline {
         let allowed_by = match g1.step {
             Gate1Step::Deny(refused) => return done(Admit::Refused(refused)),
             Gate1Step::Allow(decided) => decided,
-            Gate1Step::Ask(decided) => match self.gate2(call, &cx, decided, mode).await? {
+            Gate1Step::Ask(decided) => match self.gate2(call, &cx, &entry, decided, mode).await? {
                 Ok(approved) => approved,
                 Err(stopped) => return done(stopped),
             },
@@ -362,6 +362,7 @@ impl Pipeline {
         &self,
         call: &ToolCall,
         cx: &PolicyContext<'_>,
+        entry: &Entry,
         decided: DecidedBy,
         mode: Mode<'_>,
     ) -> Result<Result<DecidedBy, Admit>, JournalError> {
@@ -371,12 +372,18 @@ impl Pipeline {
         let Mode::Run { cancel, .. } = mode else {
             return Ok(Err(Admit::WouldAsk(decided)));
         };
+        // A display for the person; a tool that panics showing it shows nothing.
+        let preview =
+            std::panic::catch_unwind(AssertUnwindSafe(|| entry.tool.preview(call.args())))
+                .ok()
+                .flatten();
         let request = ApprovalRequest {
             call,
             spec: cx.spec,
             accesses: cx.accesses,
             policy: decided.policy.as_deref(),
             reason: &decided.reason,
+            preview: preview.as_deref(),
             cancel: cancel.clone(),
         };
         let asked = crate::policy::ask_once(

@@ -414,7 +414,7 @@ impl Approver for PanickingApprover {
     async fn approve(
         &self,
         _: &ApprovalRequest<'_>,
-    ) -> Result<ApprovalOutcome, dsh_core::ApprovalError> {
+    ) -> Result<dsh_core::ApprovalAnswer, dsh_core::ApprovalError> {
         panic!("approver bug")
     }
 }
@@ -1166,4 +1166,45 @@ fn tool_trait_defaults_are_conservative() {
     assert!(Bare.accesses(&json!({})).is_empty());
     let spec = Bare.spec();
     assert!(!spec.read_only && !spec.idempotent && !spec.reserved);
+}
+
+/// Refuses every call with a message for the model.
+struct RefusingWithMessage;
+
+#[async_trait]
+impl Approver for RefusingWithMessage {
+    fn name(&self) -> &str {
+        "person"
+    }
+    async fn approve(
+        &self,
+        _: &ApprovalRequest<'_>,
+    ) -> Result<dsh_core::ApprovalAnswer, dsh_core::ApprovalError> {
+        Ok(dsh_core::ApprovalAnswer::rejected_with(
+            "use notes.md instead",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_with_a_message_gives_the_message_to_the_model_and_the_journal() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (b, journal) = builder(vec![counted("t", &runs)]);
+    let p = b.approver(Arc::new(RefusingWithMessage)).build();
+    let r = run_one(&p, call("1", "t")).await;
+    assert_eq!(r.failure_kind(), Some(FailureKind::Rejected));
+    assert!(
+        r.content().contains("use notes.md instead"),
+        "{}",
+        r.content()
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let approval = journal
+        .lines()
+        .into_iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(&l).unwrap())
+        .find(|r| r["kind"] == "approval")
+        .unwrap();
+    assert_eq!(approval["outcome"], "rejected");
+    assert_eq!(approval["message"], "use notes.md instead");
 }

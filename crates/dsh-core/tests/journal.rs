@@ -1097,6 +1097,7 @@ fn one_of_every_kind(
         Record::Approval {
             call_id: "c1".into(),
             outcome: ApprovalOutcome::Rejected,
+            message: Some("use notes.md instead".into()),
         },
         Record::ToolStarted {
             call_id: "c1".into(),

@@ -15,6 +15,7 @@
 //! is never sent to a person and `dsh check` reports it, while the guard keeps the red line
 //! even if a later listener allows everything (SPEC P4).
 
+mod added;
 mod confine;
 mod glob;
 mod memory;
@@ -24,6 +25,7 @@ mod rules;
 pub mod shell;
 mod spill;
 
+pub use added::AddedRules;
 pub use confine::Confinement;
 pub use glob::{PathPattern, PatternError};
 pub use memory::{MEMORY_FILE, MemoryPolicy, PROMPT_FILES, is_memory_file};

@@ -35,22 +35,9 @@ use crate::glob::PathPattern;
 /// The tool whose rules another policy judges.
 const SHELL: &str = "run_shell";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RuleKind {
-    Allow,
-    Ask,
-    Deny,
-}
-
-impl RuleKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuleKind::Allow => "allow",
-            RuleKind::Ask => "ask",
-            RuleKind::Deny => "deny",
-        }
-    }
-}
+/// Which list a rule is on: the one `RuleKind`, dsh-config's (the grammar and the lists live
+/// there; this crate compiles and judges).
+pub use dsh_config::RuleKind;
 
 /// Why a rule's specifier could not be compiled.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -214,6 +201,8 @@ impl Compiled {
 pub struct PermissionRules {
     workspace: Arc<Workspace>,
     rules: Vec<Compiled>,
+    /// Allow rules added while the session runs (they never spread).
+    added: crate::AddedRules,
 }
 
 impl PermissionRules {
@@ -236,7 +225,18 @@ impl PermissionRules {
                 Compiled { rule, spread }
             })
             .collect();
-        PermissionRules { workspace, rules }
+        PermissionRules {
+            workspace,
+            rules,
+            added: crate::AddedRules::new(),
+        }
+    }
+
+    /// Also judges the allow rules added to `added` while the session runs.
+    #[must_use]
+    pub fn with_added(mut self, added: crate::AddedRules) -> Self {
+        self.added = added;
+        self
     }
 
     pub fn rules(&self) -> impl Iterator<Item = &Rule> {
@@ -265,6 +265,21 @@ impl PermissionRules {
                 .iter()
                 .filter(|c| c.rule.kind == kind && c.rule.tool != SHELL)
                 .find_map(|c| c.applies(call, &declared));
+            let reason = reason.or_else(|| {
+                (kind == RuleKind::Allow).then(|| {
+                    self.added
+                        .rules()
+                        .iter()
+                        .filter(|r| r.tool != SHELL)
+                        .find_map(|rule| {
+                            Compiled {
+                                rule: rule.clone(),
+                                spread: None,
+                            }
+                            .applies(call, &declared)
+                        })
+                })?
+            });
             if let Some(reason) = reason {
                 return match kind {
                     RuleKind::Deny => Vote::deny(Tier::Rule, reason),

@@ -410,9 +410,9 @@ impl Approver for RewritingApprover {
     async fn approve(
         &self,
         _request: &ApprovalRequest<'_>,
-    ) -> Result<ApprovalOutcome, ApprovalError> {
+    ) -> Result<dsh_core::ApprovalAnswer, ApprovalError> {
         std::fs::write(&self.path, self.content)?;
-        Ok(ApprovalOutcome::AllowedOnce)
+        Ok(ApprovalOutcome::AllowedOnce.into())
     }
 }
 

@@ -501,3 +501,50 @@ fn reasons_quote_long_words_capped_with_their_length() {
         );
     }
 }
+
+#[test]
+fn the_always_rule_is_the_commands_program_and_subcommand() {
+    let (_d, ws) = workspace();
+    let p = policy_with(&ws, &[]);
+    assert_eq!(
+        p.rule_for("git commit -m x").as_deref(),
+        Some("run_shell(git commit *)")
+    );
+    assert_eq!(
+        p.rule_for("cargo test --all").as_deref(),
+        Some("run_shell(cargo test *)")
+    );
+    assert_eq!(p.rule_for("ls -la src").as_deref(), Some("run_shell(ls *)"));
+    // Several commands, or a program known only when the line runs: no single rule.
+    assert_eq!(p.rule_for("git add . && git commit -m x"), None);
+    assert_eq!(p.rule_for("$TOOL run"), None);
+    assert_eq!(p.rule_for("git \"commit x\""), None);
+    assert_eq!(p.rule_for("git $SUB"), None);
+}
+
+#[test]
+fn a_rule_added_while_the_session_runs_allows_only_each_matching_command() {
+    let (_d, ws) = workspace();
+    let added = dsh_policy::AddedRules::new();
+    let p = policy_with(&ws, &[(RuleKind::Deny, "run_shell(git push *)", false)])
+        .with_added(added.clone());
+    assert_eq!(p.decide("git commit -m x").verdict, Verdict::Ask);
+    added
+        .add(parse_rule(
+            RuleKind::Allow,
+            "run_shell(git commit *)",
+            "added",
+        ))
+        .unwrap();
+    let d = p.decide("git commit -m x");
+    assert_eq!(d.verdict, Verdict::Allow, "{}", show("git commit", &d));
+    // Per parsed command, never the raw line; a configured deny still wins.
+    assert_eq!(p.decide("git commit -m x; git push").verdict, Verdict::Deny);
+    assert_eq!(p.decide("git commit -m x && make").verdict, Verdict::Ask);
+    // Only allow rules are added this way.
+    assert!(
+        added
+            .add(parse_rule(RuleKind::Deny, "run_shell(ls)", "added"))
+            .is_err()
+    );
+}

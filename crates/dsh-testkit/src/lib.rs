@@ -164,7 +164,7 @@ impl Approver for ScriptedApprover {
     async fn approve(
         &self,
         request: &ApprovalRequest<'_>,
-    ) -> Result<ApprovalOutcome, ApprovalError> {
+    ) -> Result<dsh_core::ApprovalAnswer, ApprovalError> {
         self.asked
             .lock()
             .unwrap()
@@ -172,7 +172,7 @@ impl Approver for ScriptedApprover {
         if self.fail {
             return Err("channel closed".into());
         }
-        Ok(self.outcome)
+        Ok(self.outcome.into())
     }
 }
 

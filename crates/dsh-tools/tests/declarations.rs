@@ -30,7 +30,7 @@ fn every_tool_is_read_only_idempotent_parallel_safe_and_strict() {
             "{}",
             spec.name
         );
-        assert_eq!(tool.parallel_safe(&json!({"path": "x"})), Ok(true));
+        assert_eq!(spec.parallel, dsh_core::Parallel::Always, "{}", spec.name);
         assert_eq!(spec.input_schema["additionalProperties"], false);
         let out = spec.output_schema.as_ref().unwrap();
         assert_eq!(out["additionalProperties"], false, "{}", spec.name);

@@ -1,72 +1,194 @@
-//! The approval prompt (gate 2): what is about to happen, shown before the question — the
-//! tool, the full arguments (a command exactly as it will run, control and invisible
-//! characters made visible), which policy asked and why, which agent asks — and one key for
-//! the answer. Enter alone does nothing; keys typed before the prompt appeared are discarded
-//! by the turn; one answer per call.
+//! The approval prompt (gate 2): what is about to happen, shown before the question — which
+//! agent asks, the tool, the full arguments (a command exactly as it will run, control and
+//! invisible characters made visible), for a file change the diff it would apply, which
+//! policy asked and why — and one key for the answer: `y` approve once, `n` deny, `m` deny
+//! with a message for the model, `a` always allow (a policy change, offered only where a rule
+//! can lift the ask). Enter alone does nothing; keys typed before the prompt appeared are
+//! discarded (see the turn); one answer per call.
 
+use dsh_agent::AlwaysAllow;
 use dsh_agent::events::ApprovalAsk;
-use dsh_core::ApprovalOutcome;
+use dsh_core::{ApprovalAnswer, ApprovalOutcome};
 use serde_json::Value;
 
 use super::keys::Key;
 use super::style::Style;
+use super::toolline;
 use super::visible::{has_hidden, visible};
 
 /// Argument text shown per value before it is cut.
 const ARG_MAX: usize = 2000;
+/// Diff lines shown in the prompt before the rest is counted.
+const PREVIEW_LINES: usize = 40;
 
-/// The prompt's lines. The keys line comes only once the prompt is `armed` (the keys typed
-/// before it appeared are read and discarded), so no answer is taken before it shows.
-pub(crate) fn lines(ask: &ApprovalAsk, armed: bool, st: Style) -> Vec<String> {
-    let call = &ask.call;
-    let who = call.agent().unwrap_or("main");
-    let mut out = vec![format!(
-        "{} {} wants to run {}",
-        st.yellow("?"),
-        st.bold(&format!("agent {who}")),
-        st.bold(call.name())
-    )];
-    let args = call.args();
-    match args.get("command").and_then(Value::as_str) {
-        Some(command) => {
-            out.push(format!("  {}", st.dim("command, exactly as it will run:")));
-            for l in visible(command, true).lines() {
-                out.push(format!("    {}", st.bold(l)));
+/// What a key did to the question.
+pub(crate) enum Action {
+    /// Nothing to do (Enter alone, an unknown key, typing a message).
+    None,
+    /// The answer to send.
+    Answer(ApprovalAnswer),
+    /// Write the "always" rule, then approve this call once.
+    Always,
+}
+
+/// One open question.
+pub(crate) struct Question {
+    pub(crate) ask: ApprovalAsk,
+    /// The rule "always allow" would add, if one can lift this ask.
+    pub(crate) always: Option<AlwaysAllow>,
+    /// Typing a message for the model (after `m`).
+    message: Option<String>,
+    /// Keys typed before the question appeared, discarded.
+    pub(crate) discarded: usize,
+    /// An error to show (a rule that could not be written).
+    pub(crate) error: Option<String>,
+}
+
+impl Question {
+    pub(crate) fn new(ask: ApprovalAsk, always: Option<AlwaysAllow>) -> Question {
+        Question {
+            ask,
+            always,
+            message: None,
+            discarded: 0,
+            error: None,
+        }
+    }
+
+    /// What `key` does (Esc and Ctrl-C are the turn's: they interrupt).
+    pub(crate) fn key(&mut self, key: Key) -> Action {
+        if let Some(text) = &mut self.message {
+            match key {
+                Key::Enter => {
+                    let text = std::mem::take(text);
+                    self.message = None;
+                    return Action::Answer(if text.trim().is_empty() {
+                        ApprovalOutcome::Rejected.into()
+                    } else {
+                        ApprovalAnswer::rejected_with(text)
+                    });
+                }
+                Key::Backspace => {
+                    text.pop();
+                }
+                Key::Char(c) => text.push(c),
+                Key::Paste(p) => text.push_str(&p),
+                _ => {}
             }
-            if has_hidden(command) {
-                out.push(format!(
-                    "  {}",
-                    st.red("the command holds control or invisible characters (shown escaped)")
-                ));
+            return Action::None;
+        }
+        match key {
+            Key::Char('y' | 'Y') => Action::Answer(ApprovalOutcome::AllowedOnce.into()),
+            Key::Char('n' | 'N') => Action::Answer(ApprovalOutcome::Rejected.into()),
+            Key::Char('m' | 'M') => {
+                self.message = Some(String::new());
+                Action::None
             }
-            if let Value::Object(map) = args {
-                for (k, v) in map.iter().filter(|(k, _)| *k != "command") {
-                    out.push(arg_line(k, v, st));
+            Key::Char('a' | 'A') if self.always.is_some() => Action::Always,
+            _ => Action::None,
+        }
+    }
+
+    /// The prompt's lines. The keys line comes only once the prompt is `armed` (the keys
+    /// typed before it appeared are read and discarded), so no answer is taken before it
+    /// shows.
+    pub(crate) fn lines(&self, armed: bool, st: Style) -> Vec<String> {
+        let ask = &self.ask;
+        let call = &ask.call;
+        let who = call.agent().unwrap_or("main");
+        let mut out = vec![format!(
+            "{} {} wants to run {}",
+            st.yellow("?"),
+            st.bold(&format!("agent {who}")),
+            st.bold(call.name())
+        )];
+        let args = call.args();
+        match args.get("command").and_then(Value::as_str) {
+            Some(command) => {
+                out.push(format!("  {}", st.dim("command, exactly as it will run:")));
+                for l in visible(command, true).lines() {
+                    out.push(format!("    {}", st.bold(l)));
+                }
+                if has_hidden(command) {
+                    out.push(format!(
+                        "  {}",
+                        st.red("the command holds control or invisible characters (shown escaped)")
+                    ));
+                }
+                if let Value::Object(map) = args {
+                    for (k, v) in map.iter().filter(|(k, _)| *k != "command") {
+                        out.push(arg_line(k, v, st));
+                    }
                 }
             }
+            None => match args {
+                Value::Object(map) => {
+                    // With a diff to show, the new text need not be shown twice.
+                    let shown_by_diff = |k: &str| {
+                        ask.preview.is_some()
+                            && matches!(k, "content" | "new_string" | "old_string")
+                    };
+                    out.extend(
+                        map.iter()
+                            .filter(|(k, _)| !shown_by_diff(k))
+                            .map(|(k, v)| arg_line(k, v, st)),
+                    );
+                }
+                other => out.push(format!("  {}", visible(&other.to_string(), false))),
+            },
         }
-        None => match args {
-            Value::Object(map) => out.extend(map.iter().map(|(k, v)| arg_line(k, v, st))),
-            other => out.push(format!("  {}", visible(&other.to_string(), false))),
-        },
+        if let Some(diff) = &ask.preview {
+            out.push(format!("  {}", st.dim("the change it would make:")));
+            let lines = toolline::diff_lines(diff, PREVIEW_LINES, st);
+            out.extend(lines);
+        }
+        let why = match &ask.policy {
+            Some(p) => format!("asked by {p}: {}", visible(&ask.reason, false)),
+            None => format!(
+                "asked by the tool's default: {}",
+                visible(&ask.reason, false)
+            ),
+        };
+        out.push(format!("  {}", st.dim(&why)));
+        if let Some(a) = &self.always {
+            out.push(format!(
+                "  {} {} {}",
+                st.dim("[a] always allow is a policy change: it adds"),
+                st.bold(&format!("`{}`", a.rule)),
+                st.dim(&format!("to {} in {}", a.section, a.file.display())),
+            ));
+        }
+        if let Some(e) = &self.error {
+            out.push(format!("  {}", st.red(e)));
+        }
+        if let Some(text) = &self.message {
+            out.push(format!(
+                "  {} {}",
+                st.bold("message for the model (Enter sends, the call is denied):"),
+                visible(text, false)
+            ));
+        } else if armed {
+            let always = if self.always.is_some() {
+                format!("   {} always allow", st.bold("[a]"))
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "  {} approve once   {} deny   {} deny with a message{always}   {}",
+                st.bold("[y]"),
+                st.bold("[n]"),
+                st.bold("[m]"),
+                st.dim("(Esc interrupts the turn)")
+            ));
+        }
+        if self.discarded > 0 {
+            out.push(st.dim(&format!(
+                "  ({} keys typed before this question were discarded)",
+                self.discarded
+            )));
+        }
+        out
     }
-    let why = match &ask.policy {
-        Some(p) => format!("asked by {p}: {}", visible(&ask.reason, false)),
-        None => format!(
-            "asked by the tool's default: {}",
-            visible(&ask.reason, false)
-        ),
-    };
-    out.push(format!("  {}", st.dim(&why)));
-    if armed {
-        out.push(format!(
-            "  {} approve once   {} deny   {}",
-            st.bold("[y]"),
-            st.bold("[n]"),
-            st.dim("(Esc interrupts the turn)")
-        ));
-    }
-    out
 }
 
 fn arg_line(key: &str, value: &Value, st: Style) -> String {
@@ -82,21 +204,14 @@ fn arg_line(key: &str, value: &Value, st: Style) -> String {
     format!("  {} {shown}", st.dim(&format!("{key}:")))
 }
 
-/// What a key answers, if anything: `y` approves once, `n` denies; Esc and Ctrl-C are the
-/// turn's interrupt (the open question is then `cancelled`).
-pub(crate) fn answer(key: &Key) -> Option<ApprovalOutcome> {
-    match key {
-        Key::Char('y' | 'Y') => Some(ApprovalOutcome::AllowedOnce),
-        Key::Char('n' | 'N') => Some(ApprovalOutcome::Rejected),
-        _ => None,
-    }
-}
-
 /// The line left in the scrollback once answered.
-pub(crate) fn answered(ask: &ApprovalAsk, outcome: ApprovalOutcome, st: Style) -> String {
-    let what = match outcome {
+pub(crate) fn answered(ask: &ApprovalAsk, answer: &ApprovalAnswer, st: Style) -> String {
+    let what = match answer.outcome {
         ApprovalOutcome::AllowedOnce => st.green("approved once"),
-        ApprovalOutcome::Rejected => st.red("denied"),
+        ApprovalOutcome::Rejected => match &answer.message {
+            Some(m) => st.red(&format!("denied, telling the model: {}", visible(m, false))),
+            None => st.red("denied"),
+        },
         ApprovalOutcome::Cancelled => st.yellow("cancelled"),
         ApprovalOutcome::Unavailable => st.yellow("unavailable"),
     };
@@ -104,6 +219,6 @@ pub(crate) fn answered(ask: &ApprovalAsk, outcome: ApprovalOutcome, st: Style) -
         "{} {} {}: {what}",
         st.dim("?"),
         st.bold(ask.call.name()),
-        st.dim(&super::toolline::short_args(ask.call.args())),
+        st.dim(&toolline::short_args(ask.call.args())),
     )
 }

@@ -163,6 +163,7 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
             continue;
         }
         let outcome = turn::run(
+            &session,
             &mut agent,
             text,
             &mut stream,

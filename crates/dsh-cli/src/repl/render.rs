@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use dsh_agent::events::ApprovalAsk;
 use dsh_agent::{Event, EventKind};
-use dsh_core::{ApprovalOutcome, ToolCall};
+use dsh_core::{ApprovalAnswer, ToolCall};
 use tokio::sync::oneshot;
 
 use super::markdown::Markdown;
@@ -27,7 +27,7 @@ const QUIET: Duration = Duration::from_millis(250);
 const REASONING_PREVIEW: usize = 100;
 
 /// An approval request for the turn to put to the person.
-pub(crate) type Ask = (ApprovalAsk, oneshot::Sender<ApprovalOutcome>);
+pub(crate) type Ask = (ApprovalAsk, oneshot::Sender<ApprovalAnswer>);
 
 /// A call not finished yet.
 struct Open {

@@ -121,7 +121,7 @@ pub(crate) fn finished(call: Option<&ToolCall>, result: &FrozenResult, st: Style
             .and_then(|v| v.get("diff"))
             .and_then(Value::as_str)
         {
-            lines.extend(diff_lines(diff, st));
+            lines.extend(diff_lines(diff, DIFF_LINES, st));
         } else if result.exit_code().is_some() {
             lines.extend(output_lines(result.content(), st));
         }
@@ -129,15 +129,15 @@ pub(crate) fn finished(call: Option<&ToolCall>, result: &FrozenResult, st: Style
     lines
 }
 
-/// A unified diff, compact: the first lines coloured, then how many more there are.
-pub(crate) fn diff_lines(diff: &str, st: Style) -> Vec<String> {
+/// A unified diff, compact: the first `max` lines coloured, then how many more there are.
+pub(crate) fn diff_lines(diff: &str, max: usize, st: Style) -> Vec<String> {
     let body: Vec<&str> = diff
         .lines()
         .filter(|l| !l.starts_with("---") && !l.starts_with("+++"))
         .collect();
     let mut out: Vec<String> = body
         .iter()
-        .take(DIFF_LINES)
+        .take(max)
         .map(|l| {
             let text = visible(l, false);
             let shown = if l.starts_with('+') {
@@ -152,10 +152,10 @@ pub(crate) fn diff_lines(diff: &str, st: Style) -> Vec<String> {
             format!("    {shown}")
         })
         .collect();
-    if body.len() > DIFF_LINES {
+    if body.len() > max {
         out.push(format!(
             "    {}",
-            st.dim(&format!("… {} more diff lines", body.len() - DIFF_LINES))
+            st.dim(&format!("… {} more diff lines", body.len() - max))
         ));
     }
     out

@@ -5,10 +5,12 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use dsh_agent::Session;
 use dsh_agent::{Agent, AgentError, EventStream, Outcome};
-use dsh_core::{ApprovalOutcome, CancellationToken};
+use dsh_core::{ApprovalAnswer, ApprovalOutcome, CancellationToken};
+use tokio::sync::oneshot;
 
-use super::approval;
+use super::approval::{self, Action, Question};
 use super::keys::{Key, Report, TurnKeys};
 use super::render::{Ask, Render};
 use super::screen::Screen;
@@ -27,18 +29,19 @@ pub(crate) struct TypeAhead {
 /// A question's drain before it is asked for.
 const NOT_YET: u64 = u64::MAX;
 
-/// The open approval question.
-struct Question {
-    ask: Ask,
-    /// Keys typed before it appeared, discarded.
-    discarded: usize,
+/// The open approval question and where its answer goes.
+struct Open {
+    question: Question,
+    reply: oneshot::Sender<ApprovalAnswer>,
     /// Until the reader reports this drain, keys come from before the question was drawn.
     draining: Option<u64>,
 }
 
 /// Runs `prompt` on `agent` to its stop line. `session_cancel` is the session's token
 /// (signals); the turn's own token is its child, cancelled by Esc or Ctrl-C.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
+    session: &Session,
     agent: &mut Agent,
     prompt: &str,
     stream: &mut EventStream,
@@ -69,7 +72,7 @@ pub(crate) async fn run(
     let run = agent.run(prompt, &cancel);
     tokio::pin!(run);
     let mut asks: VecDeque<Ask> = VecDeque::new();
-    let mut open: Option<Question> = None;
+    let mut open: Option<Open> = None;
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let st = render.style();
@@ -109,41 +112,65 @@ pub(crate) async fn run(
                         None
                     }
                 };
-                let before_question = open.as_ref().is_some_and(|q| q.draining.is_some());
-                if let Some(key) = key { match (open.is_some(), key) {
-                    (_, Key::Interrupt | Key::Escape) => {
-                        if let Some(q) = open.take() {
-                            let _ = q.ask.1.send(ApprovalOutcome::Cancelled);
-                            screen.line(&approval::answered(&q.ask.0, ApprovalOutcome::Cancelled, st));
+                if let Some(key) = key {
+                    let before_question = open.as_ref().is_some_and(|q| q.draining.is_some());
+                    match (open.as_mut(), key) {
+                        (_, Key::Interrupt | Key::Escape) => {
+                            if let Some(q) = open.take() {
+                                let answer = ApprovalAnswer::from(ApprovalOutcome::Cancelled);
+                                screen.line(&approval::answered(&q.question.ask, &answer, st));
+                                let _ = q.reply.send(answer);
+                            }
+                            if !cancel.is_cancelled() {
+                                screen.line(&st.yellow("interrupting: running calls are cancelled and recorded"));
+                                cancel.cancel();
+                            }
                         }
-                        if !cancel.is_cancelled() {
-                            screen.line(&st.yellow("interrupting: running calls are cancelled and recorded"));
-                            cancel.cancel();
-                        }
+                        (Some(_), Key::Resize) => {}
+                        // Typed before the question appeared: never an answer.
+                        (Some(q), _) if before_question => q.question.discarded += 1,
+                        (Some(q), key) => match q.question.key(key) {
+                            Action::None => {}
+                            Action::Answer(answer) => {
+                                if let Some(q) = open.take() {
+                                    screen.line(&approval::answered(&q.question.ask, &answer, st));
+                                    // The pipeline may have stopped waiting: nothing to do then.
+                                    let _ = q.reply.send(answer);
+                                }
+                            }
+                            Action::Always => {
+                                let written = q
+                                    .question
+                                    .always
+                                    .as_ref()
+                                    .map(|a| session.always_allow(a));
+                                match written {
+                                    Some(Ok(said)) => {
+                                        if let Some(q) = open.take() {
+                                            let answer = ApprovalAnswer::from(ApprovalOutcome::AllowedOnce);
+                                            screen.line(&approval::answered(&q.question.ask, &answer, st));
+                                            screen.line(&st.dim(&format!(
+                                                "  a policy change, not an approval: {said}; matching calls now run without asking"
+                                            )));
+                                            let _ = q.reply.send(answer);
+                                        }
+                                    }
+                                    Some(Err(e)) => {
+                                        q.question.error = Some(format!("could not add the rule: {e}"));
+                                        q.question.always = None;
+                                    }
+                                    None => {}
+                                }
+                            }
+                        },
+                        (None, key) => typed.key(key),
                     }
-                    (true, Key::Resize) => {}
-                    // Typed before the question appeared: never an answer.
-                    (true, _) if before_question => {
-                        if let Some(q) = open.as_mut() {
-                            q.discarded += 1;
-                        }
-                    }
-                    (true, key) => {
-                        if let Some(outcome) = approval::answer(&key)
-                            && let Some(q) = open.take()
-                        {
-                            screen.line(&approval::answered(&q.ask.0, outcome, st));
-                            // The pipeline may have stopped waiting (cancelled): nothing to do.
-                            let _ = q.ask.1.send(outcome);
-                        }
-                    }
-                    (false, key) => typed.key(key),
-                } }
+                }
             }
             _ = tick.tick(), if render.animated() => render.tick(),
         }
         // A question the pipeline stopped waiting for (its call was cancelled) goes away.
-        if open.as_ref().is_some_and(|q| q.ask.1.is_closed()) {
+        if open.as_ref().is_some_and(|q| q.reply.is_closed()) {
             open = None;
         }
         asks.retain(|a| !a.1.is_closed());
@@ -154,9 +181,14 @@ pub(crate) async fn run(
             // The unsent type-ahead text goes with the keys typed before the question.
             let discarded = typed.text.chars().count();
             typed.text.clear();
-            open = Some(Question {
-                ask,
-                discarded,
+            let (ask, reply) = ask;
+            // Computed by the runtime (a dry check with the rule added); shown here.
+            let always = session.always_allow_for(&ask.call, &ask.accesses).await;
+            let mut question = Question::new(ask, always);
+            question.discarded = discarded;
+            open = Some(Open {
+                question,
+                reply,
                 // Not armed until the drain asked for after the first draw is reported.
                 draining: keys.as_ref().map(|_| NOT_YET),
             });
@@ -191,19 +223,11 @@ pub(crate) async fn run(
 }
 
 /// The live region: the render's, then the open question or the type-ahead.
-fn live_lines(render: &Render, open: Option<&Question>, typed: &TypeAhead) -> Vec<String> {
+fn live_lines(render: &Render, open: Option<&Open>, typed: &TypeAhead) -> Vec<String> {
     let st = render.style();
     let mut live = render.live();
     match open {
-        Some(q) => {
-            live.extend(approval::lines(&q.ask.0, q.draining.is_none(), st));
-            if q.discarded > 0 {
-                live.push(st.dim(&format!(
-                    "  ({} keys typed before this question were discarded)",
-                    q.discarded
-                )));
-            }
-        }
+        Some(q) => live.extend(q.question.lines(q.draining.is_none(), st)),
         None => live.extend(type_ahead_lines(typed, st)),
     }
     live

@@ -79,6 +79,9 @@ pub enum Record<'a> {
     Approval {
         call_id: Cow<'a, str>,
         outcome: ApprovalOutcome,
+        /// What the person told the model with a refusal.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<Cow<'a, str>>,
     },
     /// Execution began.
     ToolStarted {

@@ -30,6 +30,34 @@ pub enum ApprovalOutcome {
     Unavailable,
 }
 
+/// What an approver answers: the outcome and, with a refusal, what the person told the
+/// model (it becomes part of the call's result).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalAnswer {
+    pub outcome: ApprovalOutcome,
+    /// Kept only with [`ApprovalOutcome::Rejected`].
+    pub message: Option<String>,
+}
+
+impl From<ApprovalOutcome> for ApprovalAnswer {
+    fn from(outcome: ApprovalOutcome) -> Self {
+        ApprovalAnswer {
+            outcome,
+            message: None,
+        }
+    }
+}
+
+impl ApprovalAnswer {
+    /// A refusal with a message for the model.
+    pub fn rejected_with(message: impl Into<String>) -> Self {
+        ApprovalAnswer {
+            outcome: ApprovalOutcome::Rejected,
+            message: Some(message.into()),
+        }
+    }
+}
+
 /// What an approver is asked. The call is immutable: approving it approves exactly these
 /// arguments.
 #[derive(Debug)]
@@ -41,6 +69,9 @@ pub struct ApprovalRequest<'a> {
     pub policy: Option<&'a str>,
     /// Why it is being asked.
     pub reason: &'a str,
+    /// What the call would change, as its tool shows it ([`crate::Tool::preview`]): a diff
+    /// for a file change. A display only.
+    pub preview: Option<&'a str>,
     /// Cancelled on user interrupt; the approver should stop waiting and answer `Cancelled`.
     pub cancel: CancellationToken,
 }
@@ -59,10 +90,8 @@ pub trait Approver: Send + Sync {
     /// Short stable name, shown in results.
     fn name(&self) -> &str;
 
-    async fn approve(
-        &self,
-        request: &ApprovalRequest<'_>,
-    ) -> Result<ApprovalOutcome, ApprovalError>;
+    async fn approve(&self, request: &ApprovalRequest<'_>)
+    -> Result<ApprovalAnswer, ApprovalError>;
 }
 
 /// Gate 2 for one call that gate 1 sent to `ask`: asks `approver` once (no approver, an `Err`
@@ -76,25 +105,30 @@ pub(crate) async fn ask_once(
     unavailable_hint: &str,
 ) -> Result<Result<DecidedBy, Candidate>, JournalError> {
     let call = request.call;
-    let (outcome, approver) = match approver {
-        None => (ApprovalOutcome::Unavailable, None),
+    let (answer, approver) = match approver {
+        None => (ApprovalOutcome::Unavailable.into(), None),
         Some(approver) => {
             let asked = AssertUnwindSafe(approver.approve(request)).catch_unwind();
-            let outcome = tokio::select! {
+            let answer: ApprovalAnswer = tokio::select! {
                 r = asked => match r {
-                    Ok(Ok(outcome)) => outcome,
-                    Ok(Err(_)) | Err(_) => ApprovalOutcome::Unavailable,
+                    Ok(Ok(answer)) => answer,
+                    Ok(Err(_)) | Err(_) => ApprovalOutcome::Unavailable.into(),
                 },
-                () = request.cancel.cancelled() => ApprovalOutcome::Cancelled,
+                () = request.cancel.cancelled() => ApprovalOutcome::Cancelled.into(),
             };
-            (outcome, Some(approver.name()))
+            (answer, Some(approver.name()))
         }
     };
+    let outcome = answer.outcome;
+    let message = answer
+        .message
+        .filter(|m| outcome == ApprovalOutcome::Rejected && !m.trim().is_empty());
     journal.append_as(
         call.agent(),
         &Record::Approval {
             call_id: call.id().into(),
             outcome,
+            message: message.as_deref().map(Into::into),
         },
     )?;
     let ask = request.reason;
@@ -108,9 +142,12 @@ pub(crate) async fn ask_once(
         }
         ApprovalOutcome::Rejected => (
             FailureKind::Rejected,
-            format!(
-                "the user rejected this call ({ask}); do not retry it unchanged — ask the user how to proceed"
-            ),
+            match &message {
+                Some(m) => format!("the user rejected this call ({ask}) and says: {}", m.trim()),
+                None => format!(
+                    "the user rejected this call ({ask}); do not retry it unchanged — ask the user how to proceed"
+                ),
+            },
         ),
         ApprovalOutcome::Cancelled => (
             FailureKind::CancelledBefore,

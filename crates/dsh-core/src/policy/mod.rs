@@ -7,7 +7,7 @@ mod guard;
 mod vote;
 
 pub(crate) use approval::ask_once;
-pub use approval::{ApprovalError, ApprovalOutcome, ApprovalRequest, Approver};
+pub use approval::{ApprovalAnswer, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver};
 pub use disposition::{Action, Disposition};
 pub use guard::{Denial, Guard};
 pub use vote::{PolicyContext, PrePolicy, Tier, Verdict, Vote, combine_votes};

@@ -270,12 +270,15 @@ impl ShellPolicy {
             .map(|j| j.verdict)
             .max()
             .unwrap_or(Verdict::Allow);
-        // Matching rules, less those from an untrusted project that would loosen.
+        // Matching rules, less those from an untrusted project that would loosen; then the
+        // ones a person added while the session runs.
+        let added = self.added.rules();
         let matching: Vec<&Rule> = self
             .rules
             .iter()
             .filter(|r| !(r.tighten_only && Verdict::from_rule(r.rule.kind) < default))
             .map(|r| &r.rule)
+            .chain(added.iter().filter(|r| r.tool == "run_shell"))
             .filter(|r| rule_matches(r, words))
             .collect();
         let strictest = matching.iter().max_by_key(|r| Verdict::from_rule(r.kind));

@@ -68,7 +68,7 @@ mod parse;
 mod places;
 mod words;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dsh_core::{Access, PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace, async_trait};
@@ -198,6 +198,8 @@ pub struct ShellPolicy {
     temp_dir: Option<PathBuf>,
     /// Variables dsh passes to commands (`shell.pass_env`).
     pass_env: Vec<String>,
+    /// `run_shell` allow rules added while the session runs.
+    added: crate::AddedRules,
 }
 
 impl ShellPolicy {
@@ -221,7 +223,16 @@ impl ShellPolicy {
             protected: Vec::new(),
             temp_dir: None,
             pass_env: Vec::new(),
+            added: crate::AddedRules::new(),
         }
+    }
+
+    /// Also judges the `run_shell` allow rules added to `added` while the session runs, as
+    /// each parsed command's rules (never the raw line).
+    #[must_use]
+    pub fn with_added(mut self, added: crate::AddedRules) -> Self {
+        self.added = added;
+        self
     }
 
     /// The session's private temporary directory: `$TMPDIR` in a line stands for it, and a
@@ -269,6 +280,39 @@ impl ShellPolicy {
     }
 
     /// Judges one line, started in the workspace root.
+    /// The rule an "always allow" would add for `line`: its one command's program and
+    /// subcommand with ` *` (`run_shell(git commit *)`), or the program alone when the second
+    /// word is an option or absent (`run_shell(ls *)`). `None` for a line of several
+    /// commands, or whose program or subcommand is known only when it runs or cannot be
+    /// written as a rule word. Whether the rule
+    /// would really let the line run is for a check with it added to say.
+    pub fn rule_for(&self, line: &str) -> Option<String> {
+        let cd = |from: &Path, args: &[Word]| self.cd(from, args);
+        let parsed = parse::parse(line, vec![PathBuf::new()], None, &cd).ok()?;
+        let [command] = parsed.commands.as_slice() else {
+            return None;
+        };
+        let program = command
+            .words
+            .first()?
+            .exact()
+            .filter(|p| !p.contains(['(', ')', ' ']))?;
+        // The second word is the subcommand unless it is an option; one that cannot be
+        // written as a rule word (known only at run time, quoted spaces) offers no rule.
+        let sub = match command.words.get(1) {
+            None => None,
+            Some(w) if w.literal().is_some_and(|t| t.starts_with('-')) => None,
+            Some(w) => Some(
+                w.exact()
+                    .filter(|w| !w.contains(['/', '=', '(', ')', ' ']))?,
+            ),
+        };
+        Some(match sub {
+            Some(sub) => format!("run_shell({program} {sub} *)"),
+            None => format!("run_shell({program} *)"),
+        })
+    }
+
     pub fn decide(&self, line: &str) -> Decision {
         let mut parts = Vec::new();
         self.judge_line(line, &[PathBuf::new()], 0, &mut parts);

@@ -16,13 +16,12 @@ use serde_json::{Value, json};
 
 use crate::confine::{Want, path_error};
 use crate::fs::encoding::Encoding;
+use crate::fs::preview;
 use crate::fs::seam::{FileSeam, Intent};
 use crate::{blocking, parse_args, path_access};
 
 /// Files larger than this are not edited (the whole file is held in memory).
 pub const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
-/// Characters of diff shown to the model.
-const MAX_DIFF_CHARS: usize = 4000;
 
 /// The `edit_file` tool.
 #[derive(Debug)]
@@ -88,59 +87,17 @@ fn apply(text: &str, args: &Args) -> Result<(String, usize), ToolError> {
     }
 }
 
-/// A unified diff of the edit. Only the region between the common leading and trailing lines
-/// is diffed (an edit changes a small part of a file; hashing all of a 10 MB file's lines was
-/// most of an edit's time), with hunk line numbers counted from the top of the file.
+/// The unified diff of the edit ([`preview::unified`]).
 fn diff(path: &str, before: &str, after: &str) -> String {
-    const CONTEXT: usize = 3;
-    let old: Vec<&str> = before.split_inclusive('\n').collect();
-    let new: Vec<&str> = after.split_inclusive('\n').collect();
-    let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
-    let room = old.len().min(new.len()) - prefix;
-    let suffix = old
-        .iter()
-        .rev()
-        .zip(new.iter().rev())
-        .take(room)
-        .take_while(|(a, b)| a == b)
-        .count();
-    let start = prefix.saturating_sub(CONTEXT);
-    let old_mid = old[start..(old.len() - suffix + CONTEXT).min(old.len())].concat();
-    let new_mid = new[start..(new.len() - suffix + CONTEXT).min(new.len())].concat();
-    let d = similar::TextDiff::from_lines(&old_mid, &new_mid);
-    let mut text = format!("--- a/{path}\n+++ b/{path}\n");
-    for group in d.grouped_ops(CONTEXT) {
-        let (Some(first), Some(last)) = (group.first(), group.last()) else {
-            continue;
-        };
-        let (o, n) = (first.old_range().start, first.new_range().start);
-        let (o_len, n_len) = (last.old_range().end - o, last.new_range().end - n);
-        text.push_str(&format!(
-            "@@ -{},{o_len} +{},{n_len} @@\n",
-            start + o + 1,
-            start + n + 1
-        ));
-        for op in &group {
-            for change in d.iter_changes(op) {
-                text.push(match change.tag() {
-                    similar::ChangeTag::Equal => ' ',
-                    similar::ChangeTag::Delete => '-',
-                    similar::ChangeTag::Insert => '+',
-                });
-                text.push_str(change.value());
-                if !change.value().ends_with('\n') {
-                    text.push_str("\n\\ No newline at end of file\n");
-                }
-            }
-        }
-    }
-    if text.chars().count() > MAX_DIFF_CHARS {
-        let cut: String = text.chars().take(MAX_DIFF_CHARS).collect();
-        text = format!(
-            "{cut}\n… [diff cut at {MAX_DIFF_CHARS} characters; read the file to see the rest]"
-        );
-    }
-    text
+    preview::unified(&format!("a/{path}"), &format!("b/{path}"), before, after)
+}
+
+/// The edit of `before` and the diff shown for it: `run` and `preview` both go through here,
+/// so what the person approves is what the model is then told was done.
+fn edited(rel: &str, before: &str, args: &Args) -> Result<(String, usize, String), ToolError> {
+    let (after, n) = apply(before, args)?;
+    let shown = diff(rel, before, &after);
+    Ok((after, n, shown))
 }
 
 #[async_trait]
@@ -183,6 +140,17 @@ impl Tool for EditFile {
         path_access(args, None, true)
     }
 
+    /// The diff `run` would report, against the file as it is now; `None` when the edit
+    /// would fail (the file missing, too large or not text, the text not found or ambiguous,
+    /// a character its encoding cannot hold), as `run` then says why.
+    fn preview(&self, args: &Value) -> Option<String> {
+        let args: Args = serde_json::from_value(args.clone()).ok()?;
+        let current = preview::current(&self.ws, &args.path, MAX_EDIT_BYTES)?;
+        let (before, encoding) = current.text?;
+        let (after, _, shown) = edited(&current.rel, &before, &args).ok()?;
+        preview::encodable(encoding, after).then_some(shown)
+    }
+
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args("edit_file", args)?;
         let ws = self.ws.clone();
@@ -200,8 +168,7 @@ impl Tool for EditFile {
                 &cancel,
                 |current| {
                     let before = current.text.as_deref().unwrap_or_default();
-                    let (after, n) = apply(before, &args)?;
-                    let shown = diff(&rel, before, &after);
+                    let (after, n, shown) = edited(&rel, before, &args)?;
                     Ok((after, (n, shown)))
                 },
             )?;

@@ -14,7 +14,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::confine::{Want, path_error};
+use crate::fs::edit::MAX_EDIT_BYTES;
 use crate::fs::encoding::Encoding;
+use crate::fs::preview;
 use crate::fs::seam::{FileSeam, Intent};
 use crate::{blocking, parse_args, path_access};
 
@@ -73,6 +75,34 @@ impl Tool for WriteFile {
 
     fn accesses(&self, args: &Value) -> Vec<Access> {
         path_access(args, None, true)
+    }
+
+    /// The diff from the file as it is now to `content`; from `/dev/null` for a new file.
+    /// `None` when nothing would change or it cannot be shown: the file larger than an edit
+    /// may be (no diff is computed over it), not text, or kept in an encoding that cannot
+    /// hold `content` (the write is then refused).
+    fn preview(&self, args: &Value) -> Option<String> {
+        let args: Args = serde_json::from_value(args.clone()).ok()?;
+        let current = preview::current(&self.ws, &args.path, MAX_EDIT_BYTES)?;
+        let rel = &current.rel;
+        match current.text {
+            None => Some(preview::unified(
+                "/dev/null",
+                &format!("b/{rel}"),
+                "",
+                &args.content,
+            )),
+            Some((before, _)) if before == args.content => None,
+            Some((before, encoding)) => {
+                let shown = preview::unified(
+                    &format!("a/{rel}"),
+                    &format!("b/{rel}"),
+                    &before,
+                    &args.content,
+                );
+                preview::encodable(encoding, args.content).then_some(shown)
+            }
+        }
     }
 
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {

@@ -1,0 +1,180 @@
+//! "Always allow": a policy change a person may make at an approval prompt, not an approval.
+//! dsh-agent computes the candidate rule and where it would be written; a front end only
+//! shows it and relays the choice.
+//!
+//! - The rule: for a declared command, its program and subcommand with ` *`
+//!   (`run_shell(git commit *)`); for a call declaring one path, the tool and that exact path
+//!   (`write_file(src/main.rs)`); otherwise the tool's name.
+//! - It is offered only when `dsh check` with the rule added would answer `allow` for this
+//!   call: a structural `Rule`-tier ask (the memory file, a shell construct) or a guard
+//!   cannot be lifted by a rule, so "always" is not offered there.
+//! - Where: the project's `.dsh/config.toml` in a trusted workspace; otherwise the user
+//!   configuration, in the section for this workspace only. Never by trusting the
+//!   workspace.
+//! - Once written, the running session judges it too (from the next call), as the user's
+//!   own rule.
+
+use std::path::PathBuf;
+
+use dsh_core::{Access, ToolCall};
+use dsh_policy::{Rule, RuleKind};
+
+use crate::{EventSink, RuleSpec, Session};
+
+/// What "always allow" would do for one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlwaysAllow {
+    /// The rule, in the rule grammar: `run_shell(cargo test *)`.
+    pub rule: String,
+    /// The configuration file it goes to.
+    pub file: PathBuf,
+    /// Where in that file, for the person: `[permissions] allow` or
+    /// `[workspaces."/repo".permissions] allow`.
+    pub section: String,
+    scope: dsh_config::RuleScope,
+    tool: String,
+    specifier: Option<String>,
+}
+
+/// Why "always allow" could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum AlwaysError {
+    #[error(transparent)]
+    Config(#[from] dsh_config::ConfigError),
+    #[error("the rule `{rule}` cannot be added: {reason}")]
+    Rule { rule: String, reason: String },
+}
+
+/// Characters that would make a path rule match more than the one path.
+const GLOB: &[char] = &['*', '?', '[', ']', '{', '}', '!', '\\'];
+
+impl Session {
+    /// The "always allow" a person may choose for `call` (which declares `accesses`), if a
+    /// rule can lift its `ask`; `None` otherwise.
+    pub async fn always_allow_for(
+        &self,
+        call: &ToolCall,
+        accesses: &[Access],
+    ) -> Option<AlwaysAllow> {
+        let rule = self.rule_for(call, accesses)?;
+        let parsed = dsh_config::Rule::parse(&rule, dsh_config::Origin::builtin()).ok()?;
+        let (file, scope) = self.settings.rule_target.clone()?;
+        let section = match &scope {
+            dsh_config::RuleScope::Permissions => "[permissions] allow".to_owned(),
+            dsh_config::RuleScope::Workspace(ws) => {
+                format!("[workspaces.\"{}\".permissions] allow", ws.display())
+            }
+        };
+        let candidate = AlwaysAllow {
+            rule,
+            file,
+            section,
+            scope,
+            tool: parsed.tool,
+            specifier: parsed.specifier,
+        };
+        self.would_allow(&candidate, call)
+            .await
+            .then_some(candidate)
+    }
+
+    /// Writes the rule (comments and the rest of the file kept) and has the running session
+    /// judge it from the next call on. What was written, for the person.
+    pub fn always_allow(&self, a: &AlwaysAllow) -> Result<String, AlwaysError> {
+        let recorded = dsh_config::record_rule(&a.file, a.scope.clone(), RuleKind::Allow, &a.rule)?;
+        let origin = format!("{} ({})", recorded.file.display(), recorded.key);
+        let rule =
+            Rule::new(RuleKind::Allow, &a.tool, a.specifier.as_deref(), &origin).map_err(|e| {
+                AlwaysError::Rule {
+                    rule: a.rule.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+        self.added.add(rule).map_err(|reason| AlwaysError::Rule {
+            rule: a.rule.clone(),
+            reason,
+        })?;
+        if let Ok(mut specs) = self.added_specs.lock() {
+            specs.push(self.spec_of(a, &origin));
+        }
+        Ok(if recorded.added {
+            format!(
+                "added `{}` to {} in {}",
+                a.rule,
+                a.section,
+                recorded.file.display()
+            )
+        } else {
+            format!(
+                "`{}` was already in {} ({}); it applies to this session now",
+                a.rule,
+                recorded.file.display(),
+                recorded.key
+            )
+        })
+    }
+
+    /// The rule "always" would add, before any check.
+    fn rule_for(&self, call: &ToolCall, accesses: &[Access]) -> Option<String> {
+        let commands: Vec<&str> = accesses
+            .iter()
+            .filter_map(|a| match a {
+                Access::Execute { command } => Some(command.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !commands.is_empty() {
+            let [command] = commands.as_slice() else {
+                return None;
+            };
+            return self.shell.rule_for(command);
+        }
+        let paths: Vec<&std::path::Path> = accesses
+            .iter()
+            .filter_map(|a| match a {
+                Access::Read { path } | Access::Write { path } => Some(path.as_path()),
+                _ => None,
+            })
+            .collect();
+        match paths.as_slice() {
+            [] => Some(call.name().to_owned()),
+            [path] => {
+                let rel = self.workspace.resolve(path.to_str()?).ok()?.rel;
+                let rel = rel.to_str()?;
+                if rel.is_empty() || rel.contains(GLOB) || rel.contains(['(', ')']) {
+                    return None;
+                }
+                Some(format!("{}({rel})", call.name()))
+            }
+            _ => None,
+        }
+    }
+
+    fn spec_of(&self, a: &AlwaysAllow, origin: &str) -> RuleSpec {
+        RuleSpec {
+            kind: RuleKind::Allow,
+            tool: a.tool.clone(),
+            specifier: a.specifier.clone(),
+            origin: origin.to_owned(),
+            at: origin.to_owned(),
+            tighten_only: false,
+        }
+    }
+
+    /// `dsh check` for `call` on a dry session with the rule (and the ones added before)
+    /// added: whether it would answer `allow`.
+    async fn would_allow(&self, a: &AlwaysAllow, call: &ToolCall) -> bool {
+        let mut settings = self.settings.clone();
+        settings.events = EventSink::none();
+        if let Ok(specs) = self.added_specs.lock() {
+            settings.rules.extend(specs.iter().cloned());
+        }
+        settings
+            .rules
+            .push(self.spec_of(a, "the rule \"always\" would add"));
+        let Ok(dry) = Session::assemble_dry(&settings) else {
+            return false;
+        };
+        dry.pipeline.check(call).await.decision == dsh_core::Decision::Allow
+    }
+}

@@ -1,0 +1,45 @@
+//! Rules a person adds while a session runs — the REPL's "always allow" — judged by the same
+//! policies as configured rules, from the next call on. Only `allow` rules are added this way;
+//! they sit with the user's own rules (a person chose them), so a configured `deny` or `ask`
+//! still wins over them exactly as over any other allow.
+
+use std::sync::{Arc, RwLock};
+
+use crate::rules::{Rule, RuleKind};
+
+/// The added rules, shared by the policies that judge them; cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct AddedRules(Arc<RwLock<Arc<Vec<Rule>>>>);
+
+impl AddedRules {
+    pub fn new() -> Self {
+        AddedRules::default()
+    }
+
+    /// Adds `rule` for every later call. Only `allow` rules: anything else is refused.
+    pub fn add(&self, rule: Rule) -> Result<(), String> {
+        if rule.kind != RuleKind::Allow {
+            return Err(format!(
+                "only allow rules are added while a session runs, not `{} {}`",
+                rule.kind.as_str(),
+                rule.text()
+            ));
+        }
+        let mut rules = self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = Vec::clone(&rules);
+        next.push(rule);
+        *rules = Arc::new(next);
+        Ok(())
+    }
+
+    /// The rules as they are now.
+    pub fn rules(&self) -> Arc<Vec<Rule>> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
