@@ -503,6 +503,41 @@ impl Agent {
         Ok(())
     }
 
+    /// Talks to `provider` from the next request on (the REPL's `/model`). Its prices and
+    /// context window are the presets' for its model; a `[model] price` or
+    /// `context_window` configured for another model no longer applies.
+    pub fn switch_provider(&mut self, provider: Arc<dyn Provider>) {
+        if provider.model() != self.provider.model() {
+            self.config.price = None;
+            self.config.context_window = None;
+        }
+        self.price = crate::cost::price_for(self.config.price, provider.name(), provider.model());
+        if self.price.is_none() {
+            self.cost_usd = None;
+        } else if self.cost_usd.is_none() && self.usage.prompt_tokens == 0 {
+            self.cost_usd = Some(0.0);
+        }
+        self.window = crate::context::window_for(
+            self.config.context_window,
+            provider.name(),
+            provider.model(),
+        );
+        self.provider = provider;
+    }
+
+    /// The provider's name (`openai`, `anthropic`, …).
+    pub fn provider_name(&self) -> &str {
+        self.provider.name()
+    }
+
+    /// Builds the main agent's system prompt again from the workspace (after its memory
+    /// files changed); the next request carries it. A sub-agent keeps its profile's.
+    pub fn reload_system_prompt(&mut self) {
+        if self.spec.system.is_none() {
+            self.system = crate::prompt::system_prompt(&self.session.workspace);
+        }
+    }
+
     /// How many turns the conversation holds.
     pub fn turns(&self) -> usize {
         self.turn_starts.len()

@@ -475,3 +475,26 @@ fn create_private_dir(dir: &Path) -> Result<(), AssemblyError> {
         source,
     })
 }
+
+impl Session {
+    /// A person's own calls (the REPL's `/memory add`, `/verify`): marked `source: user`,
+    /// through every gate like any other call, their events reported as the main agent's.
+    pub async fn run_user_calls(
+        &self,
+        calls: Vec<dsh_core::ToolCall>,
+        cancel: &dsh_core::CancellationToken,
+    ) -> Result<dsh_core::BatchOutcome, dsh_core::BatchError> {
+        let scope = dsh_core::Scope::new(
+            dsh_core::ToolSet::All,
+            Arc::new(crate::events::CallBridge {
+                agent: crate::events::MAIN.into(),
+                sink: self.events.clone(),
+            }),
+        );
+        let calls = calls
+            .into_iter()
+            .map(|c| c.with_source(dsh_core::CallSource::User))
+            .collect();
+        self.pipeline.run_batch_in(&scope, calls, cancel).await
+    }
+}

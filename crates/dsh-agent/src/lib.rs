@@ -40,5 +40,6 @@ pub use ending::{Ending, Totals};
 pub use events::{AgentId, Event, EventKind, EventSink, EventStream};
 pub use session_id::new_session_id;
 pub use settings::{
-    Configured, SettingsError, model_settings, provider_from_config, provider_from_loaded,
+    Configured, ModelChoice, SettingsError, choice_defaults, model_choices, model_settings,
+    provider_for_choice, provider_from_config, provider_from_loaded,
 };

@@ -70,6 +70,32 @@ pub fn resolve(dsh_home: &Path, given: &str) -> Result<PathBuf, SessionsError> {
     }
 }
 
+/// The journal of the newest session of `workspace` named `name` (a `session_named` record,
+/// the REPL's `/save NAME`). A session resumed from it is found through its own name only.
+pub fn named(dsh_home: &Path, workspace: &Path, name: &str) -> Result<PathBuf, SessionsError> {
+    let (sessions, _) = list(dsh_home);
+    for s in sessions.iter().filter(|s| s.workspace == workspace) {
+        let Ok(text) = std::fs::read_to_string(&s.path) else {
+            continue;
+        };
+        let found = text
+            .lines()
+            .filter(|l| l.contains("\"session_named\""))
+            .filter_map(parse_line)
+            .any(|r| matches!(r, Record::SessionNamed { name: n } if n == name));
+        if found {
+            return Ok(s.path.clone());
+        }
+    }
+    Err(SessionsError::Unknown(format!(
+        "{name} (no session of this workspace was saved under that name; /sessions lists them)"
+    )))
+}
+
+fn parse_line(line: &str) -> Option<Record<'static>> {
+    parse(line.as_bytes()).map(|(_, r)| r)
+}
+
 /// The ids (file stems) of every `*.jsonl` in `dir`.
 fn ids(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else {

@@ -219,6 +219,85 @@ pub fn provider_from_loaded(
     provider_from_config(&loaded.config.model, env, loaded.model_explicit)
 }
 
+/// A model to switch to (the REPL's `/model`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelChoice {
+    pub provider: Provider,
+    pub model: String,
+    /// `None`: the configured endpoint when the provider stays, else the provider's default
+    /// (or its `*_BASE_URL` variable).
+    pub base_url: Option<String>,
+    /// `None`: as configured when the provider stays, else the provider's default variable.
+    pub api_key_env: Option<String>,
+}
+
+/// What `/model` offers: the configured model first, then each provider's default model.
+pub fn model_choices(loaded: &Loaded, current_model: &str) -> Vec<ModelChoice> {
+    let configured = loaded.config.model.provider;
+    let mut out = vec![ModelChoice {
+        provider: configured,
+        model: current_model.to_owned(),
+        base_url: None,
+        api_key_env: None,
+    }];
+    for &p in Provider::ALL {
+        let model = dsh_model::default_model(provider_kind(p)).to_owned();
+        if !out.iter().any(|c| c.provider == p && c.model == model) {
+            out.push(ModelChoice {
+                provider: p,
+                model,
+                base_url: None,
+                api_key_env: None,
+            });
+        }
+    }
+    out
+}
+
+/// The endpoint and key variable a choice would use, filled in as [`provider_for_choice`]
+/// fills them (for a front end to show as defaults).
+pub fn choice_defaults(
+    loaded: &Loaded,
+    env: &BTreeMap<String, String>,
+    c: &ModelChoice,
+) -> (String, Option<String>) {
+    let m = &loaded.config.model;
+    if c.provider == m.provider {
+        return (
+            c.base_url.clone().unwrap_or_else(|| m.base_url.clone()),
+            c.api_key_env.clone().or_else(|| m.api_key_env.clone()),
+        );
+    }
+    let base = env
+        .get(c.provider.base_url_env())
+        .filter(|v| !v.trim().is_empty())
+        .cloned()
+        .unwrap_or_else(|| c.provider.default_base_url().to_owned());
+    (
+        c.base_url.clone().unwrap_or(base),
+        c.api_key_env
+            .clone()
+            .or_else(|| c.provider.default_api_key_env().map(str::to_owned)),
+    )
+}
+
+/// The provider for a switch to `choice`: `[model]` as loaded, with the provider, model,
+/// endpoint and key variable replaced (see [`choice_defaults`]); its other settings (timeouts,
+/// retries) kept.
+pub fn provider_for_choice(
+    loaded: &Loaded,
+    env: &BTreeMap<String, String>,
+    choice: &ModelChoice,
+) -> Result<Arc<dyn dsh_model::Provider>, ModelError> {
+    let (base_url, api_key_env) = choice_defaults(loaded, env, choice);
+    let mut model = loaded.config.model.clone();
+    model.provider = choice.provider;
+    model.model = Some(choice.model.clone());
+    model.base_url = base_url;
+    model.api_key_env = api_key_env;
+    provider_from_config(&model, env, true)
+}
+
 fn provider_kind(p: Provider) -> ProviderKind {
     match p {
         Provider::Openai => ProviderKind::Openai,

@@ -8,7 +8,7 @@ use anyhow::anyhow;
 
 use dsh_agent::{Ending, EventKind, EventStream, StopReason};
 
-use crate::signals;
+use crate::signals::{self, Signals};
 use crate::start::{self, ModelArgs, Started};
 use crate::{Common, Failure, exit, mirror};
 
@@ -40,11 +40,11 @@ pub(crate) async fn exec(
     if prompt.trim().is_empty() {
         return Err(Failure::usage(anyhow!("the prompt is empty")));
     }
+    let signals = Signals::install().map_err(Failure::harness)?;
     let Started {
         session,
         mut agent,
         stream,
-        signals,
         mirror,
         resumed,
         ..

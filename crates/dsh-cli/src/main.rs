@@ -186,7 +186,7 @@ fn main() -> ExitCode {
 
 /// An error and its causes, `: `-separated, each said once: a cause whose text its wrapper
 /// already quotes is not repeated.
-fn render_chain(error: &anyhow::Error) -> String {
+pub(crate) fn render_chain(error: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in error.chain() {
         let text = cause.to_string();

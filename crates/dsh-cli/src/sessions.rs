@@ -127,7 +127,7 @@ fn summary_json(s: &Summary) -> Value {
     })
 }
 
-fn summary_line(s: &Summary) -> String {
+pub(crate) fn summary_line(s: &Summary) -> String {
     let end = match (&s.end, &s.stop) {
         (End::Ended(r), Some(stop)) => format!("{r} ({stop})"),
         (End::Ended(r), None) => r.clone(),

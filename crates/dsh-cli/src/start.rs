@@ -9,7 +9,6 @@ use anyhow::anyhow;
 use dsh_agent::{Agent, Approval, EventSink, EventStream, LoopConfig, Session};
 use dsh_core::journal::Mirror;
 
-use crate::signals::Signals;
 use crate::{Common, Failure, settings};
 
 /// The model flags and the session to continue; `dsh exec` and the REPL take the same ones.
@@ -44,7 +43,6 @@ pub(crate) struct Started {
     pub session: Arc<Session>,
     pub agent: Agent,
     pub stream: EventStream,
-    pub signals: Signals,
     pub mirror: Option<Arc<Mirror>>,
     /// What `--resume`/`--continue` continued, if anything.
     pub resumed: Option<ResumedNote>,
@@ -59,7 +57,8 @@ pub(crate) struct ResumedNote {
 }
 
 /// Starts the session `common` and `args` describe. `approval` overrides who answers
-/// `ask` (the REPL's person); `None` keeps the flags' choice (`--yolo` or nobody).
+/// `ask` (the REPL's person); `None` keeps the flags' choice (`--yolo` or nobody). The
+/// signal handlers are the caller's, installed once per process (`Signals::install`).
 pub(crate) fn start(
     common: &Common,
     args: &ModelArgs,
@@ -94,7 +93,6 @@ pub(crate) fn start(
     settings.provider = Some(provider.name().to_owned());
     settings.model = Some(provider.model().to_owned());
     let mirror = crate::mirror::open(common.json)?;
-    let signals = Signals::install().map_err(Failure::harness)?;
     let (events, stream) = EventSink::channel();
     settings.events = events;
     let session =
@@ -135,7 +133,6 @@ pub(crate) fn start(
         session,
         agent,
         stream,
-        signals,
         mirror,
         resumed: note,
     })

@@ -440,3 +440,262 @@ fn always_allow_is_not_offered_where_a_rule_cannot_lift_the_ask() {
     leave(pty, 2);
     assert!(!d.ws.join("AGENTS.md").exists());
 }
+
+/// The user messages of a recorded request, in order.
+fn user_messages(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn system_message(request: &Value) -> String {
+    request["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn turns_memory_and_model_change_the_next_request() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Reply::text("reply one"),
+        Reply::text("reply two"),
+        Reply::text("reply three"),
+        Reply::text("reply four"),
+        Reply::text("reply five"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("first");
+    pty.wait_for_text("reply one");
+    pty.send_line("second");
+    pty.wait_for_text("reply two");
+    pty.send_line("/turns 1");
+    pty.wait_for_text("the last 1 whole turns");
+    pty.send_line("third");
+    pty.wait_for_text("reply three");
+    // /memory add goes through the pipeline: the memory policy asks, the person approves.
+    pty.send_line("/memory add the build is make check");
+    pty.wait_for_text("[y] approve once");
+    pty.send("y");
+    pty.wait_for_text("updated; the system prompt carries it");
+    pty.send_line("fourth");
+    pty.wait_for_text("reply four");
+    pty.send_line("/model openai/other-model");
+    pty.wait_for_text("the next request goes to openai/other-model");
+    pty.send_line("fifth");
+    pty.wait_for_text("reply five");
+    leave(pty, 9);
+    let requests = server.requests();
+    assert_eq!(user_messages(&requests[1]), ["first", "second"]);
+    assert_eq!(user_messages(&requests[2]), ["third"], "after /turns 1");
+    assert!(!system_message(&requests[2]).contains("make check"));
+    assert!(
+        system_message(&requests[3]).contains("the build is make check"),
+        "after /memory add: {}",
+        system_message(&requests[3])
+    );
+    assert_eq!(requests[3]["model"], "scripted");
+    assert_eq!(requests[4]["model"], "other-model", "after /model");
+    assert!(
+        std::fs::read_to_string(d.ws.join(".dsh/memory.md"))
+            .unwrap()
+            .contains("- the build is make check")
+    );
+    // The person's own calls are journaled as theirs.
+    let records = journal(&d);
+    let write = records
+        .iter()
+        .find(|r| kind(r) == "tool_call" && r["name"] == "write_file")
+        .unwrap();
+    assert_eq!(write["source"], "user", "{write}");
+}
+
+#[test]
+fn the_model_picker_moves_with_the_arrow_keys() {
+    let d = world();
+    let server = ScriptedServer::start(vec![Reply::text("picked")]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("/model");
+    pty.wait_for_text("pick a model");
+    // The configured model first, then each provider's default: openai's is second.
+    pty.send(key::DOWN);
+    pty.wait_for_text("› openai/gpt-4.1-mini");
+    pty.send(key::ENTER);
+    pty.wait_for_text("base URL (Enter keeps it)");
+    pty.wait_for_count(PROMPT, 3);
+    pty.send(key::ENTER);
+    pty.wait_for_text("the environment variable holding the API key");
+    pty.wait_for_count(PROMPT, 4);
+    pty.send(key::ENTER);
+    pty.wait_for_text("the next request goes to openai/gpt-4.1-mini");
+    pty.send_line("go");
+    pty.wait_for_text("picked");
+    leave(pty, 6);
+    assert_eq!(server.requests()[0]["model"], "gpt-4.1-mini");
+}
+
+#[test]
+fn save_then_load_restores_the_conversation_in_a_later_repl() {
+    let d = world();
+    let server = ScriptedServer::start(vec![Reply::text("noted"), Reply::text("restored")]);
+    let mut pty = spawn(&d, &server, &[]);
+    pty.send_line("remember the word kumquat");
+    pty.wait_for_text("noted");
+    pty.send_line("/save fruit");
+    pty.wait_for_text("saved as fruit");
+    pty.send_line("/exit");
+    assert!(pty.wait_exit().success());
+    drop(pty);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("/load fruit");
+    pty.wait_for_text("resuming session");
+    pty.send_line("what was the word?");
+    pty.wait_for_text("restored");
+    pty.send_line("/sessions");
+    pty.wait_for_text("(this one)");
+    leave(pty, 4);
+    let requests = server.requests();
+    assert_eq!(
+        user_messages(&requests[1]),
+        ["remember the word kumquat", "what was the word?"]
+    );
+}
+
+#[test]
+fn stats_and_the_extension_commands_say_what_there_is() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "read_file", r#"{"path":"src/main.rs"}"#)
+            .usage(100, 10)
+            .into(),
+        Reply::from(Turn::text("done").usage(150, 5)),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("read it");
+    pty.wait_for_text("done");
+    pty.send_line("/stats");
+    let s = pty.wait_for_text("tool calls:");
+    let text = s.contents();
+    assert!(
+        text.contains("agent main: 2 model calls · 250 tokens in"),
+        "{text}"
+    );
+    assert!(text.contains("15 out"), "{text}");
+    assert!(text.contains("read_file      1 ok"), "{text}");
+    pty.send_line("/mcp");
+    pty.wait_for_text("none configured (add [mcp.servers.NAME]");
+    pty.send_line("/skills");
+    pty.wait_for_text("none configured (add [skills.NAME]");
+    pty.send_line("/plugins");
+    pty.wait_for_text("none configured (add [plugins.NAME]");
+    leave(pty, 6);
+}
+
+#[test]
+fn verify_hands_a_failing_check_back_to_the_model() {
+    let d = world();
+    d.write_user_config(
+        "[verify]\ncommand = \"git status\"\nmax_rounds = 1\n[permissions]\nallow = [\"write_file(notes.txt)\", \"run_shell(git status)\"]\n",
+    );
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "write_file", r#"{"path":"notes.txt","content":"x"}"#).into(),
+        Reply::text("wrote it"),
+        Reply::text("I see the check failed"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("/verify on");
+    pty.wait_for_text("runs; a failure goes back to the model");
+    pty.send_line("write notes");
+    // Not a git repository: `git status` fails, and the model hears of it.
+    pty.wait_for_text("I see the check failed");
+    leave(pty, 3);
+    let requests = server.requests();
+    let last = user_messages(requests.last().unwrap());
+    assert!(
+        last.last()
+            .unwrap()
+            .contains("The verify command `git status` failed"),
+        "{last:?}"
+    );
+}
+
+#[test]
+fn a_prompt_typed_while_a_turn_runs_is_queued_and_runs_next() {
+    let d = world();
+    let gate = Gate::new();
+    let server = ScriptedServer::start(vec![
+        Reply::text("first answer").held(&gate),
+        Reply::text("second answer"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("first question");
+    assert!(server.wait_for_requests(1, Duration::from_secs(30)));
+    pty.send("next question");
+    pty.wait_for_text("› next question");
+    pty.send(key::ENTER);
+    pty.wait_for_text("queued for after this turn: next question");
+    gate.open();
+    pty.wait_for_text("second answer");
+    leave(pty, 3);
+    assert_eq!(
+        user_messages(&server.requests()[1]),
+        ["first question", "next question"]
+    );
+}
+
+#[test]
+fn ctrl_c_interrupts_a_turn_and_twice_on_an_empty_prompt_leaves() {
+    let d = world();
+    let gate = Gate::new();
+    let server = ScriptedServer::start(vec![Reply::text("never shown").held(&gate)]);
+    let mut pty = spawn(&d, &server, &[]);
+    pty.send_line("think hard");
+    assert!(server.wait_for_requests(1, Duration::from_secs(30)));
+    pty.send(key::CTRL_C);
+    pty.wait_for_text("interrupted");
+    pty.wait_for_count(PROMPT, 2);
+    pty.send(key::CTRL_C);
+    pty.wait_for_text("Ctrl-C again");
+    pty.send(key::CTRL_C);
+    assert!(pty.wait_exit().success());
+    gate.open();
+    let stops: Vec<String> = journal(&d)
+        .iter()
+        .filter(|r| kind(r) == "stop")
+        .map(|r| r["reason"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(stops, ["interrupted"]);
+}
+
+#[test]
+fn reload_goes_on_in_a_new_journal_linked_to_the_old_one() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Reply::text("before"),
+        Turn::tool_call("c1", "write_file", r#"{"path":"new.txt","content":"x"}"#).into(),
+        Reply::text("after"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("hello");
+    pty.wait_for_text("before");
+    // A rule added to the configuration applies after /reload: no question.
+    d.write_user_config("[permissions]\nallow = [\"write_file(new.txt)\"]\n");
+    pty.send_line("/reload");
+    pty.wait_for_text("resuming session");
+    pty.send_line("again");
+    pty.wait_for_text("after");
+    leave(pty, 4);
+    assert_eq!(user_messages(&server.requests()[1]), ["hello", "again"]);
+    assert!(d.ws.join("new.txt").exists());
+    let sessions: Vec<_> = std::fs::read_dir(d.home.join("sessions"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    assert_eq!(sessions.len(), 2);
+}

@@ -464,6 +464,8 @@ pub struct Recorded {
     pub headers: BTreeMap<String, String>,
     /// The body as JSON (`Value::String` of the text when it is not JSON).
     pub body: Value,
+    /// When the request's first byte was read (for latency benchmarks).
+    pub received: std::time::Instant,
 }
 
 /// Which wire format a server speaks.
@@ -672,6 +674,7 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
 async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
+    let mut received = None;
     let head_end = loop {
         if let Some(i) = find(&buf, b"\r\n\r\n") {
             break i;
@@ -680,6 +683,7 @@ async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
         if n == 0 {
             return None;
         }
+        received.get_or_insert_with(std::time::Instant::now);
         buf.extend_from_slice(&chunk[..n]);
         if !buf[0].is_ascii_uppercase() {
             return None; // not HTTP (a TLS handshake, say): hang up
@@ -713,6 +717,7 @@ async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
         path,
         headers,
         body,
+        received: received?,
     })
 }
 

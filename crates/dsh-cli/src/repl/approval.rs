@@ -128,11 +128,10 @@ impl Question {
                         ask.preview.is_some()
                             && matches!(k, "content" | "new_string" | "old_string")
                     };
-                    out.extend(
-                        map.iter()
-                            .filter(|(k, _)| !shown_by_diff(k))
-                            .map(|(k, v)| arg_line(k, v, st)),
-                    );
+                    // The path first: it says what the rest is about.
+                    let mut args: Vec<_> = map.iter().filter(|(k, _)| !shown_by_diff(k)).collect();
+                    args.sort_by_key(|(k, _)| *k != "path");
+                    out.extend(args.into_iter().map(|(k, v)| arg_line(k, v, st)));
                 }
                 other => out.push(format!("  {}", visible(&other.to_string(), false))),
             },
@@ -221,4 +220,128 @@ pub(crate) fn answered(ask: &ApprovalAsk, answer: &ApprovalAnswer, st: Style) ->
         st.bold(ask.call.name()),
         st.dim(&toolline::short_args(ask.call.args())),
     )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod snapshots {
+    use dsh_agent::events::ApprovalAsk;
+    use dsh_core::ToolCall;
+    use serde_json::{Value, json};
+
+    use super::super::keys::Key;
+    use super::super::style::Style;
+    use super::Question;
+
+    fn ask(name: &str, args: Value, policy: Option<&str>, reason: &str) -> ApprovalAsk {
+        ApprovalAsk {
+            call: ToolCall::new("c1", name, args),
+            accesses: vec![],
+            policy: policy.map(str::to_owned),
+            reason: reason.to_owned(),
+            preview: None,
+        }
+    }
+
+    fn shown(lines: &[String]) -> String {
+        lines.join("\n").replace('\x1b', "␛")
+    }
+
+    fn write_preview() -> ApprovalAsk {
+        let mut a = ask(
+            "write_file",
+            json!({"path": "notes.md", "content": "# Notes\nnew line\n"}),
+            Some("files"),
+            "writes outside the scratch directory ask",
+        );
+        a.preview = Some(
+            "--- a/notes.md\n+++ b/notes.md\n@@ -1,2 +1,2 @@\n # Notes\n-old line\n+new line\n"
+                .to_owned(),
+        );
+        a
+    }
+
+    #[test]
+    fn shell_with_hidden_characters() {
+        let a = ask(
+            "run_shell",
+            json!({"command": "echo \x1b[2Jhi\nls \u{202E}txt.sh", "timeout_ms": 5000}),
+            Some("shell"),
+            "not on the allow list",
+        );
+        insta::assert_snapshot!(shown(
+            &Question::new(a, None).lines(true, Style::new(false))
+        ));
+    }
+
+    #[test]
+    fn write_with_preview() {
+        insta::assert_snapshot!(shown(
+            &Question::new(write_preview(), None).lines(true, Style::new(false))
+        ));
+    }
+
+    #[test]
+    fn write_with_preview_coloured() {
+        insta::assert_snapshot!(shown(
+            &Question::new(write_preview(), None).lines(true, Style::new(true))
+        ));
+    }
+
+    #[test]
+    fn edit_not_armed() {
+        let mut a = ask(
+            "edit_file",
+            json!({"path": "src/lib.rs", "old_string": "a", "new_string": "b"}),
+            None,
+            "edit_file asks by default",
+        );
+        a.preview = Some("@@ -3 +3 @@\n-let a = 1;\n+let b = 1;\n".to_owned());
+        insta::assert_snapshot!(shown(
+            &Question::new(a, None).lines(false, Style::new(false))
+        ));
+    }
+
+    #[test]
+    fn edit_without_preview() {
+        let a = ask(
+            "edit_file",
+            json!({"path": "src/lib.rs", "old_string": "a\tb", "new_string": "c\nd"}),
+            None,
+            "edit_file asks by default",
+        );
+        insta::assert_snapshot!(shown(
+            &Question::new(a, None).lines(true, Style::new(false))
+        ));
+    }
+
+    #[test]
+    fn sub_agent_ask_with_discarded_keys() {
+        let mut a = ask(
+            "run_shell",
+            json!({"command": "git push"}),
+            Some("shell"),
+            "pushes ask",
+        );
+        a.call = a.call.with_agent(Some("sub-1".into()));
+        let mut q = Question::new(a, None);
+        q.discarded = 3;
+        insta::assert_snapshot!(shown(&q.lines(true, Style::new(false))));
+    }
+
+    #[test]
+    fn message_entry() {
+        let a = ask(
+            "run_shell",
+            json!({"command": "rm -r build"}),
+            Some("shell"),
+            "deletes ask",
+        );
+        let mut q = Question::new(a, None);
+        q.key(Key::Char('m'));
+        for c in "use cargo clean\x07".chars() {
+            q.key(Key::Char(c));
+        }
+        insta::assert_snapshot!(shown(&q.lines(true, Style::new(false))));
+    }
 }

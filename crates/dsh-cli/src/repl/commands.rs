@@ -39,6 +39,78 @@ pub(crate) const COMMANDS: &[Spec] = &[
         values: &[],
     },
     Spec {
+        name: "stats",
+        args: "",
+        help: "tokens in and out, cost where known, time, model and tool calls by outcome, per agent",
+        values: &[],
+    },
+    Spec {
+        name: "turns",
+        args: "N",
+        help: "send only the last N whole turns from the next request on (0: all of them)",
+        values: &[],
+    },
+    Spec {
+        name: "memory",
+        args: "[add TEXT|clear]",
+        help: "show the project memory file (.dsh/memory.md), add a line to it or empty it; the system prompt follows at once",
+        values: &["add", "clear"],
+    },
+    Spec {
+        name: "model",
+        args: "[PROVIDER/MODEL]",
+        help: "switch the model for the next request (no argument: pick from a list)",
+        values: &[],
+    },
+    Spec {
+        name: "verify",
+        args: "on|off",
+        help: "after a reply that changed files, run [verify] command and hand a failure back to the model",
+        values: &["on", "off"],
+    },
+    Spec {
+        name: "reload",
+        args: "",
+        help: "read the configuration again: the session goes on in a new journal linked to this one",
+        values: &[],
+    },
+    Spec {
+        name: "save",
+        args: "[NAME]",
+        help: "name this session (a session_named record) so /load NAME finds it",
+        values: &[],
+    },
+    Spec {
+        name: "load",
+        args: "NAME",
+        help: "resume the session saved as NAME (this one ends)",
+        values: &[],
+    },
+    Spec {
+        name: "sessions",
+        args: "",
+        help: "the recent sessions of this workspace",
+        values: &[],
+    },
+    Spec {
+        name: "mcp",
+        args: "",
+        help: "the configured MCP servers",
+        values: &[],
+    },
+    Spec {
+        name: "plugins",
+        args: "",
+        help: "the configured plugins",
+        values: &[],
+    },
+    Spec {
+        name: "skills",
+        args: "",
+        help: "the configured skills",
+        values: &[],
+    },
+    Spec {
         name: "verbose",
         args: "on|off",
         help: "show the model's reasoning in full (off: one dimmed line)",
@@ -60,7 +132,29 @@ pub(crate) enum Command {
     Tools,
     Log(usize),
     Verbose(bool),
+    Stats,
+    /// `None`: every turn.
+    Turns(Option<usize>),
+    Memory(MemoryAction),
+    /// `None`: pick from a list.
+    Model(Option<String>),
+    Verify(bool),
+    Reload,
+    Save(Option<String>),
+    Load(String),
+    Sessions,
+    Mcp,
+    Plugins,
+    Skills,
     Exit,
+}
+
+/// `/memory`'s argument.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum MemoryAction {
+    Show,
+    Add(String),
+    Clear,
 }
 
 /// How many records `/log` shows without an argument.
@@ -110,13 +204,54 @@ pub(crate) fn parse(line: &str) -> Result<Command, String> {
             .filter(|n| *n > 0)
             .map(Command::Log)
             .ok_or_else(|| bad(&format!("{arg:?} is not a positive number"))),
-        "verbose" => match arg {
-            "on" => Ok(Command::Verbose(true)),
-            "off" => Ok(Command::Verbose(false)),
-            "" => Err(bad("say on or off")),
-            other => Err(bad(&format!("{other:?} is neither on nor off"))),
+        "verbose" | "verify" => {
+            let on = match arg {
+                "on" => true,
+                "off" => false,
+                "" => return Err(bad("say on or off")),
+                other => return Err(bad(&format!("{other:?} is neither on nor off"))),
+            };
+            Ok(if spec.name == "verbose" {
+                Command::Verbose(on)
+            } else {
+                Command::Verify(on)
+            })
+        }
+        "stats" => no_arg(Command::Stats),
+        "reload" => no_arg(Command::Reload),
+        "sessions" => no_arg(Command::Sessions),
+        "mcp" => no_arg(Command::Mcp),
+        "plugins" => no_arg(Command::Plugins),
+        "skills" => no_arg(Command::Skills),
+        "turns" => match arg.parse::<usize>() {
+            Ok(0) => Ok(Command::Turns(None)),
+            Ok(n) => Ok(Command::Turns(Some(n))),
+            Err(_) if arg.is_empty() => Err(bad("say how many turns")),
+            Err(_) => Err(bad(&format!("{arg:?} is not a number"))),
         },
-        _ => Err(bad("not implemented yet")),
+        "memory" => {
+            let (what, text) = match arg.split_once(char::is_whitespace) {
+                Some((w, t)) => (w, t.trim()),
+                None => (arg, ""),
+            };
+            match (what, text.is_empty()) {
+                ("", _) => Ok(Command::Memory(MemoryAction::Show)),
+                ("clear", true) => Ok(Command::Memory(MemoryAction::Clear)),
+                ("add", false) => Ok(Command::Memory(MemoryAction::Add(text.to_owned()))),
+                ("add", true) => Err(bad("say what to add")),
+                (other, _) => Err(bad(&format!("{other:?} is neither add nor clear"))),
+            }
+        }
+        "model" => Ok(Command::Model((!arg.is_empty()).then(|| arg.to_owned()))),
+        "save" => {
+            if arg.chars().any(char::is_control) {
+                return Err(bad("a name has no control characters"));
+            }
+            Ok(Command::Save((!arg.is_empty()).then(|| arg.to_owned())))
+        }
+        "load" if arg.is_empty() => Err(bad("say which name")),
+        "load" => Ok(Command::Load(arg.to_owned())),
+        _ => Err(bad("unknown")),
     }
 }
 
@@ -203,6 +338,26 @@ mod tests {
         assert_eq!(parse("  /verbose on "), Ok(Command::Verbose(true)));
         assert_eq!(parse("/help log"), Ok(Command::Help(Some("log".into()))));
         assert_eq!(parse("/exit"), Ok(Command::Exit));
+        assert_eq!(parse("/turns 1"), Ok(Command::Turns(Some(1))));
+        assert_eq!(parse("/turns 0"), Ok(Command::Turns(None)));
+        assert_eq!(
+            parse("/memory add use tabs"),
+            Ok(Command::Memory(MemoryAction::Add("use tabs".into())))
+        );
+        assert_eq!(parse("/memory"), Ok(Command::Memory(MemoryAction::Show)));
+        assert_eq!(
+            parse("/memory clear"),
+            Ok(Command::Memory(MemoryAction::Clear))
+        );
+        assert_eq!(
+            parse("/model anthropic/claude-sonnet-4-5"),
+            Ok(Command::Model(Some("anthropic/claude-sonnet-4-5".into())))
+        );
+        assert_eq!(parse("/save work"), Ok(Command::Save(Some("work".into()))));
+        assert_eq!(parse("/load work"), Ok(Command::Load("work".into())));
+        assert!(parse("/load").is_err());
+        assert!(parse("/memory add").is_err());
+        assert!(parse("/verify maybe").is_err());
     }
 
     #[test]
@@ -233,9 +388,12 @@ mod tests {
     fn every_command_has_help_and_parses() {
         for c in COMMANDS {
             assert!(!c.help.is_empty());
-            let line = match c.values.first() {
-                Some(v) => format!("/{} {v}", c.name),
-                None => format!("/{}", c.name),
+            let line = match (c.values.first(), c.name) {
+                (_, "load") => "/load x".to_owned(),
+                (_, "turns") => "/turns 2".to_owned(),
+                (_, "memory") => "/memory".to_owned(),
+                (Some(v), _) => format!("/{} {v}", c.name),
+                (None, _) => format!("/{}", c.name),
             };
             assert!(parse(&line).is_ok(), "{line}");
         }

@@ -177,6 +177,8 @@ fn key_of(event: Event) -> Option<Key> {
             let ctrl = modifiers.contains(KeyModifiers::CONTROL);
             Some(match code {
                 KeyCode::Char('c') if ctrl => Key::Interrupt,
+                // A line typed before raw mode began ends in `\n`, which reads as Ctrl-J.
+                KeyCode::Char('j') if ctrl => Key::Enter,
                 KeyCode::Esc => Key::Escape,
                 KeyCode::Enter => Key::Enter,
                 KeyCode::Backspace => Key::Backspace,

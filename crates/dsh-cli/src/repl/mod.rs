@@ -4,36 +4,123 @@
 //! rendered from the events. On a terminal a person answers `ask`s; with piped stdin it is
 //! a plain line reader, headless (asks end as `unavailable`) and without escape codes.
 
+mod actions;
 mod approval;
 mod commands;
 mod highlight;
 mod input;
 mod keys;
 mod markdown;
+mod model_pick;
 mod render;
 mod screen;
+mod stats;
 mod style;
 mod toolline;
 mod turn;
 mod visible;
 
 use std::io::IsTerminal;
+use std::sync::Arc;
 
 use anyhow::anyhow;
-use dsh_agent::{Approval, Ending, StopReason};
-use dsh_core::ToolSet;
+use dsh_agent::{Agent, Approval, Ending, EventStream, Session, StopReason};
 
-use crate::signals;
+use crate::signals::{self, Signals};
 use crate::start::{self, ModelArgs, Started};
 use crate::{Common, Failure, exit};
 
-use commands::Command;
+use actions::Flow;
 use input::{Input, Read};
 use render::Render;
 use screen::Screen;
+use turn::{TypeAhead, Ui};
 
 /// The history file under `DSH_HOME`.
 const HISTORY_FILE: &str = "history.txt";
+
+/// The session the REPL drives now; replaced by `/reload` and `/load`.
+pub(crate) struct Live {
+    pub(crate) loaded: dsh_config::Loaded,
+    pub(crate) session: Arc<Session>,
+    pub(crate) agent: Agent,
+    pub(crate) stream: EventStream,
+}
+
+/// How the REPL was started, for starting a session again.
+pub(crate) struct Start<'a> {
+    pub(crate) common: &'a Common,
+    pub(crate) args: ModelArgs,
+    pub(crate) approval: Option<Approval>,
+    pub(crate) terminal: bool,
+}
+
+impl Start<'_> {
+    /// Starts a session (resuming `args.resume`, if set) and prints its header.
+    pub(crate) fn live(&self, ui: &mut Ui) -> Result<Live, Failure> {
+        let Started {
+            loaded,
+            session,
+            agent,
+            stream,
+            resumed,
+            ..
+        } = start::start(self.common, &self.args, self.approval.clone())?;
+        let st = ui.render.style();
+        let screen = &mut ui.screen;
+        screen.line(&header(
+            &loaded,
+            &session,
+            &agent,
+            self.terminal,
+            self.common.yolo,
+            st,
+        ));
+        if let Some(r) = &resumed {
+            screen.line(&st.dim(&format!(
+                "resuming session {} ({} turns)",
+                r.session, r.turns
+            )));
+            for (call_id, tool, closed) in &r.cut_off {
+                screen.line(&st.yellow(&format!(
+                    "call {call_id} ({tool}) was cut off when the old process ended: closed as {closed}"
+                )));
+            }
+        }
+        if agent.cost_budget_unenforced() {
+            screen.line(&st.yellow(&format!(
+                "[limits] max_cost_usd is set, but the prices of {} are unknown, so it cannot stop a turn; set [model] price",
+                agent.model()
+            )));
+        }
+        screen.flush();
+        Ok(Live {
+            loaded,
+            session,
+            agent,
+            stream,
+        })
+    }
+}
+
+impl Live {
+    /// Ends this session's journal (`session_end`); its file can then be resumed.
+    pub(crate) fn finish(self, ending: Ending) -> Result<(), Failure> {
+        let totals = self.agent.totals();
+        drop(self.agent);
+        let closed = self.session.finish(ending, totals);
+        drop(self.session);
+        closed.map_err(|e| Failure::harness(anyhow::Error::new(e)))
+    }
+
+    pub(crate) fn dsh_home(&self) -> Option<std::path::PathBuf> {
+        self.session
+            .journal_path
+            .as_deref()
+            .and_then(|p| p.parent()?.parent())
+            .map(std::path::Path::to_path_buf)
+    }
+}
 
 pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failure> {
     if common.json {
@@ -43,63 +130,36 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
     }
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let color = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    // A person answers asks only where one can: on a terminal, and not under --yolo.
-    let approval = (terminal && !common.yolo).then_some(Approval::Interactive);
-    let Started {
-        loaded,
-        session,
-        mut agent,
-        mut stream,
-        signals,
-        resumed,
-        ..
-    } = start::start(common, args, approval)?;
-    let mut screen = Screen::new(terminal);
-    let mut render = Render::new(terminal, color);
-    let st = render.style();
-
-    screen.line(&header(
-        &loaded,
-        &session,
-        agent.model(),
+    let signals = Signals::install().map_err(Failure::harness)?;
+    let mut start = Start {
+        common,
+        args: args.clone(),
+        // A person answers asks only where one can: on a terminal, and not under --yolo.
+        approval: (terminal && !common.yolo).then_some(Approval::Interactive),
         terminal,
-        common.yolo,
-        st,
-    ));
-    if let Some(r) = &resumed {
-        screen.line(&st.dim(&format!(
-            "resuming session {} ({} turns)",
-            r.session, r.turns
-        )));
-        for (call_id, tool, closed) in &r.cut_off {
-            screen.line(&st.yellow(&format!(
-                "call {call_id} ({tool}) was cut off when the old process ended: closed as {closed}"
-            )));
-        }
-    }
-    if agent.cost_budget_unenforced() {
-        screen.line(&st.yellow(&format!(
-            "[limits] max_cost_usd is set, but the prices of {} are unknown, so it cannot stop a turn; set [model] price",
-            agent.model()
-        )));
-    }
+    };
+    let mut ui = Ui {
+        screen: Screen::new(terminal),
+        render: Render::new(terminal, color),
+        stats: stats::Stats::new(),
+        typed: TypeAhead::default(),
+    };
+    let mut live = start.live(&mut ui)?;
+    let st = ui.render.style();
     if terminal {
-        screen.line(&st.dim("/help lists the commands; Ctrl-D leaves"));
+        ui.screen
+            .line(&st.dim("/help lists the commands; Ctrl-D leaves"));
+        ui.screen.flush();
     }
-    screen.flush();
-
-    let dsh_home = session
-        .journal_path
-        .as_deref()
-        .and_then(|p| p.parent()?.parent())
-        .map(std::path::Path::to_path_buf)
+    let dsh_home = live
+        .dsh_home()
         .ok_or_else(|| Failure::harness(anyhow!("the session has no journal file")))?;
     let mut input = if terminal {
-        Input::terminal(&dsh_home.join(HISTORY_FILE), &loaded.workspace)
+        Input::terminal(&dsh_home.join(HISTORY_FILE), &live.loaded.workspace)
     } else {
         Input::piped()
     };
-    let mut typed = turn::TypeAhead::default();
+    let mut state = actions::State::default();
     let mut interrupted_prompt = false;
     let mut failure: Option<Failure> = None;
     // Piped, the exit code says how the worst turn went, as `dsh exec` would: 1 when one
@@ -109,18 +169,18 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
         if signals.token().is_cancelled() {
             break;
         }
-        let line = match typed.queued.pop_front() {
+        let line = match ui.typed.queued.pop_front() {
             Some(line) => {
-                screen.line(&format!(
+                ui.screen.line(&format!(
                     "{} {}",
                     st.dim("›"),
                     visible::visible(&line, false)
                 ));
-                screen.flush();
+                ui.screen.flush();
                 line
             }
             None => {
-                let pending = std::mem::take(&mut typed.text);
+                let pending = std::mem::take(&mut ui.typed.text);
                 let read = tokio::select! {
                     read = input.read(&pending) => read,
                     () = signals.token().cancelled() => break,
@@ -135,8 +195,9 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
                             break;
                         }
                         interrupted_prompt = true;
-                        screen.line(&st.dim("(Ctrl-C again, Ctrl-D or /exit leaves)"));
-                        screen.flush();
+                        ui.screen
+                            .line(&st.dim("(Ctrl-C again, Ctrl-D or /exit leaves)"));
+                        ui.screen.flush();
                         continue;
                     }
                     Ok(Read::Eof) => break,
@@ -152,90 +213,91 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
             continue;
         }
         if text.starts_with('/') {
-            match commands::parse(text) {
-                Ok(Command::Exit) => break,
+            let flow = match commands::parse(text) {
                 Ok(command) => {
-                    run_command(command, &mut agent, &session, &mut render, &mut screen);
+                    actions::run(
+                        command, &mut live, &mut ui, &mut state, &mut input, &signals,
+                    )
+                    .await
                 }
-                Err(e) => screen.line(&st.red(&e)),
+                Err(e) => {
+                    ui.screen.line(&st.red(&e));
+                    Flow::Continue
+                }
+            };
+            ui.screen.flush();
+            match flow {
+                Flow::Continue => {}
+                Flow::Exit => break,
+                Flow::Resume(id) => {
+                    // The session ends; the one named goes on in a new journal.
+                    live.finish(Ending::Finished)?;
+                    start.args.resume = Some(id);
+                    start.args.continue_ = false;
+                    live = match start.live(&mut ui) {
+                        Ok(l) => l,
+                        // Refused (open elsewhere, broken): a new session instead, so the
+                        // person can go on.
+                        Err(f) => {
+                            ui.screen.line(&st.red(&format!(
+                                "cannot resume it: {}; a new session starts",
+                                crate::render_chain(&f.error)
+                            )));
+                            start.args.resume = None;
+                            start.live(&mut ui)?
+                        }
+                    };
+                }
             }
-            screen.flush();
             continue;
         }
-        let outcome = turn::run(
-            &session,
-            &mut agent,
-            text,
-            &mut stream,
-            &mut screen,
-            &mut render,
-            signals.token(),
-            &mut typed,
-        )
-        .await;
-        match outcome {
-            Ok(o) => {
-                let note = match o.stop {
-                    StopReason::FinalAnswer => None,
-                    StopReason::Interrupted => Some("interrupted".to_owned()),
-                    other => Some(format!(
-                        "stopped after {} steps: {}",
-                        o.steps,
-                        other.as_str().replace('_', " ")
-                    )),
-                };
-                if let Some(note) = note {
-                    screen.line(&st.yellow(&note));
-                }
+        match actions::prompt(text, &mut live, &mut ui, &state, &signals).await {
+            Ok(stop) => {
                 if worst == exit::OK
-                    && !matches!(o.stop, StopReason::FinalAnswer | StopReason::Interrupted)
+                    && !matches!(stop, StopReason::FinalAnswer | StopReason::Interrupted)
                 {
                     worst = crate::exec::STOPPED;
                 }
             }
-            // The turn ended on a fault (the model failed for good): said, and the next
-            // prompt may try again. A journal that cannot record ends the session.
             Err(e) => {
-                screen.line(&st.red(&format!("the turn failed: {e}")));
+                ui.screen.line(&st.red(&format!("the turn failed: {e}")));
                 worst = exit::HARNESS;
+                // A journal that cannot record ends the session; a model that failed for
+                // good may work for the next prompt.
                 if matches!(e, dsh_agent::AgentError::Journal(_)) {
-                    screen.flush();
+                    ui.screen.flush();
                     failure = Some(Failure::harness(anyhow::Error::new(e)));
                     break;
                 }
             }
         }
-        screen.flush();
+        ui.screen.flush();
     }
-    screen.clear_live();
-    let totals = agent.totals();
-    drop(agent);
+    ui.screen.clear_live();
     let ending = if failure.is_some() {
         Ending::Error
     } else {
         signals.ending(Ending::Finished)
     };
-    let closed = session.finish(ending, totals);
-    drop(session);
+    let closed = live.finish(ending);
     if let Some(f) = failure {
         return Err(f);
     }
-    closed.map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
+    closed?;
     let code = if terminal { exit::OK } else { worst };
     Ok(signals::exit_code(ending).unwrap_or(code))
 }
 
-/// The one-line header: workspace, provider and model, sandbox, trust, where the session is
-/// journaled.
+/// The one-line header: workspace, provider and model, sandbox, trust, who answers asks,
+/// where the session is journaled.
 fn header(
     loaded: &dsh_config::Loaded,
-    session: &dsh_agent::Session,
-    model: &str,
+    session: &Session,
+    agent: &Agent,
     terminal: bool,
     yolo: bool,
     st: style::Style,
 ) -> String {
-    let provider = loaded.config.model.provider.as_str();
     let trust = if loaded.trusted {
         "trusted"
     } else {
@@ -252,70 +314,12 @@ fn header(
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     format!(
-        "{} {} · {provider}/{model} · sandbox {} · {trust} · {approvals} · {}",
+        "{} {} · {}/{} · sandbox {} · {trust} · {approvals} · {}",
         st.bold("dsh"),
         visible::visible(&loaded.workspace.display().to_string(), false),
+        agent.provider_name(),
+        visible::visible(agent.model(), false),
         loaded.config.sandbox.mode.as_str(),
         st.dim(&journal)
     )
-}
-
-/// A slash command other than `/exit`.
-fn run_command(
-    command: Command,
-    agent: &mut dsh_agent::Agent,
-    session: &dsh_agent::Session,
-    render: &mut Render,
-    screen: &mut Screen,
-) {
-    let st = render.style();
-    match command {
-        Command::Help(which) => match commands::help(which.as_deref()) {
-            Ok(lines) => lines.iter().for_each(|l| screen.line(l)),
-            Err(e) => screen.line(&st.red(&e)),
-        },
-        Command::Clear => match agent.clear_history() {
-            Ok(()) => screen.line(
-                &st.dim("history cleared (the system prompt stays; journaled as history_cleared)"),
-            ),
-            Err(e) => screen.line(&st.red(&format!("cannot clear the history: {e}"))),
-        },
-        Command::Tools => {
-            let specs = session.pipeline.specs(&ToolSet::All);
-            screen.line(&st.dim(&format!(
-                "{:<16} {:<10} {:<14} {}",
-                "tool", "read-only", "parallel-safe", "from"
-            )));
-            for s in specs {
-                screen.line(&format!(
-                    "{:<16} {:<10} {:<14} {}",
-                    s.name,
-                    if s.read_only { "yes" } else { "no" },
-                    s.parallel.as_str(),
-                    "built-in"
-                ));
-            }
-        }
-        Command::Log(n) => match session.journal_path.as_deref() {
-            Some(path) => match crate::sessions::readable_lines(path) {
-                Ok(lines) => {
-                    let from = lines.len().saturating_sub(n);
-                    for l in &lines[from..] {
-                        screen.line(&visible::visible(l, false));
-                    }
-                }
-                Err(e) => screen.line(&st.red(&format!("cannot read the journal: {e}"))),
-            },
-            None => screen.line(&st.red("this session has no journal file")),
-        },
-        Command::Verbose(on) => {
-            render.verbose = on;
-            screen.line(&st.dim(if on {
-                "reasoning is shown in full"
-            } else {
-                "reasoning is shown as one line"
-            }));
-        }
-        Command::Exit => {}
-    }
 }

@@ -204,3 +204,170 @@ pub(crate) fn seconds(d: Duration) -> String {
         format!("{} min {} s", whole / 60, whole % 60)
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod snapshots {
+    use std::time::Duration;
+
+    use dsh_core::{FrozenResult, ToolCall};
+    use serde_json::{Value, json};
+
+    use super::super::style::Style;
+    use super::{finished, running};
+
+    /// A result as a journal would read it back (DESIGN §4's result object).
+    fn result(tool: &str, fields: Value) -> FrozenResult {
+        let mut r = json!({
+            "call_id": "c1",
+            "tool": tool,
+            "ok": true,
+            "failure_kind": null,
+            "decided_by": {"gate": "pre_policy", "policy": "builtin", "reason": "allowed"},
+            "content": "",
+            "value": null,
+            "elapsed_ms": 42,
+            "exit_code": null,
+            "sandbox": null,
+        });
+        for (k, v) in fields.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        serde_json::from_value(r).unwrap()
+    }
+
+    fn shown(lines: &[String]) -> String {
+        lines.join("\n").replace('\x1b', "␛")
+    }
+
+    fn shell_output(n: usize) -> String {
+        let mut s: String = (1..=n).map(|i| format!("line {i}\n")).collect();
+        s.push_str("[… page it with read_output{\"id\":\"x\",\"offset\":0,\"limit\":100}]\n");
+        s
+    }
+
+    #[test]
+    fn read_ok() {
+        let call = ToolCall::new("c1", "read_file", json!({"path": "src/main.rs"}));
+        let r = result(
+            "read_file",
+            json!({"content": "fn main() {}\n", "elapsed_ms": 3}),
+        );
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+    }
+
+    #[test]
+    fn shell_exit_0() {
+        let call = ToolCall::new("c1", "run_shell", json!({"command": "echo hi"}));
+        let r = result(
+            "run_shell",
+            json!({"content": "hi\n", "exit_code": 0, "elapsed_ms": 1250}),
+        );
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+    }
+
+    #[test]
+    fn shell_exit_2_long_output() {
+        let call = ToolCall::new("c1", "run_shell", json!({"command": "cargo test"}));
+        let r = result(
+            "run_shell",
+            json!({"content": shell_output(20), "exit_code": 2, "elapsed_ms": 125_000}),
+        );
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+    }
+
+    #[test]
+    fn shell_exit_2_long_output_coloured() {
+        let call = ToolCall::new("c1", "run_shell", json!({"command": "cargo test"}));
+        let r = result(
+            "run_shell",
+            json!({"content": shell_output(20), "exit_code": 2, "elapsed_ms": 125_000}),
+        );
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(true))));
+    }
+
+    #[test]
+    fn denied_by_shell_policy() {
+        let call = ToolCall::new("c1", "run_shell", json!({"command": "rm -rf /"}));
+        let r = result(
+            "run_shell",
+            json!({
+                "ok": false,
+                "failure_kind": "denied",
+                "decided_by": {"gate": "pre_policy", "policy": "shell",
+                    "reason": "`rm -rf` outside the workspace is never run"},
+                "content": "denied",
+                "elapsed_ms": 0,
+            }),
+        );
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+    }
+
+    #[test]
+    fn unavailable_by_approval() {
+        let call = ToolCall::new("c1", "write_file", json!({"path": "a.txt", "content": "x"}));
+        let r = result(
+            "write_file",
+            json!({
+                "ok": false,
+                "failure_kind": "unavailable",
+                "decided_by": {"gate": "approval", "policy": null,
+                    "reason": "no one could be asked (not a terminal)"},
+                "content": "unavailable",
+                "elapsed_ms": 1,
+            }),
+        );
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+    }
+
+    fn long_diff() -> String {
+        let mut d = String::from("--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,10 +1,10 @@\n");
+        for i in 1..=10 {
+            d.push_str(&format!("-old {i}\n+new {i}\n"));
+        }
+        d
+    }
+
+    #[test]
+    fn edit_long_diff() {
+        let call = ToolCall::new(
+            "c1",
+            "edit_file",
+            json!({"path": "src/lib.rs", "old_string": "old", "new_string": "new"}),
+        );
+        let r = result(
+            "edit_file",
+            json!({"content": "edited src/lib.rs", "value": {"diff": long_diff()}, "elapsed_ms": 7}),
+        );
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+    }
+
+    #[test]
+    fn sub_agent_call() {
+        let call = ToolCall::new("c1", "grep", json!({"pattern": "TODO", "path": "src"}))
+            .with_agent(Some("sub-1".into()));
+        let r = result(
+            "grep",
+            json!({"content": "src/a.rs:3: TODO", "elapsed_ms": 12}),
+        );
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+    }
+
+    #[test]
+    fn running_lines() {
+        let call = ToolCall::new("c1", "run_shell", json!({"command": "cargo build"}));
+        let sub = ToolCall::new("c2", "read_file", json!({"path": "Cargo.toml"}))
+            .with_agent(Some("sub-1".into()));
+        let lines = [
+            running(&call, None, "⠋", Style::new(false)),
+            running(
+                &call,
+                Some(Duration::from_millis(3400)),
+                "⠙",
+                Style::new(false),
+            ),
+            running(&sub, Some(Duration::from_secs(75)), "⠹", Style::new(false)),
+        ];
+        insta::assert_snapshot!(shown(&lines));
+    }
+}

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use dsh_agent::Session;
 use dsh_agent::{Agent, AgentError, EventStream, Outcome};
+
+use super::stats::Stats;
 use dsh_core::{ApprovalAnswer, ApprovalOutcome, CancellationToken};
 use tokio::sync::oneshot;
 
@@ -37,20 +39,45 @@ struct Open {
     draining: Option<u64>,
 }
 
+/// What the REPL keeps across turns and sessions: the screen, the renderer, the session's
+/// statistics and the type-ahead.
+pub(crate) struct Ui {
+    pub(crate) screen: Screen,
+    pub(crate) render: Render,
+    pub(crate) stats: Stats,
+    pub(crate) typed: TypeAhead,
+}
+
 /// Runs `prompt` on `agent` to its stop line. `session_cancel` is the session's token
 /// (signals); the turn's own token is its child, cancelled by Esc or Ctrl-C.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
     session: &Session,
     agent: &mut Agent,
     prompt: &str,
     stream: &mut EventStream,
-    screen: &mut Screen,
-    render: &mut Render,
+    ui: &mut Ui,
     session_cancel: &CancellationToken,
-    typed: &mut TypeAhead,
 ) -> Result<Outcome, AgentError> {
     let cancel = session_cancel.child_token();
+    drive(agent.run(prompt, &cancel), &cancel, session, stream, ui).await
+}
+
+/// Drives `work` (a turn, or a person's own calls such as `/memory add`) to its end while
+/// rendering the session's events, reading keys and asking approval questions; Esc or
+/// Ctrl-C cancels `cancel`.
+pub(crate) async fn drive<T>(
+    work: impl Future<Output = T>,
+    cancel: &CancellationToken,
+    session: &Session,
+    stream: &mut EventStream,
+    ui: &mut Ui,
+) -> T {
+    let Ui {
+        screen,
+        render,
+        stats,
+        typed,
+    } = ui;
     let mut keys = if screen.terminal() {
         match TurnKeys::start() {
             Ok(k) => Some(k),
@@ -69,7 +96,7 @@ pub(crate) async fn run(
         screen.raw("\x1b[?25l");
     }
     render.begin_turn();
-    let run = agent.run(prompt, &cancel);
+    let run = work;
     tokio::pin!(run);
     let mut asks: VecDeque<Ask> = VecDeque::new();
     let mut open: Option<Open> = None;
@@ -86,11 +113,13 @@ pub(crate) async fn run(
                     stream_closed = true;
                     continue;
                 };
+                stats.event(&event);
                 if let Some(ask) = render.event(screen, event) {
                     asks.push_back(ask);
                 }
                 // Everything already queued, then one redraw.
                 while let Ok(event) = stream.try_recv() {
+                    stats.event(&event);
                     if let Some(ask) = render.event(screen, event) {
                         asks.push_back(ask);
                     }
@@ -204,6 +233,7 @@ pub(crate) async fn run(
     };
     // The run is over; its last events are queued.
     while let Ok(event) = stream.try_recv() {
+        stats.event(&event);
         // A question left over has no call waiting for it any more: dropped, `cancelled`.
         let _ = render.event(screen, event);
     }

@@ -1,0 +1,523 @@
+//! What a prompt and each slash command do. Decisions stay with the runtime: a command that
+//! writes (`/memory add`) does so through the pipeline as a person's own call, and one that
+//! changes the session (`/model`, `/turns`, `/reload`, `/load`) asks dsh-agent to.
+
+use dsh_agent::{AgentError, StopReason};
+use dsh_core::{CancellationToken, ToolCall, ToolSet};
+use serde_json::json;
+
+use super::commands::{self, Command, MemoryAction};
+use super::input::{Input, Read};
+use super::turn::{self, Ui};
+use super::visible::visible;
+use super::{Live, model_pick};
+use crate::signals::Signals;
+
+/// What the loop does after a command.
+pub(crate) enum Flow {
+    Continue,
+    Exit,
+    /// End this session and resume the one with this id.
+    Resume(String),
+}
+
+/// Settings of the REPL that last between turns.
+#[derive(Default)]
+pub(crate) struct State {
+    /// `/verify on`.
+    verify: bool,
+}
+
+/// The memory file `/memory` works on.
+const MEMORY: &str = dsh_policy::MEMORY_FILE;
+
+/// The largest memory file `/memory add` rewrites.
+const MEMORY_MAX_BYTES: usize = 256 * 1024;
+
+/// How long the session list of `/sessions` is.
+const SESSIONS_SHOWN: usize = 10;
+
+/// A prompt: one turn, then, with `/verify on` and files changed, the verify command and
+/// up to `[verify] max_rounds` turns handing its failure back.
+pub(crate) async fn prompt(
+    text: &str,
+    live: &mut Live,
+    ui: &mut Ui,
+    state: &State,
+    signals: &Signals,
+) -> Result<StopReason, AgentError> {
+    let changes = changes(live, ui);
+    let mut stop = turn_once(text, live, ui, signals).await?;
+    if !state.verify || stop != StopReason::FinalAnswer || changes == self::changes(live, ui) {
+        return Ok(stop);
+    }
+    let Some(command) = live.loaded.config.verify.command.clone() else {
+        return Ok(stop);
+    };
+    let st = ui.render.style();
+    for round in 1..=live.loaded.config.verify.max_rounds.max(1) {
+        ui.screen
+            .line(&st.dim(&format!("verify: running `{}`", visible(&command, false))));
+        let cancel = signals.token().child_token();
+        let call = ToolCall::new(
+            format!("verify-{}", uuidish()),
+            "run_shell",
+            json!({"command": command}),
+        );
+        let session = live.session.clone();
+        let run = session.run_user_calls(vec![call], &cancel);
+        let outcome = turn::drive(run, &cancel, &session, &mut live.stream, ui).await;
+        let Ok(outcome) = outcome else {
+            break;
+        };
+        let Some(result) = outcome.results.first() else {
+            break;
+        };
+        let passed = result.ok() && result.exit_code() == Some(0);
+        if passed {
+            ui.screen.line(&st.green("verify: passed"));
+            break;
+        }
+        if !result.ok() {
+            ui.screen.line(&st.yellow(
+                "verify: the command did not run (see its line above); nothing is handed to the model",
+            ));
+            break;
+        }
+        let before = self::changes(live, ui);
+        let report = format!(
+            "The verify command `{command}` failed (exit {}). Its output:\n{}\nFix the cause; do not change the verify command.",
+            result.exit_code().unwrap_or(-1),
+            result.content()
+        );
+        ui.screen.line(&st.yellow(&format!(
+            "verify: failed; handing the failure to the model (round {round} of {})",
+            live.loaded.config.verify.max_rounds.max(1)
+        )));
+        stop = turn_once(&report, live, ui, signals).await?;
+        if stop != StopReason::FinalAnswer || before == self::changes(live, ui) {
+            break;
+        }
+    }
+    Ok(stop)
+}
+
+/// A unique enough suffix for the REPL's own call ids.
+fn uuidish() -> String {
+    dsh_agent::new_session_id()
+}
+
+/// Successful calls of tools that may change things, so far: "the reply changed files".
+fn changes(live: &Live, ui: &Ui) -> u64 {
+    ui.stats.ok_calls(|tool| {
+        live.session
+            .pipeline
+            .spec(tool)
+            .is_none_or(|s| !s.read_only)
+    })
+}
+
+async fn turn_once(
+    text: &str,
+    live: &mut Live,
+    ui: &mut Ui,
+    signals: &Signals,
+) -> Result<StopReason, AgentError> {
+    let st = ui.render.style();
+    let session = live.session.clone();
+    let o = turn::run(
+        &session,
+        &mut live.agent,
+        text,
+        &mut live.stream,
+        ui,
+        signals.token(),
+    )
+    .await?;
+    let note = match o.stop {
+        StopReason::FinalAnswer => None,
+        StopReason::Interrupted => Some("interrupted".to_owned()),
+        other => Some(format!(
+            "stopped after {} steps: {}",
+            o.steps,
+            other.as_str().replace('_', " ")
+        )),
+    };
+    if let Some(note) = note {
+        ui.screen.line(&st.yellow(&note));
+    }
+    Ok(o.stop)
+}
+
+/// Runs one slash command.
+pub(crate) async fn run(
+    command: Command,
+    live: &mut Live,
+    ui: &mut Ui,
+    state: &mut State,
+    input: &mut Input,
+    signals: &Signals,
+) -> Flow {
+    let st = ui.render.style();
+    let screen = &mut ui.screen;
+    match command {
+        Command::Exit => return Flow::Exit,
+        Command::Help(which) => match commands::help(which.as_deref()) {
+            Ok(lines) => lines.iter().for_each(|l| screen.line(l)),
+            Err(e) => screen.line(&st.red(&e)),
+        },
+        Command::Clear => match live.agent.clear_history() {
+            Ok(()) => screen.line(
+                &st.dim("history cleared (the system prompt stays; journaled as history_cleared)"),
+            ),
+            Err(e) => screen.line(&st.red(&format!("cannot clear the history: {e}"))),
+        },
+        Command::Tools => {
+            let specs = live.session.pipeline.specs(&ToolSet::All);
+            screen.line(&st.dim(&format!(
+                "{:<16} {:<10} {:<14} {}",
+                "tool", "read-only", "parallel-safe", "from"
+            )));
+            for s in specs {
+                screen.line(&format!(
+                    "{:<16} {:<10} {:<14} {}",
+                    s.name,
+                    if s.read_only { "yes" } else { "no" },
+                    s.parallel.as_str(),
+                    "built-in"
+                ));
+            }
+        }
+        Command::Log(n) => match live.session.journal_path.as_deref() {
+            Some(path) => match crate::sessions::readable_lines(path) {
+                Ok(lines) => {
+                    let from = lines.len().saturating_sub(n);
+                    for l in &lines[from..] {
+                        screen.line(&visible(l, false));
+                    }
+                }
+                Err(e) => screen.line(&st.red(&format!("cannot read the journal: {e}"))),
+            },
+            None => screen.line(&st.red("this session has no journal file")),
+        },
+        Command::Verbose(on) => {
+            ui.render.verbose = on;
+            ui.screen.line(&st.dim(if on {
+                "reasoning is shown in full"
+            } else {
+                "reasoning is shown as one line"
+            }));
+        }
+        Command::Stats => {
+            for l in ui.stats.lines() {
+                ui.screen.line(&l);
+            }
+        }
+        Command::Turns(n) => {
+            live.agent.config.keep_turns = n;
+            screen.line(&st.dim(&match n {
+                Some(n) => format!("the next requests send the last {n} whole turns"),
+                None => "the next requests send every turn".to_owned(),
+            }));
+        }
+        Command::Verify(on) => {
+            let configured = live.loaded.config.verify.command.as_deref();
+            match (on, configured) {
+                (true, None) => screen.line(&st.red(
+                    "/verify on: no [verify] command is configured (e.g. [verify] command = \"cargo test\")",
+                )),
+                (true, Some(c)) => {
+                    state.verify = true;
+                    screen.line(&st.dim(&format!(
+                        "after a reply that changed files, `{}` runs; a failure goes back to the model at most {} times",
+                        visible(c, false),
+                        live.loaded.config.verify.max_rounds.max(1)
+                    )));
+                }
+                (false, _) => {
+                    state.verify = false;
+                    screen.line(&st.dim("verify is off"));
+                }
+            }
+        }
+        Command::Memory(action) => memory(action, live, ui, signals).await,
+        Command::Model(choice) => model(choice, live, ui, input).await,
+        Command::Reload => {
+            return match live.session.id.clone() {
+                id if !id.is_empty() => {
+                    screen.line(&st.dim(
+                        "reloading the configuration: this session ends and goes on in a new journal",
+                    ));
+                    Flow::Resume(id)
+                }
+                _ => Flow::Continue,
+            };
+        }
+        Command::Save(name) => {
+            let name = name.unwrap_or_else(|| live.session.id.clone());
+            let written =
+                live.session
+                    .pipeline
+                    .journal()
+                    .append(&dsh_core::journal::Record::SessionNamed {
+                        name: name.as_str().into(),
+                    });
+            match written {
+                Ok(_) => screen.line(&st.dim(&format!(
+                    "saved as {}: /load {0} (or dsh --resume {}) goes on with it",
+                    visible(&name, false),
+                    live.session.id
+                ))),
+                Err(e) => screen.line(&st.red(&format!("cannot save: {e}"))),
+            }
+        }
+        Command::Load(name) => {
+            let Some(home) = live.dsh_home() else {
+                screen.line(&st.red("this session has no journal file"));
+                return Flow::Continue;
+            };
+            match dsh_agent::sessions::named(&home, &live.loaded.workspace, &name) {
+                Ok(path) => {
+                    let id = path
+                        .file_stem()
+                        .and_then(|s| s.to_str())
+                        .unwrap_or_default()
+                        .to_owned();
+                    screen.line(&st.dim(&format!(
+                        "loading {}: this session ends",
+                        visible(&name, false)
+                    )));
+                    return Flow::Resume(id);
+                }
+                Err(e) => screen.line(&st.red(&format!("/load: {e}"))),
+            }
+        }
+        Command::Sessions => {
+            let Some(home) = live.dsh_home() else {
+                return Flow::Continue;
+            };
+            let (all, _) = dsh_agent::sessions::list(&home);
+            let mine: Vec<_> = all
+                .iter()
+                .filter(|s| s.workspace == live.loaded.workspace)
+                .take(SESSIONS_SHOWN)
+                .collect();
+            if mine.is_empty() {
+                screen.line(&st.dim("no sessions of this workspace yet"));
+            }
+            for s in mine {
+                let here = if s.id == live.session.id {
+                    " (this one)"
+                } else {
+                    ""
+                };
+                screen.line(&format!(
+                    "{}{here}",
+                    visible(&crate::sessions::summary_line(s), false)
+                ));
+            }
+        }
+        Command::Mcp => {
+            let n = live.loaded.config.mcp.servers.len();
+            screen.line(&st.dim(&extension_line("MCP servers", "[mcp.servers.NAME]", n)));
+        }
+        Command::Plugins => {
+            let n = live.loaded.config.plugins.len();
+            screen.line(&st.dim(&extension_line("plugins", "[plugins.NAME]", n)));
+        }
+        Command::Skills => {
+            let n = live.loaded.config.skills.len();
+            screen.line(&st.dim(&extension_line("skills", "[skills.NAME]", n)));
+        }
+    }
+    Flow::Continue
+}
+
+fn extension_line(what: &str, key: &str, configured: usize) -> String {
+    if configured == 0 {
+        format!("none configured (add {key} to the configuration); {what} are not implemented yet")
+    } else {
+        format!(
+            "{configured} configured under {key}, but {what} are not implemented yet: none is loaded"
+        )
+    }
+}
+
+/// `/memory`: shows, adds a line to or empties the project memory file. Writes go through
+/// the pipeline as the person's own calls (the memory policy asks, so the person approves
+/// what goes into every later system prompt); the system prompt is rebuilt at once.
+async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, signals: &Signals) {
+    let st = ui.render.style();
+    let current = read_memory(live);
+    let new_text = match (&action, &current) {
+        (MemoryAction::Show, Ok(None)) => {
+            ui.screen
+                .line(&st.dim(&format!("no {MEMORY} yet (/memory add TEXT starts it)")));
+            return;
+        }
+        (MemoryAction::Show, Ok(Some(text))) => {
+            ui.screen.line(&st.dim(&format!("{MEMORY}:")));
+            for l in text.lines() {
+                ui.screen.line(&format!("  {}", visible(l, false)));
+            }
+            return;
+        }
+        (_, Err(e)) => {
+            ui.screen.line(&st.red(&format!("/memory: {e}")));
+            return;
+        }
+        (MemoryAction::Clear, Ok(None)) => {
+            ui.screen.line(&st.dim(&format!("no {MEMORY} to clear")));
+            return;
+        }
+        (MemoryAction::Clear, Ok(Some(_))) => String::new(),
+        (MemoryAction::Add(line), Ok(text)) => {
+            let mut t = text.clone().unwrap_or_default();
+            if !t.is_empty() && !t.ends_with('\n') {
+                t.push('\n');
+            }
+            t.push_str(&format!("- {}\n", line.trim()));
+            t
+        }
+    };
+    let id = uuidish();
+    let mut calls = Vec::new();
+    if matches!(current, Ok(Some(_))) {
+        calls.push(ToolCall::new(
+            format!("memory-read-{id}"),
+            "read_file",
+            json!({"path": MEMORY}),
+        ));
+    }
+    calls.push(ToolCall::new(
+        format!("memory-write-{id}"),
+        "write_file",
+        json!({"path": MEMORY, "content": new_text}),
+    ));
+    let cancel: CancellationToken = signals.token().child_token();
+    let session = live.session.clone();
+    let run = session.run_user_calls(calls, &cancel);
+    let outcome = turn::drive(run, &cancel, &session, &mut live.stream, ui).await;
+    let written = outcome
+        .ok()
+        .and_then(|o| o.results.last().map(|r| r.ok()))
+        .unwrap_or(false);
+    if written {
+        live.agent.reload_system_prompt();
+        ui.screen.line(&st.dim(&format!(
+            "{MEMORY} updated; the system prompt carries it from the next request"
+        )));
+    } else {
+        ui.screen
+            .line(&st.yellow(&format!("{MEMORY} was not changed")));
+    }
+}
+
+/// The memory file's whole text (`None`: it does not exist), read through the workspace's
+/// confinement.
+fn read_memory(live: &Live) -> Result<Option<String>, String> {
+    use std::io::Read as _;
+    let ws = &live.session.workspace;
+    let (file, _) = match ws.open_read(MEMORY) {
+        Ok(f) => f,
+        Err(_) if !ws.root().join(MEMORY).exists() => return Ok(None),
+        Err(e) => return Err(format!("cannot read {MEMORY}: {e}")),
+    };
+    let mut bytes = Vec::new();
+    file.take(MEMORY_MAX_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {MEMORY}: {e}"))?;
+    if bytes.len() > MEMORY_MAX_BYTES {
+        return Err(format!(
+            "{MEMORY} is over {} KiB; edit it yourself",
+            MEMORY_MAX_BYTES / 1024
+        ));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("{MEMORY} is not UTF-8 text; edit it yourself"))
+}
+
+/// `/model [PROVIDER/MODEL]`: switches the model of the next request. Without an argument,
+/// a picker of the configured and known models, then the endpoint and the key's variable.
+async fn model(choice: Option<String>, live: &mut Live, ui: &mut Ui, input: &mut Input) {
+    let st = ui.render.style();
+    let env = dsh_config::process_env();
+    let choices = dsh_agent::model_choices(&live.loaded, live.agent.model());
+    let label = |c: &dsh_agent::ModelChoice| format!("{}/{}", c.provider.as_str(), c.model);
+    let mut picked = match choice {
+        Some(text) => match parse_choice(&text, live.agent.provider_name()) {
+            Ok(c) => c,
+            Err(e) => {
+                ui.screen.line(&st.red(&format!("/model: {e}")));
+                return;
+            }
+        },
+        None => {
+            if !ui.screen.terminal() {
+                ui.screen
+                    .line(&st.dim("/model PROVIDER/MODEL switches; known models:"));
+                for c in &choices {
+                    ui.screen.line(&format!("  {}", label(c)));
+                }
+                return;
+            }
+            ui.screen.flush();
+            let items: Vec<String> = choices.iter().map(label).collect();
+            let title = "pick a model (↑/↓, Enter; Esc leaves it as it is)".to_owned();
+            let picked =
+                tokio::task::spawn_blocking(move || model_pick::pick(&title, &items, 0, st)).await;
+            let Ok(Ok(Some(i))) = picked else {
+                ui.screen.line(&st.dim("the model stays"));
+                return;
+            };
+            let mut c = choices[i].clone();
+            let (base, key) = dsh_agent::choice_defaults(&live.loaded, &env, &c);
+            ui.screen.line(&st.dim("base URL (Enter keeps it):"));
+            ui.screen.flush();
+            if let Ok(Read::Line(url)) = input.read(&base).await {
+                c.base_url = Some(url.trim().to_owned()).filter(|u| !u.is_empty());
+            }
+            ui.screen.line(&st.dim(
+                "the environment variable holding the API key (Enter keeps it; empty: none):",
+            ));
+            ui.screen.flush();
+            if let Ok(Read::Line(var)) = input.read(key.as_deref().unwrap_or("")).await {
+                c.api_key_env = Some(var.trim().to_owned());
+            }
+            c
+        }
+    };
+    if picked.api_key_env.as_deref() == Some("") {
+        picked.api_key_env = None;
+    }
+    match dsh_agent::provider_for_choice(&live.loaded, &env, &picked) {
+        Ok(provider) => {
+            live.agent.switch_provider(provider);
+            ui.screen.line(&st.dim(&format!(
+                "the next request goes to {}/{}",
+                live.agent.provider_name(),
+                visible(live.agent.model(), false)
+            )));
+        }
+        Err(e) => ui.screen.line(&st.red(&format!("/model: {e}"))),
+    }
+}
+
+/// `PROVIDER/MODEL`, or a model of the current provider.
+fn parse_choice(text: &str, current: &str) -> Result<dsh_agent::ModelChoice, String> {
+    let (provider, model) = match text.split_once('/') {
+        Some((p, m)) if p.parse::<dsh_config::Provider>().is_ok() => (p, m),
+        _ => (current, text),
+    };
+    let provider: dsh_config::Provider = provider.parse()?;
+    if model.trim().is_empty() || model.chars().any(char::is_control) {
+        return Err(format!("{text:?} names no model"));
+    }
+    Ok(dsh_agent::ModelChoice {
+        provider,
+        model: model.trim().to_owned(),
+        base_url: None,
+        api_key_env: None,
+    })
+}
