@@ -699,3 +699,45 @@ fn reload_goes_on_in_a_new_journal_linked_to_the_old_one() {
         .collect();
     assert_eq!(sessions.len(), 2);
 }
+
+#[test]
+fn reasoning_is_one_dimmed_line_until_verbose_on() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Reply::from(Turn::text("answer one").reasoning(format!(
+            "first I think about the problem {}\nthe hidden end",
+            "and so on ".repeat(20)
+        ))),
+        Reply::from(Turn::text("answer two").reasoning("second thoughts here\nand a second line")),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("q1");
+    let s = pty.wait_for_text("answer one");
+    assert!(
+        s.contains("✻ reasoning (247 chars; /verbose on shows it): first I think"),
+        "{}",
+        s.contents()
+    );
+    assert!(!s.contains("the hidden end"), "{}", s.contents());
+    pty.send_line("/verbose on");
+    pty.wait_for_text("reasoning is shown in full");
+    pty.send_line("q2");
+    let s = pty.wait_for_text("answer two");
+    assert!(s.contains("and a second line"), "{}", s.contents());
+    leave(pty, 4);
+}
+
+#[test]
+fn no_color_shows_the_answer_as_plain_text() {
+    let d = world();
+    let server = ScriptedServer::start(vec![Reply::text("# Title\n\nsome **bold** words\n")]);
+    let mut c = repl_command(&d, &server, &[]);
+    c.env("NO_COLOR", "1");
+    let pty = PtySpec::from_command(&c).size(40, 120).spawn();
+    pty.wait_for_text(PROMPT);
+    pty.send_line("go");
+    let s = pty.wait_for_text("some **bold** words");
+    assert!(s.contains("# Title"), "{}", s.contents());
+    assert!(!s.is_bold_at("Title"), "{}", s.contents());
+    leave(pty, 2);
+}

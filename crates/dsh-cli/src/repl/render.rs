@@ -220,10 +220,16 @@ impl Render {
         }
         let chars = text.chars().count();
         let preview = crate::sessions::shorten(text.trim(), REASONING_PREVIEW);
-        screen.line(&self.st.dim(&format!(
+        let line = self.st.dim(&format!(
             "✻ reasoning ({chars} chars; /verbose on shows it): {}",
             visible(&preview, false)
-        )));
+        ));
+        // One line, on a terminal as wide as it is.
+        if self.terminal {
+            screen.line(&screen::fit(&line, screen::cols()));
+        } else {
+            screen.line(&line);
+        }
     }
 
     /// The turn is over: what is still arriving is shown as it stands.
