@@ -384,6 +384,9 @@ fn always_allow_writes_the_rule_to_the_user_config_and_the_next_identical_call_r
     let unwrapped = text.replace('\n', "");
     let section = format!("[workspaces.\"{}\".permissions] allow", d.ws.display());
     assert!(unwrapped.contains(&section), "{text}");
+    // A policy change is never one keystroke: a second `a` confirms it.
+    pty.send("a");
+    pty.wait_for_text("press a again");
     pty.send("a");
     pty.wait_for_text("first done");
     // The untrusted workspace was not trusted on the way; the rule is in the user file,
@@ -740,4 +743,28 @@ fn no_color_shows_the_answer_as_plain_text() {
     assert!(s.contains("# Title"), "{}", s.contents());
     assert!(!s.is_bold_at("Title"), "{}", s.contents());
     leave(pty, 2);
+}
+
+#[test]
+fn typing_into_an_open_question_does_not_answer_it() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "write_file", r#"{"path":"notes.md","content":"x"}"#).into(),
+        Reply::text("left alone"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("write notes");
+    pty.wait_for_text("[y] approve once");
+    // Someone typing their next prompt: the `p` is no answer, and what follows in the same
+    // burst (with its `a` and `e`s) is dropped until the question has been quiet again.
+    pty.send("please also add tests");
+    pty.wait_for_text("(21 keys typed before this question were discarded)");
+    pty.wait_for_text("[y] approve once");
+    assert!(!d.ws.join("notes.md").exists());
+    pty.send("n");
+    pty.wait_for_text("left alone");
+    leave(pty, 2);
+    assert!(!d.ws.join("notes.md").exists());
+    let config = std::fs::read_to_string(d.cfg.join("config.toml")).unwrap_or_default();
+    assert!(!config.contains("notes.md"), "{config}");
 }

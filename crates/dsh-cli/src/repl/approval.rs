@@ -42,6 +42,8 @@ pub(crate) struct Question {
     pub(crate) discarded: usize,
     /// An error to show (a rule that could not be written).
     pub(crate) error: Option<String>,
+    /// `a` was pressed once: a second `a` confirms the policy change.
+    confirm_always: bool,
 }
 
 impl Question {
@@ -52,11 +54,26 @@ impl Question {
             message: None,
             discarded: 0,
             error: None,
+            confirm_always: false,
         }
     }
 
-    /// What `key` does (Esc and Ctrl-C are the turn's: they interrupt).
+    /// Whether keys are text now (a message being typed, or the confirming `a`).
+    pub(crate) fn takes_text(&self) -> bool {
+        self.message.is_some() || self.confirm_always
+    }
+
+    /// What `key` does (Esc and Ctrl-C are the turn's: they interrupt). `a` asks for a
+    /// second `a`: a policy change is never one keystroke.
     pub(crate) fn key(&mut self, key: Key) -> Action {
+        if self.confirm_always {
+            self.confirm_always = false;
+            return if key == Key::Char('a') || key == Key::Char('A') {
+                Action::Always
+            } else {
+                Action::None
+            };
+        }
         if let Some(text) = &mut self.message {
             match key {
                 Key::Enter => {
@@ -84,7 +101,10 @@ impl Question {
                 self.message = Some(String::new());
                 Action::None
             }
-            Key::Char('a' | 'A') if self.always.is_some() => Action::Always,
+            Key::Char('a' | 'A') if self.always.is_some() => {
+                self.confirm_always = true;
+                Action::None
+            }
             _ => Action::None,
         }
     }
@@ -95,12 +115,12 @@ impl Question {
     pub(crate) fn lines(&self, armed: bool, st: Style) -> Vec<String> {
         let ask = &self.ask;
         let call = &ask.call;
-        let who = call.agent().unwrap_or("main");
+        let who = visible(call.agent().unwrap_or("main"), false);
         let mut out = vec![format!(
             "{} {} wants to run {}",
             st.yellow("?"),
             st.bold(&format!("agent {who}")),
-            st.bold(call.name())
+            st.bold(&visible(call.name(), false))
         )];
         let args = call.args();
         match args.get("command").and_then(Value::as_str) {
@@ -153,14 +173,24 @@ impl Question {
             out.push(format!(
                 "  {} {} {}",
                 st.dim("[a] always allow is a policy change: it adds"),
-                st.bold(&format!("`{}`", a.rule)),
-                st.dim(&format!("to {} in {}", a.section, a.file.display())),
+                st.bold(&format!("`{}`", visible(&a.rule, false))),
+                st.dim(&format!(
+                    "to {} in {}",
+                    visible(&a.section, false),
+                    visible(&a.file.display().to_string(), false)
+                )),
             ));
         }
         if let Some(e) = &self.error {
             out.push(format!("  {}", st.red(e)));
         }
-        if let Some(text) = &self.message {
+        if self.confirm_always {
+            out.push(format!(
+                "  {} {}",
+                st.bold("press a again to add the rule and approve this call;"),
+                st.dim("any other key goes back")
+            ));
+        } else if let Some(text) = &self.message {
             out.push(format!(
                 "  {} {}",
                 st.bold("message for the model (Enter sends, the call is denied):"),
@@ -217,7 +247,7 @@ pub(crate) fn answered(ask: &ApprovalAsk, answer: &ApprovalAnswer, st: Style) ->
     format!(
         "{} {} {}: {what}",
         st.dim("?"),
-        st.bold(ask.call.name()),
+        st.bold(&visible(ask.call.name(), false)),
         st.dim(&toolline::short_args(ask.call.args())),
     )
 }

@@ -32,6 +32,8 @@ const RULE_WIDTH: usize = 40;
 pub(crate) struct Markdown {
     color: bool,
     fence: Option<Fence>,
+    /// The stream outpaced the screen: no code is highlighted until the answer ends.
+    plain_code: bool,
 }
 
 /// An open fenced code block.
@@ -51,7 +53,22 @@ impl Markdown {
     /// line comes back exactly as given (plain text: stdout is not a terminal or NO_COLOR), except
     /// that control and invisible characters are made visible.
     pub(crate) fn new(color: bool) -> Markdown {
-        Markdown { color, fence: None }
+        Markdown {
+            color,
+            fence: None,
+            plain_code: false,
+        }
+    }
+
+    /// With `behind` (the stream outpaces the screen), code is no longer highlighted until
+    /// the answer ends: syntect is the slow part of rendering.
+    pub(crate) fn keep_up(&mut self, behind: bool) {
+        if behind {
+            self.plain_code = true;
+            if let Some(f) = &mut self.fence {
+                f.highlighter = None;
+            }
+        }
     }
 
     /// One complete line of the answer (no trailing newline) as it should be shown. The result
@@ -76,8 +93,11 @@ impl Markdown {
                     push_clean(&mut out, line);
                 }
             }
-        } else if let Some(fence) = opens(line) {
+        } else if let Some(mut fence) = opens(line) {
             styled(&mut out, DIM, line);
+            if self.plain_code {
+                fence.highlighter = None;
+            }
             self.fence = Some(fence);
         } else {
             block(line, &mut out);
@@ -110,6 +130,7 @@ impl Markdown {
     /// The answer ended: an unclosed fence is closed (with a dim closing fence line, when
     /// colouring); state is reset for the next answer. Returns a line to print, if any.
     pub(crate) fn end(&mut self) -> Option<String> {
+        self.plain_code = false;
         let fence = self.fence.take()?;
         if !self.color {
             return None;

@@ -79,11 +79,14 @@ impl Start<'_> {
         if let Some(r) = &resumed {
             screen.line(&st.dim(&format!(
                 "resuming session {} ({} turns)",
-                r.session, r.turns
+                visible::visible(&r.session, false),
+                r.turns
             )));
             for (call_id, tool, closed) in &r.cut_off {
                 screen.line(&st.yellow(&format!(
-                    "call {call_id} ({tool}) was cut off when the old process ended: closed as {closed}"
+                    "call {} ({}) was cut off when the old process ended: closed as {closed}",
+                    visible::visible(call_id, false),
+                    visible::visible(tool, false)
                 )));
             }
         }

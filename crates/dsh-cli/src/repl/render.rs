@@ -55,7 +55,15 @@ pub(crate) struct Render {
     /// When something was last shown.
     last_output: Instant,
     frame: usize,
+    /// When this step's answer began to stream, and the time spent rendering its lines:
+    /// rendering that takes a large share of the stream's time makes it fall behind.
+    answer_began: Option<Instant>,
+    rendering: Duration,
 }
+
+/// Rendering that has taken this long, and this share of the answer's time, is behind.
+const BEHIND_AFTER: Duration = Duration::from_millis(100);
+const BEHIND_SHARE: u32 = 4;
 
 impl Render {
     pub(crate) fn new(terminal: bool, color: bool) -> Render {
@@ -72,6 +80,8 @@ impl Render {
             waiting_since: now,
             last_output: now,
             frame: 0,
+            answer_began: None,
+            rendering: Duration::ZERO,
         }
     }
 
@@ -178,10 +188,21 @@ impl Render {
             return;
         }
         self.line.push_str(text);
+        if !self.line.contains('\n') {
+            return;
+        }
+        let began = *self.answer_began.get_or_insert_with(Instant::now);
+        let start = Instant::now();
         while let Some(i) = self.line.find('\n') {
             let rendered = self.md.line(&self.line[..i]);
             screen.line(&rendered);
             self.line.drain(..=i);
+        }
+        self.rendering += start.elapsed();
+        // Highlighting is what falls behind a fast stream: when rendering has taken a
+        // quarter of the answer's time, the rest of the answer's code is shown plain.
+        if self.rendering > BEHIND_AFTER && self.rendering * BEHIND_SHARE > began.elapsed() {
+            self.md.keep_up(true);
         }
     }
 
@@ -196,6 +217,8 @@ impl Render {
             if let Some(l) = self.md.end() {
                 screen.line(&l);
             }
+            self.answer_began = None;
+            self.rendering = Duration::ZERO;
         } else {
             screen.end_stream_line();
         }
@@ -226,7 +249,8 @@ impl Render {
         ));
         // One line, on a terminal as wide as it is.
         if self.terminal {
-            screen.line(&screen::fit(&line, screen::cols()));
+            let cols = screen.cols();
+            screen.line(&screen::fit(&line, cols));
         } else {
             screen.line(&line);
         }
@@ -251,9 +275,9 @@ impl Render {
         self.waiting || self.open.iter().any(|o| o.started.is_some())
     }
 
-    /// The live region: the answer line still arriving, open calls, the spinner.
-    pub(crate) fn live(&self) -> Vec<String> {
-        let cols = screen::cols();
+    /// The live region, `cols` wide: the answer line still arriving, open calls, the
+    /// spinner.
+    pub(crate) fn live(&self, cols: usize) -> Vec<String> {
         let frame = FRAMES[self.frame];
         let mut live = Vec::new();
         if !self.line.is_empty() {

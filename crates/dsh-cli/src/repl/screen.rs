@@ -24,6 +24,9 @@ pub(crate) struct Screen {
     live_dirty: bool,
     /// Plain mode: whether the last byte written ended a line.
     at_line_start: bool,
+    /// The terminal's size (columns, rows), asked once and again on a resize: asking opens
+    /// the terminal, too slow to do at every flush.
+    size: (usize, usize),
     out: Box<dyn Write + Send>,
 }
 
@@ -40,8 +43,22 @@ impl Screen {
             live: Vec::new(),
             live_dirty: false,
             at_line_start: true,
+            size: if terminal { terminal_size() } else { (80, 24) },
             out,
         }
+    }
+
+    /// Asks the terminal its size again (after a resize).
+    pub(crate) fn refresh_size(&mut self) {
+        if self.terminal {
+            self.size = terminal_size();
+            self.live_dirty = true;
+        }
+    }
+
+    /// The terminal's width in columns.
+    pub(crate) fn cols(&self) -> usize {
+        self.size.0
     }
 
     pub(crate) fn terminal(&self) -> bool {
@@ -85,8 +102,49 @@ impl Screen {
     }
 
     /// The live region to show from the next flush on (terminal only; ignored off one).
+    /// Tabs become spaces (their width depends on the column); a region taller than the
+    /// terminal keeps its first lines and its last two (a question's keys), the middle said
+    /// to be cut, so it can always be erased again.
     pub(crate) fn set_live(&mut self, lines: Vec<String>) {
-        if !self.terminal || lines == self.live {
+        if !self.terminal {
+            return;
+        }
+        let mut lines: Vec<String> = lines
+            .into_iter()
+            .map(|l| {
+                if l.contains('\t') {
+                    l.replace('\t', "    ")
+                } else {
+                    l
+                }
+            })
+            .collect();
+        let (cols, rows) = self.size;
+        let max = rows.saturating_sub(2).max(4);
+        let height = |ls: &[String]| ls.iter().map(|l| rows_of(l, cols)).sum::<usize>();
+        if height(&lines) > max {
+            let tail = lines.split_off(lines.len().saturating_sub(2));
+            let mut head = Vec::new();
+            let mut used = height(&tail) + 1;
+            for l in lines.iter() {
+                let r = rows_of(l, cols);
+                if used + r > max {
+                    break;
+                }
+                used += r;
+                head.push(l.clone());
+            }
+            let cut = lines.len() - head.len();
+            head.push(fit(
+                &format!(
+                    "\x1b[2m… {cut} more lines (the terminal is too small to show them)\x1b[0m"
+                ),
+                cols,
+            ));
+            head.extend(tail.into_iter().map(|l| fit(&l, cols)));
+            lines = head;
+        }
+        if lines == self.live {
             return;
         }
         self.live = lines;
@@ -107,7 +165,7 @@ impl Screen {
             }
             out.push_str(&self.pending);
             if redraw {
-                let cols = terminal_cols();
+                let cols = self.size.0;
                 let mut rows = 0;
                 for (i, l) in self.live.iter().enumerate() {
                     if i > 0 {
@@ -148,8 +206,10 @@ fn erase(out: &mut String, rows: usize) {
     out.push_str("\x1b[J");
 }
 
-fn terminal_cols() -> usize {
-    crossterm::terminal::size().map_or(80, |(c, _)| usize::from(c.max(1)))
+fn terminal_size() -> (usize, usize) {
+    crossterm::terminal::size().map_or((80, 24), |(c, r)| {
+        (usize::from(c.max(1)), usize::from(r.max(1)))
+    })
 }
 
 /// The rows `line` takes on a terminal `cols` wide (at least one).
@@ -212,11 +272,6 @@ pub(crate) fn fit(text: &str, cols: usize) -> String {
     }
     out.push_str("\x1b[0m");
     out
-}
-
-/// The terminal's width in columns (80 when unknown).
-pub(crate) fn cols() -> usize {
-    terminal_cols()
 }
 
 #[cfg(test)]

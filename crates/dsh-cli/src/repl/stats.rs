@@ -92,6 +92,7 @@ impl Stats {
             out.push("  no model calls yet".to_owned());
         }
         for (agent, a) in &self.agents {
+            let agent = super::visible::visible(agent, false);
             let cost = match (a.cost_known, a.cost_usd) {
                 (true, Some(c)) => format!("${c:.4}"),
                 _ => "cost unknown (no prices for the model)".to_owned(),
@@ -117,6 +118,7 @@ impl Stats {
                 let total: u64 = a.tools.values().sum();
                 out.push(format!("  {total} tool calls:"));
                 for (tool, outcomes) in by_tool {
+                    let tool = super::visible::visible(tool, false);
                     out.push(format!("    {tool:<14} {}", outcomes.join(", ")));
                 }
             }

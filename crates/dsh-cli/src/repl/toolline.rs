@@ -36,7 +36,7 @@ pub(crate) fn short_args(args: &Value) -> String {
 /// Who makes the call, when it is not the main agent: `[sub-1] `.
 fn agent_tag(call: Option<&ToolCall>) -> String {
     call.and_then(ToolCall::agent)
-        .map(|a| format!("[{a}] "))
+        .map(|a| format!("[{}] ", visible(a, false)))
         .unwrap_or_default()
 }
 
@@ -55,14 +55,14 @@ pub(crate) fn running(
         "{} {}{} {} {state}",
         st.cyan(frame),
         agent_tag(Some(call)),
-        st.bold(call.name()),
+        st.bold(&visible(call.name(), false)),
         st.dim(&short_args(call.args())),
     )
 }
 
 /// The finished call: its line, then what it changed or printed.
 pub(crate) fn finished(call: Option<&ToolCall>, result: &FrozenResult, st: Style) -> Vec<String> {
-    let name = result.tool();
+    let name = &*visible(result.tool(), false);
     let args = call.map(|c| short_args(c.args())).unwrap_or_default();
     let elapsed = millis(result.elapsed_ms());
     let mut head = match result.failure_kind() {
@@ -131,10 +131,11 @@ pub(crate) fn finished(call: Option<&ToolCall>, result: &FrozenResult, st: Style
 
 /// A unified diff, compact: the first `max` lines coloured, then how many more there are.
 pub(crate) fn diff_lines(diff: &str, max: usize, st: Style) -> Vec<String> {
-    let body: Vec<&str> = diff
-        .lines()
-        .filter(|l| !l.starts_with("---") && !l.starts_with("+++"))
-        .collect();
+    // The `---`/`+++` header lines go; inside a hunk, a removed `--x` or an added `++y`
+    // is a change like any other and stays.
+    let hunks = diff.find("\n@@").map_or(0, |i| i + 1);
+    let hunks = if diff.starts_with("@@") { 0 } else { hunks };
+    let body: Vec<&str> = diff[hunks..].lines().collect();
     let mut out: Vec<String> = body
         .iter()
         .take(max)

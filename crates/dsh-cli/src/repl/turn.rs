@@ -3,7 +3,7 @@
 //! person one at a time. The agent decides and records; the turn only relays.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dsh_agent::Session;
 use dsh_agent::{Agent, AgentError, EventStream, Outcome};
@@ -19,6 +19,9 @@ use super::screen::Screen;
 
 /// How often the spinner and elapsed times move.
 const TICK: Duration = Duration::from_millis(100);
+
+/// While events stream, the screen is drawn at most this often (the lines pile up between).
+const FRAME: Duration = Duration::from_millis(16);
 
 /// What the person typed during the turn: text for the next prompt, and prompts sent with
 /// Enter, queued.
@@ -37,6 +40,32 @@ struct Open {
     reply: oneshot::Sender<ApprovalAnswer>,
     /// Until the reader reports this drain, keys come from before the question was drawn.
     draining: Option<u64>,
+    /// When it was drawn, or a key last came while it was not armed.
+    quiet_since: Instant,
+    /// Whether a key now answers it.
+    armed: bool,
+}
+
+/// A question takes answers only after it has been on the screen this long with no key
+/// typed: someone typing their next prompt when it appears must not answer it with the
+/// next `y` or `n` of their sentence.
+const ARM_QUIET: Duration = Duration::from_millis(350);
+
+impl Open {
+    /// Arms the question once drained and quiet long enough; whether that changed.
+    fn arm(&mut self) -> bool {
+        let ready = self.draining.is_none() && self.quiet_since.elapsed() >= ARM_QUIET;
+        let changed = ready && !self.armed;
+        self.armed |= ready;
+        changed
+    }
+
+    /// A key that does not count: the question waits for quiet again.
+    fn disarm(&mut self) {
+        self.armed = false;
+        self.quiet_since = Instant::now();
+        self.question.discarded += 1;
+    }
 }
 
 /// What the REPL keeps across turns and sessions: the screen, the renderer, the session's
@@ -104,7 +133,11 @@ pub(crate) async fn drive<T>(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let st = render.style();
     let mut stream_closed = false;
+    // Drawn at most once a frame while events stream; at once after a key or a question.
+    let mut last_draw = Instant::now();
+    let mut dirty = false;
     let outcome = loop {
+        let mut urgent = true;
         tokio::select! {
             biased;
             outcome = &mut run => break outcome,
@@ -113,6 +146,7 @@ pub(crate) async fn drive<T>(
                     stream_closed = true;
                     continue;
                 };
+                urgent = false;
                 stats.event(&event);
                 if let Some(ask) = render.event(screen, event) {
                     asks.push_back(ask);
@@ -142,7 +176,7 @@ pub(crate) async fn drive<T>(
                     }
                 };
                 if let Some(key) = key {
-                    let before_question = open.as_ref().is_some_and(|q| q.draining.is_some());
+                    let armed = open.as_ref().is_some_and(|q| q.armed);
                     match (open.as_mut(), key) {
                         (_, Key::Interrupt | Key::Escape) => {
                             if let Some(q) = open.take() {
@@ -155,10 +189,15 @@ pub(crate) async fn drive<T>(
                                 cancel.cancel();
                             }
                         }
-                        (Some(_), Key::Resize) => {}
-                        // Typed before the question appeared: never an answer.
-                        (Some(q), _) if before_question => q.question.discarded += 1,
-                        (Some(q), key) => match q.question.key(key) {
+                        (_, Key::Resize) => screen.refresh_size(),
+                        // Typed before the question appeared or settled: never an answer.
+                        (Some(q), _) if !armed => q.disarm(),
+                        (Some(q), key) => match q.question.key(key.clone()) {
+                            // Other typing while it waits for an answer: not an answer; the
+                            // question waits for quiet again.
+                            Action::None if !q.question.takes_text() && !is_answer_key(&key) => {
+                                q.disarm();
+                            }
                             Action::None => {}
                             Action::Answer(answer) => {
                                 if let Some(q) = open.take() {
@@ -179,7 +218,8 @@ pub(crate) async fn drive<T>(
                                             let answer = ApprovalAnswer::from(ApprovalOutcome::AllowedOnce);
                                             screen.line(&approval::answered(&q.question.ask, &answer, st));
                                             screen.line(&st.dim(&format!(
-                                                "  a policy change, not an approval: {said}; matching calls now run without asking"
+                                                "  a policy change, not an approval: {}; matching calls now run without asking",
+                                                super::visible::visible(&said, false)
                                             )));
                                             let _ = q.reply.send(answer);
                                         }
@@ -196,11 +236,18 @@ pub(crate) async fn drive<T>(
                     }
                 }
             }
-            _ = tick.tick(), if render.animated() => render.tick(),
+            _ = tick.tick(), if render.animated() || open.as_ref().is_some_and(|q| !q.armed) => {
+                render.tick();
+            }
+            () = tokio::time::sleep_until((last_draw + FRAME).into()), if dirty => {}
+        }
+        if open.as_mut().is_some_and(Open::arm) {
+            urgent = true;
         }
         // A question the pipeline stopped waiting for (its call was cancelled) goes away.
         if open.as_ref().is_some_and(|q| q.reply.is_closed()) {
             open = None;
+            urgent = true;
         }
         asks.retain(|a| !a.1.is_closed());
         let mut fresh = false;
@@ -215,15 +262,30 @@ pub(crate) async fn drive<T>(
             let always = session.always_allow_for(&ask.call, &ask.accesses).await;
             let mut question = Question::new(ask, always);
             question.discarded = discarded;
-            open = Some(Open {
-                question,
-                reply,
-                // Not armed until the drain asked for after the first draw is reported.
-                draining: keys.as_ref().map(|_| NOT_YET),
-            });
-            fresh = true;
+            if keys.is_none() {
+                // No key can answer it (the terminal cannot be read): nobody is asked.
+                let answer = ApprovalAnswer::from(ApprovalOutcome::Unavailable);
+                screen.line(&approval::answered(&question.ask, &answer, st));
+                let _ = reply.send(answer);
+            } else {
+                open = Some(Open {
+                    question,
+                    reply,
+                    // Not armed until the drain asked for after the first draw is reported.
+                    draining: Some(NOT_YET),
+                    quiet_since: Instant::now(),
+                    armed: false,
+                });
+                fresh = true;
+            }
         }
-        screen.set_live(live_lines(render, open.as_ref(), typed));
+        if !(urgent || fresh || last_draw.elapsed() >= FRAME) {
+            dirty = true;
+            continue;
+        }
+        dirty = false;
+        last_draw = Instant::now();
+        screen.set_live(live_lines(render, screen.cols(), open.as_ref(), typed));
         screen.flush();
         // Drawn first, then what was typed until now is dropped: a "y" typed ahead must
         // never approve a call nobody saw.
@@ -253,14 +315,22 @@ pub(crate) async fn drive<T>(
 }
 
 /// The live region: the render's, then the open question or the type-ahead.
-fn live_lines(render: &Render, open: Option<&Open>, typed: &TypeAhead) -> Vec<String> {
+fn live_lines(render: &Render, cols: usize, open: Option<&Open>, typed: &TypeAhead) -> Vec<String> {
     let st = render.style();
-    let mut live = render.live();
+    let mut live = render.live(cols);
     match open {
-        Some(q) => live.extend(q.question.lines(q.draining.is_none(), st)),
+        Some(q) => live.extend(q.question.lines(q.armed, st)),
         None => live.extend(type_ahead_lines(typed, st)),
     }
     live
+}
+
+/// The keys that answer a question (or start to: `m`, `a`), and Enter, which does nothing.
+fn is_answer_key(key: &Key) -> bool {
+    matches!(
+        key,
+        Key::Enter | Key::Char('y' | 'Y' | 'n' | 'N' | 'm' | 'M' | 'a' | 'A')
+    )
 }
 
 async fn next_key(keys: Option<&mut TurnKeys>) -> Report {
