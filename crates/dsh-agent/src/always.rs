@@ -59,6 +59,11 @@ impl Session {
         let rule = self.rule_for(call, accesses)?;
         let parsed = dsh_config::Rule::parse(&rule, dsh_config::Origin::builtin()).ok()?;
         let (file, scope) = self.settings.rule_target.clone()?;
+        // A project file (or its directory) linking out of the workspace would have the rule
+        // written somewhere the person was not shown: not offered.
+        if scope == dsh_config::RuleScope::Permissions && !self.inside_workspace(&file) {
+            return None;
+        }
         let section = match &scope {
             dsh_config::RuleScope::Permissions => "[permissions] allow".to_owned(),
             dsh_config::RuleScope::Workspace(ws) => {
@@ -144,10 +149,25 @@ impl Session {
                 if rel.is_empty() || rel.contains(GLOB) || rel.contains(['(', ')']) {
                     return None;
                 }
-                Some(format!("{}({rel})", call.name()))
+                // Anchored at the workspace root: a bare name would match at any depth.
+                Some(format!("{}(/{rel})", call.name()))
             }
             _ => None,
         }
+    }
+
+    /// Whether `file` (or, when it does not exist yet, its directory) resolves inside the
+    /// workspace.
+    fn inside_workspace(&self, file: &std::path::Path) -> bool {
+        let resolved = std::fs::canonicalize(file).or_else(|_| {
+            file.parent()
+                .map_or_else(|| Ok(PathBuf::new()), std::fs::canonicalize)
+                .or_else(|_| {
+                    // Neither exists: the project's `.dsh` would be created inside.
+                    Ok::<_, std::io::Error>(self.workspace.root().join(".dsh"))
+                })
+        });
+        resolved.is_ok_and(|p| p.starts_with(self.workspace.root()))
     }
 
     fn spec_of(&self, a: &AlwaysAllow, origin: &str) -> RuleSpec {

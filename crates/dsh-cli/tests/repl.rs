@@ -768,3 +768,35 @@ fn typing_into_an_open_question_does_not_answer_it() {
     let config = std::fs::read_to_string(d.cfg.join("config.toml")).unwrap_or_default();
     assert!(!config.contains("notes.md"), "{config}");
 }
+
+#[test]
+fn always_allow_for_a_file_is_that_file_only() {
+    let d = world();
+    std::fs::create_dir_all(d.ws.join("sub")).unwrap();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "write_file", r#"{"path":"notes.md","content":"x"}"#).into(),
+        Turn::tool_call(
+            "c2",
+            "write_file",
+            r#"{"path":"sub/notes.md","content":"y"}"#,
+        )
+        .into(),
+        Reply::text("done"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("write both");
+    let s = pty.wait_for_text("[a] always allow   ");
+    assert!(s.contains("`write_file(/notes.md)`"), "{}", s.contents());
+    pty.send("a");
+    pty.wait_for_text("press a again");
+    pty.send("a");
+    // The same name deeper down is another file: asked again.
+    pty.wait_for("the second question, armed", |s| {
+        s.contains("path: sub/notes.md") && s.contains("[y] approve once")
+    });
+    pty.send("n");
+    pty.wait_for_text("done");
+    leave(pty, 2);
+    assert!(d.ws.join("notes.md").exists());
+    assert!(!d.ws.join("sub/notes.md").exists());
+}

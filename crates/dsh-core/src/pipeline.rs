@@ -372,11 +372,22 @@ impl Pipeline {
         let Mode::Run { cancel, .. } = mode else {
             return Ok(Err(Admit::WouldAsk(decided)));
         };
-        // A display for the person; a tool that panics showing it shows nothing.
-        let preview =
-            std::panic::catch_unwind(AssertUnwindSafe(|| entry.tool.preview(call.args())))
+        // A display for the person, when there is one to ask: computed off the runtime (it
+        // may read and diff a large file); a tool that panics showing it shows nothing.
+        let preview = match &self.approver {
+            None => None,
+            Some(_) => {
+                let (tool, args) = (entry.tool.clone(), call.args().clone());
+                tokio::task::spawn_blocking(move || {
+                    std::panic::catch_unwind(AssertUnwindSafe(|| tool.preview(&args)))
+                        .ok()
+                        .flatten()
+                })
+                .await
                 .ok()
-                .flatten();
+                .flatten()
+            }
+        };
         let request = ApprovalRequest {
             call,
             spec: cx.spec,

@@ -514,7 +514,10 @@ fn the_always_rule_is_the_commands_program_and_subcommand() {
         p.rule_for("cargo test --all").as_deref(),
         Some("run_shell(cargo test *)")
     );
-    assert_eq!(p.rule_for("ls -la src").as_deref(), Some("run_shell(ls *)"));
+    assert_eq!(p.rule_for("make").as_deref(), Some("run_shell(make)"));
+    // An option first: `node *` would allow any script from then on.
+    assert_eq!(p.rule_for("node -e 'x()'"), None);
+    assert_eq!(p.rule_for("ls -la src"), None);
     // Several commands, or a program known only when the line runs: no single rule.
     assert_eq!(p.rule_for("git add . && git commit -m x"), None);
     assert_eq!(p.rule_for("$TOOL run"), None);

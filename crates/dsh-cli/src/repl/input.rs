@@ -259,6 +259,11 @@ fn paths(workspace: &Path, word: &str, span: Span) -> Vec<Suggestion> {
             if !name.starts_with(prefix) || (prefix.is_empty() && name.starts_with('.')) {
                 return None;
             }
+            // A name with control or invisible characters would reach the terminal raw
+            // through the completion menu: not offered.
+            if super::visible::has_hidden(&name) || name.contains('\n') {
+                return None;
+            }
             let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
             let value = format!("{dir}{name}{}", if is_dir { "/" } else { "" });
             Some(suggestion(value, None, span, !is_dir))
@@ -303,6 +308,8 @@ mod tests {
             std::fs::write(outside.path().join("secret.txt"), "").unwrap();
             std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
             assert!(values(&mut c, "link/").is_empty());
+            std::fs::write(dir.path().join("evil\x1b]0;x\x07.txt"), "").unwrap();
+            assert!(values(&mut c, "evil").is_empty());
         }
     }
 

@@ -371,4 +371,13 @@ mod snapshots {
         ];
         insta::assert_snapshot!(shown(&lines));
     }
+
+    #[test]
+    fn changed_lines_that_start_like_diff_headers_are_shown() {
+        let diff = "--- a/r.txt\n+++ b/r.txt\n@@ -1,2 +1,2 @@\n---require-hashes\n foo==1\n+++hidden line\n";
+        let shown = super::diff_lines(diff, 12, Style::new(false)).join("\n");
+        assert!(shown.contains("---require-hashes"), "{shown}");
+        assert!(shown.contains("+++hidden line"), "{shown}");
+        assert!(!shown.contains("a/r.txt"), "{shown}");
+    }
 }

@@ -124,6 +124,8 @@ pub(crate) async fn drive<T>(
         // The cursor would only flicker inside the live region.
         screen.raw("\x1b[?25l");
     }
+    // Shown again however the turn ends, a panic included.
+    let _cursor = CursorShown(screen.terminal());
     render.begin_turn();
     let run = work;
     tokio::pin!(run);
@@ -323,6 +325,20 @@ fn live_lines(render: &Render, cols: usize, open: Option<&Open>, typed: &TypeAhe
         None => live.extend(type_ahead_lines(typed, st)),
     }
     live
+}
+
+/// Shows the terminal's cursor when dropped (on a terminal).
+struct CursorShown(bool);
+
+impl Drop for CursorShown {
+    fn drop(&mut self) {
+        if self.0 {
+            use std::io::Write;
+            let mut out = std::io::stdout();
+            let _ = out.write_all(b"\x1b[?25h");
+            let _ = out.flush();
+        }
+    }
 }
 
 /// The keys that answer a question (or start to: `m`, `a`), and Enter, which does nothing.

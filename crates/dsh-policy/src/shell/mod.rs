@@ -281,10 +281,10 @@ impl ShellPolicy {
 
     /// Judges one line, started in the workspace root.
     /// The rule an "always allow" would add for `line`: its one command's program and
-    /// subcommand with ` *` (`run_shell(git commit *)`), or the program alone when the second
-    /// word is an option or absent (`run_shell(ls *)`). `None` for a line of several
-    /// commands, or whose program or subcommand is known only when it runs or cannot be
-    /// written as a rule word. Whether the rule
+    /// subcommand with ` *` (`run_shell(git commit *)`), or exactly the program when it is
+    /// alone (`run_shell(make)`). `None` for a line of several commands, a second word that
+    /// is an option, or a program or subcommand known only when it runs or not writable as
+    /// a rule word. Whether the rule
     /// would really let the line run is for a check with it added to say.
     pub fn rule_for(&self, line: &str) -> Option<String> {
         let cd = |from: &Path, args: &[Word]| self.cd(from, args);
@@ -297,20 +297,16 @@ impl ShellPolicy {
             .first()?
             .exact()
             .filter(|p| !p.contains(['(', ')', ' ']))?;
-        // The second word is the subcommand unless it is an option; one that cannot be
-        // written as a rule word (known only at run time, quoted spaces) offers no rule.
+        // The second word is the subcommand. A program alone gets an exact rule; one whose
+        // second word is an option (`node -e …`, `python3 -c …`) or cannot be written as a
+        // rule word gets none: `node *` would allow any program from then on.
         let sub = match command.words.get(1) {
-            None => None,
-            Some(w) if w.literal().is_some_and(|t| t.starts_with('-')) => None,
-            Some(w) => Some(
-                w.exact()
-                    .filter(|w| !w.contains(['/', '=', '(', ')', ' ']))?,
-            ),
+            None => return Some(format!("run_shell({program})")),
+            Some(w) => w
+                .exact()
+                .filter(|w| !w.starts_with('-') && !w.contains(['/', '=', '(', ')', ' ']))?,
         };
-        Some(match sub {
-            Some(sub) => format!("run_shell({program} {sub} *)"),
-            None => format!("run_shell({program} *)"),
-        })
+        Some(format!("run_shell({program} {sub} *)"))
     }
 
     pub fn decide(&self, line: &str) -> Decision {
