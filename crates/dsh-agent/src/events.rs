@@ -183,6 +183,10 @@ impl Approver for EventApprover {
         "person"
     }
 
+    fn shows_preview(&self) -> bool {
+        true
+    }
+
     async fn approve(
         &self,
         request: &ApprovalRequest<'_>,

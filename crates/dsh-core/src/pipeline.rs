@@ -372,11 +372,10 @@ impl Pipeline {
         let Mode::Run { cancel, .. } = mode else {
             return Ok(Err(Admit::WouldAsk(decided)));
         };
-        // A display for the person, when there is one to ask: computed off the runtime (it
+        // A display for the person, when the approver shows one: computed off the runtime (it
         // may read and diff a large file); a tool that panics showing it shows nothing.
         let preview = match &self.approver {
-            None => None,
-            Some(_) => {
+            Some(a) if a.shows_preview() => {
                 let (tool, args) = (entry.tool.clone(), call.args().clone());
                 tokio::task::spawn_blocking(move || {
                     std::panic::catch_unwind(AssertUnwindSafe(|| tool.preview(&args)))
@@ -387,6 +386,7 @@ impl Pipeline {
                 .ok()
                 .flatten()
             }
+            _ => None,
         };
         let request = ApprovalRequest {
             call,

@@ -90,6 +90,12 @@ pub trait Approver: Send + Sync {
     /// Short stable name, shown in results.
     fn name(&self) -> &str;
 
+    /// Whether it shows a person what a call would change ([`ApprovalRequest::preview`]);
+    /// only then is the preview computed (it may read and diff a large file).
+    fn shows_preview(&self) -> bool {
+        false
+    }
+
     async fn approve(&self, request: &ApprovalRequest<'_>)
     -> Result<ApprovalAnswer, ApprovalError>;
 }
