@@ -800,3 +800,38 @@ fn always_allow_for_a_file_is_that_file_only() {
     assert!(d.ws.join("notes.md").exists());
     assert!(!d.ws.join("sub/notes.md").exists());
 }
+
+#[test]
+fn v_shows_the_whole_call_before_it_is_answered() {
+    let d = world();
+    let content: String = (1..=120).map(|i| format!("line number {i}\n")).collect();
+    let args = serde_json::json!({"path": "big.txt", "content": content}).to_string();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "write_file", &args).into(),
+        Reply::text("written"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("write a big file");
+    let s = pty.wait_for_text("[v] view all");
+    // The prompt shows the first lines of the diff, not all 120.
+    assert!(s.contains("more diff lines"), "{}", s.contents());
+    pty.send("v");
+    pty.wait_for_all_text("── end of the call ──");
+    let all = pty.screen().all_text();
+    assert!(all.contains("  line number 120"), "{all}");
+    assert!(all.contains("+line number 120"), "{all}");
+    pty.wait_for_text("[y] approve once");
+    pty.send("y");
+    pty.wait_for_text("written");
+    // The first prompt has scrolled away: the next one is the last line.
+    pty.wait_for("the next prompt", |s| {
+        s.contents().trim_end().ends_with(PROMPT)
+    });
+    let mut pty = pty;
+    pty.send(key::CTRL_D);
+    assert!(pty.wait_exit().success());
+    assert_eq!(
+        std::fs::read_to_string(d.ws.join("big.txt")).unwrap(),
+        content
+    );
+}

@@ -18,8 +18,8 @@ use super::visible::{has_hidden, visible};
 
 /// Argument text shown per value before it is cut.
 const ARG_MAX: usize = 2000;
-/// Diff lines shown in the prompt before the rest is counted.
-const PREVIEW_LINES: usize = 40;
+/// Diff lines shown in the prompt before the rest is counted (`v` shows them all).
+const PREVIEW_LINES: usize = 16;
 
 /// What a key did to the question.
 pub(crate) enum Action {
@@ -29,6 +29,8 @@ pub(crate) enum Action {
     Answer(ApprovalAnswer),
     /// Write the "always" rule, then approve this call once.
     Always,
+    /// Print the whole call (every argument uncut, the whole diff) above the question.
+    View,
 }
 
 /// One open question.
@@ -96,6 +98,7 @@ impl Question {
         }
         match key {
             Key::Char('y' | 'Y') => Action::Answer(ApprovalOutcome::AllowedOnce.into()),
+            Key::Char('v' | 'V') => Action::View,
             Key::Char('n' | 'N') => Action::Answer(ApprovalOutcome::Rejected.into()),
             Key::Char('m' | 'M') => {
                 self.message = Some(String::new());
@@ -203,10 +206,11 @@ impl Question {
                 String::new()
             };
             out.push(format!(
-                "  {} approve once   {} deny   {} deny with a message{always}   {}",
+                "  {} approve once   {} deny   {} deny with a message{always}   {} view all   {}",
                 st.bold("[y]"),
                 st.bold("[n]"),
                 st.bold("[m]"),
+                st.bold("[v]"),
                 st.dim("(Esc interrupts the turn)")
             ));
         }
@@ -216,6 +220,36 @@ impl Question {
                 self.discarded
             )));
         }
+        out
+    }
+}
+
+impl Question {
+    /// The whole call, for `v`: every argument uncut (multi-line values line by line), then
+    /// the whole preview, control characters made visible.
+    pub(crate) fn full_lines(&self, st: Style) -> Vec<String> {
+        let call = &self.ask.call;
+        let mut out = vec![st.dim(&format!(
+            "── the whole call: {} ──",
+            visible(call.name(), false)
+        ))];
+        if let Value::Object(map) = call.args() {
+            for (k, v) in map {
+                let text = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                out.push(st.dim(&format!("{}:", visible(k, false))));
+                for l in visible(&text, true).lines() {
+                    out.push(format!("  {l}"));
+                }
+            }
+        }
+        if let Some(diff) = &self.ask.preview {
+            out.push(st.dim("the change it would make:"));
+            out.extend(toolline::diff_lines(diff, usize::MAX, st));
+        }
+        out.push(st.dim("── end of the call ──"));
         out
     }
 }

@@ -208,6 +208,11 @@ pub(crate) async fn drive<T>(
                                     let _ = q.reply.send(answer);
                                 }
                             }
+                            Action::View => {
+                                for l in q.question.full_lines(st) {
+                                    screen.line(&l);
+                                }
+                            }
                             Action::Always => {
                                 let written = q
                                     .question
@@ -345,7 +350,7 @@ impl Drop for CursorShown {
 fn is_answer_key(key: &Key) -> bool {
     matches!(
         key,
-        Key::Enter | Key::Char('y' | 'Y' | 'n' | 'N' | 'm' | 'M' | 'a' | 'A')
+        Key::Enter | Key::Char('y' | 'Y' | 'n' | 'N' | 'm' | 'M' | 'a' | 'A' | 'v' | 'V')
     )
 }
 
