@@ -146,11 +146,15 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         None => runtime().and_then(|rt| {
             let (common, model) = (cli.common, cli.model);
-            rt.block_on(async move {
+            let outcome = rt.block_on(async move {
                 tokio::spawn(async move { repl::repl(&common, &model).await })
                     .await
                     .map_err(|e| Failure::harness(anyhow::anyhow!("the REPL failed: {e}")))?
-            })
+            });
+            // The line editor may still be blocked on a terminal that went away (a hang-up
+            // ended the session): the journal is closed, so nothing waits for it.
+            rt.shutdown_background();
+            outcome
         }),
         Some(Command::Check { tool, args_json }) => {
             runtime().and_then(|rt| rt.block_on(batch::check(&cli.common, &tool, &args_json)))

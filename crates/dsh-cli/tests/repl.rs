@@ -835,3 +835,24 @@ fn v_shows_the_whole_call_before_it_is_answered() {
         content
     );
 }
+
+#[test]
+fn a_hang_up_at_the_prompt_ends_the_session_and_the_process() {
+    let d = world();
+    let server = ScriptedServer::start(vec![]);
+    let mut pty = spawn(&d, &server, &[]);
+    let pid = pty.pid().unwrap().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    // The line editor is still blocked on the terminal; the process does not wait for it.
+    let status = pty.wait_exit();
+    assert_eq!(status.exit_code(), 129, "{}", pty.report());
+    let last = journal(&d).pop().unwrap();
+    assert_eq!(kind(&last), "session_end");
+    assert_eq!(last["reason"], "hung_up");
+}
