@@ -23,14 +23,16 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+#[path = "../tests/common/mod.rs"]
+mod common;
 #[path = "../tests/common/pty.rs"]
 mod pty;
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::Dirs;
 use dsh_testkit::model_server::{Gate, Reply, ScriptedServer, ServerHandle, Turn};
 use pty::{Mark, Pty, PtySpec, key};
 
@@ -45,58 +47,27 @@ fn env_num(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// A workspace, state dir, config dir and `HOME`, all in one temp dir.
-struct World {
-    _root: tempfile::TempDir,
-    ws: PathBuf,
-    home: PathBuf,
-    cfg: PathBuf,
-    user_home: PathBuf,
-}
-
-impl World {
-    fn new() -> World {
-        let root = tempfile::tempdir().unwrap();
-        let p = |n: &str| {
-            let d = root.path().join(n);
-            std::fs::create_dir_all(&d).unwrap();
-            d.canonicalize().unwrap()
-        };
-        World {
-            ws: p("ws"),
-            home: p("dsh-home"),
-            cfg: p("cfg"),
-            user_home: p("user-home"),
-            _root: root,
-        }
+/// The REPL against `server` in a fresh PTY, at its first prompt.
+fn spawn(w: &Dirs, server: &ServerHandle, no_color: bool) -> Pty {
+    let url = server.url.as_str();
+    let mut c = w.dsh(&[
+        "--provider",
+        "openai",
+        "--base-url",
+        url,
+        "--model",
+        "scripted",
+    ]);
+    c.env("OPENAI_API_KEY", "sk-test");
+    if no_color {
+        c.env("NO_COLOR", "1");
     }
-
-    fn spawn(&self, server: &ServerHandle, no_color: bool) -> Pty {
-        let mut c = Command::new(BIN);
-        c.arg("--workspace")
-            .arg(&self.ws)
-            .args([
-                "--provider",
-                "openai",
-                "--base-url",
-                &server.url,
-                "--model",
-                "scripted",
-            ])
-            .env("DSH_HOME", &self.home)
-            .env("DSH_CONFIG_HOME", &self.cfg)
-            .env("HOME", &self.user_home)
-            .env("OPENAI_API_KEY", "sk-test");
-        if no_color {
-            c.env("NO_COLOR", "1");
-        }
-        let pty = PtySpec::from_command(&c)
-            .size(40, 120)
-            .timeout(Duration::from_secs(300))
-            .spawn();
-        pty.wait_for_text(PROMPT);
-        pty
-    }
+    let pty = PtySpec::from_command(&c)
+        .size(40, 120)
+        .timeout(Duration::from_secs(300))
+        .spawn();
+    pty.wait_for_text(PROMPT);
+    pty
 }
 
 /// Waits until `needle` is in the raw output after `mark` and a prompt follows it.
@@ -124,13 +95,13 @@ fn stats(name: &str, unit: &str, mut v: Vec<f64>) {
 
 fn enter() {
     let turns = env_num("ENTER_TURNS", 30) as usize;
-    let w = World::new();
+    let w = Dirs::new();
     let server = ScriptedServer::start(
         (0..turns)
             .map(|i| Reply::text(format!("answer-{i}.")))
             .collect(),
     );
-    let pty = w.spawn(&server, false);
+    let pty = spawn(&w, &server, false);
     let mut ms = Vec::with_capacity(turns);
     for i in 0..turns {
         let line = format!("question {i}");
@@ -172,10 +143,10 @@ fn idle_for(pid: u32, secs: u64) -> f64 {
 
 fn idle() {
     let secs = env_num("IDLE_SECS", 10);
-    let w = World::new();
+    let w = Dirs::new();
     let gate = Gate::new();
     let server = ScriptedServer::start(vec![Reply::text("held answer.").held(&gate)]);
-    let pty = w.spawn(&server, false);
+    let pty = spawn(&w, &server, false);
     let pid = pty.pid().expect("pid");
     // Let start-up work (lazy loads, the first prompt's queries) settle.
     std::thread::sleep(Duration::from_secs(1));
@@ -266,9 +237,9 @@ fn stream_time(reply: Reply) -> (Duration, usize) {
 }
 
 fn render_once(text: &str, delta_chars: usize, no_color: bool) -> (Duration, usize) {
-    let w = World::new();
+    let w = Dirs::new();
     let server = ScriptedServer::start(vec![Turn::text(text).deltas(delta_chars).into()]);
-    let pty = w.spawn(&server, no_color);
+    let pty = spawn(&w, &server, no_color);
     let start = pty.mark();
     pty.send_line("write a long answer");
     assert!(server.wait_for_requests(1, Duration::from_secs(30)));
@@ -311,7 +282,7 @@ fn render_once(text: &str, delta_chars: usize, no_color: bool) -> (Duration, usi
 /// The same reply through `dsh exec` (stdout to /dev/null): the agent, provider and SSE
 /// parsing without the REPL's renderer. Request's first byte → the process has exited.
 fn exec_once(text: &str, delta_chars: usize) -> Duration {
-    let w = World::new();
+    let w = Dirs::new();
     let server = ScriptedServer::start(vec![Turn::text(text).deltas(delta_chars).into()]);
     let mut child = Command::new(BIN)
         .arg("--workspace")

@@ -49,13 +49,8 @@ pub(crate) async fn exec(
         resumed,
         ..
     } = start::start(common, model, None)?;
-    if let Some(r) = &resumed {
-        eprintln!("dsh: resuming session {} ({} turns)", r.session, r.turns);
-        for (call_id, tool, closed) in &r.cut_off {
-            eprintln!(
-                "dsh: call {call_id} ({tool}) was cut off when the old process ended: closed as {closed}"
-            );
-        }
+    for line in resumed.iter().flat_map(start::ResumedNote::lines) {
+        eprintln!("dsh: {line}");
     }
     // Rendered from the agent's events, like every front end.
     let render = tokio::spawn(render(stream));

@@ -56,6 +56,22 @@ pub(crate) struct ResumedNote {
     pub cut_off: Vec<(String, String, String)>,
 }
 
+impl ResumedNote {
+    /// What a front end says of it: the session resumed, then each call cut off.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "resuming session {} ({} turns)",
+            self.session, self.turns
+        )];
+        out.extend(self.cut_off.iter().map(|(call_id, tool, closed)| {
+            format!(
+                "call {call_id} ({tool}) was cut off when the old process ended: closed as {closed}"
+            )
+        }));
+        out
+    }
+}
+
 /// Starts the session `common` and `args` describe. `approval` overrides who answers
 /// `ask` (the REPL's person); `None` keeps the flags' choice (`--yolo` or nobody). The
 /// signal handlers are the caller's, installed once per process (`Signals::install`).

@@ -163,34 +163,44 @@ impl Compiled {
     /// Why the rule applies to `call` declaring `declared` (resolved, workspace-relative), or
     /// `None` when it does not.
     fn applies(&self, call: &ToolCall, declared: &[(&Access, PathBuf)]) -> Option<String> {
-        let rule = &self.rule;
-        let named = || {
-            format!(
-                "{} rule `{}` from {}",
-                rule.kind.as_str(),
-                rule.text(),
-                rule.origin
-            )
-        };
-        if rule.tool == call.name() {
-            let paths: Vec<PathBuf> = declared.iter().map(|(_, p)| p.clone()).collect();
-            if rule.applies(&paths) {
-                return Some(named());
-            }
-        }
-        let spread = self.spread?;
-        let (_, path) = declared
-            .iter()
-            .find(|(a, p)| spread.covers(a) && rule.path_matches(p))?;
-        Some(format!(
-            "{} applies to every declared {}: `{}` {} {}",
-            named(),
-            spread.noun(),
-            call.name(),
-            spread.verb(),
-            path.display()
-        ))
+        applies(&self.rule, self.spread, call, declared)
     }
+}
+
+/// Why `rule` (spread over other tools' declarations as `spread` says) applies to `call`
+/// declaring `declared`, or `None` when it does not.
+fn applies(
+    rule: &Rule,
+    spread: Option<Spread>,
+    call: &ToolCall,
+    declared: &[(&Access, PathBuf)],
+) -> Option<String> {
+    let named = || {
+        format!(
+            "{} rule `{}` from {}",
+            rule.kind.as_str(),
+            rule.text(),
+            rule.origin
+        )
+    };
+    if rule.tool == call.name() {
+        let paths: Vec<PathBuf> = declared.iter().map(|(_, p)| p.clone()).collect();
+        if rule.applies(&paths) {
+            return Some(named());
+        }
+    }
+    let spread = spread?;
+    let (_, path) = declared
+        .iter()
+        .find(|(a, p)| spread.covers(a) && rule.path_matches(p))?;
+    Some(format!(
+        "{} applies to every declared {}: `{}` {} {}",
+        named(),
+        spread.noun(),
+        call.name(),
+        spread.verb(),
+        path.display()
+    ))
 }
 
 /// The permission rules as a gate-1 listener (tier `Rule`): any applying deny → deny; else any
@@ -271,13 +281,7 @@ impl PermissionRules {
                         .rules()
                         .iter()
                         .filter(|r| r.tool != SHELL)
-                        .find_map(|rule| {
-                            Compiled {
-                                rule: rule.clone(),
-                                spread: None,
-                            }
-                            .applies(call, &declared)
-                        })
+                        .find_map(|rule| applies(rule, None, call, &declared))
                 })?
             });
             if let Some(reason) = reason {

@@ -76,19 +76,18 @@ impl Start<'_> {
             self.common.yolo,
             st,
         ));
-        if let Some(r) = &resumed {
-            screen.line(&st.dim(&format!(
-                "resuming session {} ({} turns)",
-                visible::visible(&r.session, false),
-                r.turns
-            )));
-            for (call_id, tool, closed) in &r.cut_off {
-                screen.line(&st.yellow(&format!(
-                    "call {} ({}) was cut off when the old process ended: closed as {closed}",
-                    visible::visible(call_id, false),
-                    visible::visible(tool, false)
-                )));
-            }
+        // The first line (which session) dim; the calls cut off stand out.
+        for (i, line) in resumed
+            .iter()
+            .flat_map(start::ResumedNote::lines)
+            .enumerate()
+        {
+            let line = visible::visible(&line, false);
+            screen.line(&if i == 0 {
+                st.dim(&line)
+            } else {
+                st.yellow(&line)
+            });
         }
         if agent.cost_budget_unenforced() {
             screen.line(&st.yellow(&format!(
