@@ -12,11 +12,12 @@
 //! - `interrupted`: the user interrupted (running tools are cancelled and recorded).
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use dsh_core::journal::{JournalError, Record, RequestedCall};
-use dsh_core::{BatchError, CancellationToken, Scope, ToolCall, ToolSet};
+use dsh_core::{BatchError, CallSource, CancellationToken, Dispatch, Scope, ToolCall, ToolSet};
 use dsh_model::{ChatRequest, Message, ModelError, Provider, StreamEvent, ToolSchema, Usage};
 use serde_json::{Value, json};
 
@@ -133,7 +134,7 @@ impl AgentSpec {
         AgentSpec {
             id: MAIN.into(),
             profile: None,
-            tools: ToolSet::All,
+            tools: ToolSet::all(),
             system: None,
         }
     }
@@ -179,6 +180,11 @@ pub struct Agent {
     step: u32,
     /// Steps taken before this process (a resumed conversation); not counted in totals.
     steps_before: u32,
+    /// A sub-agent's way into the pipeline: the `call_sub_agent` call's dispatch handle, so
+    /// its calls are that call's sub-calls. `None`: batches of its own.
+    dispatch: Option<Dispatch>,
+    /// Calls made in this process, by tool.
+    tool_counts: BTreeMap<String, u64>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -223,6 +229,13 @@ impl Agent {
             .clone()
             .unwrap_or_else(|| crate::prompt::system_prompt(&session.workspace));
         let price = crate::cost::price_for(config.price, provider.name(), provider.model());
+        session.link.set(&session);
+        if spec.profile.is_none() {
+            // An agent of no profile may start sub-agents: they start from its model.
+            session
+                .roster
+                .enlist(&spec.id, provider.clone(), config.clone());
+        }
         Agent {
             session,
             spec,
@@ -245,7 +258,23 @@ impl Agent {
             usage: Usage::default(),
             step: 0,
             steps_before: 0,
+            dispatch: None,
+            tool_counts: BTreeMap::new(),
         }
+    }
+
+    /// A sub-agent whose calls are sub-calls of the `call_sub_agent` call owning `dispatch`
+    /// (journaled with it as `parent`, `source: sub_agent`, cancelled with it).
+    pub(crate) fn child(
+        session: Arc<Session>,
+        spec: AgentSpec,
+        provider: Arc<dyn Provider>,
+        config: LoopConfig,
+        dispatch: Dispatch,
+    ) -> Self {
+        let mut agent = Agent::with_spec(session, spec, provider, config);
+        agent.dispatch = Some(dispatch);
+        agent
     }
 
     /// The main agent of `session` continuing a conversation rebuilt from the journal
@@ -431,7 +460,45 @@ impl Agent {
             (Some(total), Some(c)) => Some(total + c),
             _ => None,
         };
+        self.report_spent();
         cost
+    }
+
+    /// Tells the session's roster what this agent has spent (a child's budget is what is
+    /// left of it).
+    fn report_spent(&self) {
+        self.session.roster.spent(
+            &self.spec.id,
+            self.usage.prompt_tokens + self.usage.completion_tokens,
+            self.cost_usd,
+        );
+    }
+
+    /// Counts what this agent's sub-agents spent since the last batch into its own account
+    /// (so its budgets, totals and `stop` record include them).
+    fn count_children(&mut self) {
+        let Some(owed) = self.session.roster.collect(&self.spec.id) else {
+            return;
+        };
+        self.usage.prompt_tokens += owed.usage.prompt_tokens;
+        self.usage.completion_tokens += owed.usage.completion_tokens;
+        self.usage.cached_tokens += owed.usage.cached_tokens;
+        self.usage.cache_write_tokens += owed.usage.cache_write_tokens;
+        self.cost_usd = match (self.cost_usd, owed.cost_usd) {
+            (Some(total), Some(c)) => Some(total + c),
+            _ => None,
+        };
+        self.report_spent();
+    }
+
+    /// Tokens this agent used in this process (its sub-agents' included).
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// Calls this agent made in this process, by tool.
+    pub fn tool_counts(&self) -> &BTreeMap<String, u64> {
+        &self.tool_counts
     }
 
     /// Prunes the part of the history that is sent down to `budget` tokens (0: all it can)
@@ -523,6 +590,9 @@ impl Agent {
             provider.model(),
         );
         self.provider = provider;
+        self.session
+            .roster
+            .switch(&self.spec.id, self.provider.clone(), self.config.clone());
     }
 
     /// The provider's name (`openai`, `anthropic`, …).
@@ -752,12 +822,21 @@ impl Agent {
                         .with_agent(agent.clone())
                 })
                 .collect();
-            let batch = self
-                .session
-                .pipeline
-                .run_batch_in(&self.scope, tool_calls, cancel)
-                .await?;
+            let batch = match &self.dispatch {
+                None => {
+                    self.session
+                        .pipeline
+                        .run_batch_in(&self.scope, tool_calls, cancel)
+                        .await?
+                }
+                Some(d) => {
+                    d.submit_in(&self.scope, CallSource::SubAgent, tool_calls, cancel)
+                        .await?
+                }
+            };
+            self.count_children();
             for r in &batch.results {
+                *self.tool_counts.entry(r.tool().to_owned()).or_default() += 1;
                 self.history.push(Message::tool(r.call_id(), r.content()));
             }
             for a in &batch.attached {

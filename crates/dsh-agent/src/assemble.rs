@@ -109,6 +109,9 @@ pub struct SessionSettings {
     /// Where an "always allow" rule is written (`dsh_config::Loaded::rule_target`): the
     /// project file of a trusted workspace, else the user file's section for it.
     pub rule_target: Option<(PathBuf, dsh_config::RuleScope)>,
+    /// The configured sub-agent profiles (`[agents.NAME]`); the built-in four are always
+    /// there.
+    pub agents: Vec<crate::subagent::ProfileSpec>,
 }
 
 impl SessionSettings {
@@ -149,6 +152,7 @@ impl SessionSettings {
             events: EventSink::none(),
             resumed_from: None,
             rule_target: None,
+            agents: Vec::new(),
         }
     }
 }
@@ -170,6 +174,8 @@ pub enum AssemblyError {
         #[source]
         source: dsh_policy::RuleError,
     },
+    #[error(transparent)]
+    Profile(#[from] crate::subagent::ProfileError),
     #[error("protected path: {0}")]
     Protected(#[from] dsh_policy::PatternError),
     #[error("a built-in tool failed to register: {0}")]
@@ -227,6 +233,12 @@ pub struct Session {
     pub(crate) added: dsh_policy::AddedRules,
     /// ...and the same rules as settings, for later dry checks.
     pub(crate) added_specs: std::sync::Mutex<Vec<RuleSpec>>,
+    /// The sub-agent profiles `call_sub_agent` offers.
+    pub profiles: Arc<crate::subagent::Profiles>,
+    /// The agents that may start sub-agents, and what their children owe them.
+    pub(crate) roster: crate::subagent::Roster,
+    /// How `call_sub_agent` reaches this session.
+    pub(crate) link: Arc<crate::subagent::SessionLink>,
 }
 
 impl std::fmt::Debug for Session {
@@ -334,6 +346,18 @@ impl Session {
             temp_dir.clone(),
             settings.shell.clone(),
         )))?;
+        // Sub-agents last: a profile may name any tool registered before it.
+        let names: std::collections::BTreeSet<String> =
+            registry.specs().map(|s| s.name.clone()).collect();
+        let profiles = Arc::new(crate::subagent::Profiles::resolve(
+            &settings.agents,
+            &names,
+        )?);
+        let link = Arc::new(crate::subagent::SessionLink::default());
+        registry.register_arc(Arc::new(crate::subagent::SubAgentTool::new(
+            profiles.clone(),
+            link.clone(),
+        )))?;
 
         let rules = settings
             .rules
@@ -430,6 +454,9 @@ impl Session {
             shell,
             added,
             added_specs: std::sync::Mutex::new(Vec::new()),
+            profiles,
+            roster: crate::subagent::Roster::default(),
+            link,
         })
     }
 }
@@ -485,7 +512,7 @@ impl Session {
         cancel: &dsh_core::CancellationToken,
     ) -> Result<dsh_core::BatchOutcome, dsh_core::BatchError> {
         let scope = dsh_core::Scope::new(
-            dsh_core::ToolSet::All,
+            dsh_core::ToolSet::all(),
             Arc::new(crate::events::CallBridge {
                 agent: crate::events::MAIN.into(),
                 sink: self.events.clone(),

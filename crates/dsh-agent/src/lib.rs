@@ -10,6 +10,8 @@
 //! - **Agents** (`agent.rs`): any number over one session, each with its own [`AgentSpec`]
 //!   (identity, tool set, system prompt), history, steps and budget; what they do reaches
 //!   front ends as [`Event`]s (`events.rs`), approvals included.
+//! - **Sub-agents** (`subagent/`): `call_sub_agent` runs a child agent whose profile is its
+//!   permission, its calls sub-calls of the parent's call, its spend rolled up.
 //! - **Long sessions**: whole-turn trimming (`trim.rs`), room by tokens — pruning and
 //!   compaction (`context.rs`) — and cost (`cost.rs`).
 //! - **Sessions on disk**: listing, showing and verifying (`sessions.rs`), resuming
@@ -29,6 +31,7 @@ pub mod resume;
 mod session_id;
 pub mod sessions;
 mod settings;
+pub mod subagent;
 pub mod trim;
 
 pub use agent::{Agent, AgentError, AgentSpec, LoopConfig, Outcome, StopReason, estimate_tokens};

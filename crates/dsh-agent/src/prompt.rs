@@ -31,6 +31,28 @@ pub fn system_prompt(workspace: &Workspace) -> String {
         root = workspace.root().display(),
         os = std::env::consts::OS,
     );
+    push_memory(&mut p, workspace);
+    p
+}
+
+/// What a sub-agent's system prompt says after its profile's own text: the workspace, how
+/// the gates answer, where its answer goes, and the project notes.
+pub fn sub_agent_facts(workspace: &Workspace) -> String {
+    let mut p = format!(
+        "You work in the workspace {root} on {os}; tool paths are relative to it and cannot \
+         leave it. Every call passes a pipeline of policies; a refused call says which gate \
+         refused it and why: adapt instead of retrying it unchanged. Another agent gave you \
+         this task and sees only your final answer (a reply with no tool call): make it \
+         complete.",
+        root = workspace.root().display(),
+        os = std::env::consts::OS,
+    );
+    push_memory(&mut p, workspace);
+    p
+}
+
+/// Appends the project notes to a system prompt.
+fn push_memory(p: &mut String, workspace: &Workspace) {
     for m in memory(workspace) {
         p.push_str(&format!("\n\nProject notes from {}:\n{}", m.name, m.text));
         if m.truncated {
@@ -41,7 +63,6 @@ pub fn system_prompt(workspace: &Workspace) -> String {
             ));
         }
     }
-    p
 }
 
 /// One memory file as it goes into the prompt.

@@ -53,6 +53,9 @@ pub struct RecordedCall {
     pub args: Value,
     /// The agent that made the call; `None` is the main agent.
     pub agent: Option<String>,
+    /// The profile that agent ran, from its `sub_agent_start` record (`None` for the main
+    /// agent, or a sub-agent whose start the file does not hold).
+    pub profile: Option<String>,
     /// `None`: the call never reached gate 1 (see [`recorded_calls`]).
     pub recorded: Option<Recorded>,
 }
@@ -75,15 +78,25 @@ pub struct Row {
     pub changed: bool,
 }
 
-/// The tool set the agent that made a call has today.
+/// The tool set the agent that made a call has today: the one place that chooses it.
 ///
-/// The one place that chooses it. Today every agent — the main one (`None`) and any
-/// `sub-N` — gets every tool of the session: the main agent is the only one so far, and
-/// sub-agent profiles (`[agents.NAME] tools`, read from the `sub_agent_start` record's
-/// profile) will narrow this when they exist.
-pub fn tool_set_for(agent: Option<&str>) -> ToolSet {
-    let _ = agent;
-    ToolSet::All
+/// The main agent (`agent` `None`) has every tool of the session. A sub-agent has its
+/// profile's set as `profiles` define it today (a profile whose tools changed is judged by
+/// its new list); a sub-agent whose profile is unknown — no `sub_agent_start` for it in the
+/// file, or a profile no longer configured — has no tool at all, as the loop could not start
+/// it.
+pub fn tool_set_for(
+    agent: Option<&str>,
+    profile: Option<&str>,
+    profiles: &crate::subagent::Profiles,
+) -> ToolSet {
+    if agent.is_none() {
+        return ToolSet::all();
+    }
+    match profile.and_then(|p| profiles.get(p)) {
+        Some(p) => p.tool_set(),
+        None => ToolSet::only(std::iter::empty::<String>()),
+    }
 }
 
 /// What the journal holds about one call while the records are read.
@@ -116,9 +129,13 @@ struct Seen {
 pub fn recorded_calls(records: &[Entry]) -> Vec<RecordedCall> {
     let mut calls: Vec<(RecordedCall, Seen)> = Vec::new();
     let mut open: HashMap<(Option<&str>, &str), usize> = HashMap::new();
+    let mut profiles: HashMap<&str, &str> = HashMap::new();
     for entry in records {
         let agent = entry.agent.as_deref();
         match &entry.record {
+            Record::SubAgentStart { child, profile, .. } => {
+                profiles.insert(child.as_ref(), profile.as_ref());
+            }
             Record::ToolCall {
                 call_id,
                 name,
@@ -133,6 +150,7 @@ pub fn recorded_calls(records: &[Entry]) -> Vec<RecordedCall> {
                         tool: name.to_string(),
                         args: args.as_ref().clone(),
                         agent: entry.agent.clone(),
+                        profile: agent.and_then(|a| profiles.get(a)).map(|p| (*p).to_owned()),
                         recorded: None,
                     },
                     Seen::default(),
@@ -206,7 +224,11 @@ fn judge(seen: &Seen) -> Option<Recorded> {
 pub async fn replay(calls: Vec<RecordedCall>, session: &Session) -> Vec<Row> {
     let mut rows = Vec::with_capacity(calls.len());
     for call in calls {
-        let tools = tool_set_for(call.agent.as_deref());
+        let tools = tool_set_for(
+            call.agent.as_deref(),
+            call.profile.as_deref(),
+            &session.profiles,
+        );
         let probe = ToolCall::new(call.call_id.as_str(), call.tool.as_str(), call.args.clone())
             .with_agent(call.agent.as_deref().map(Into::into));
         // A tool outside the agent's set is refused at the registry, as the loop refuses it.

@@ -74,6 +74,27 @@ impl SessionSettings {
             confirm: c.shell.confirm.clone(),
             origin: "[shell] safe/confirm lists".to_owned(),
         };
+        s.agents = c
+            .agents
+            .iter()
+            .map(|(name, p)| crate::subagent::ProfileSpec {
+                name: name.clone(),
+                description: p.value.description.clone(),
+                tools: p.value.tools.as_ref().map(|tools| {
+                    tools
+                        .iter()
+                        .map(|t| (t.value.clone(), t.origin.location()))
+                        .collect()
+                }),
+                system: p.value.system.clone(),
+                model: p.value.model.clone(),
+                max_steps: p
+                    .value
+                    .max_steps
+                    .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+                at: p.origin.location(),
+            })
+            .collect();
         if yolo {
             s.approval = Approval::Yolo;
         }

@@ -1,14 +1,14 @@
 //! `dsh sessions list | show | verify` (DESIGN §4): rendering only; finding, summarizing and
 //! verifying journals is `dsh_agent::sessions`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use clap::Subcommand;
 use dsh_agent::sessions::{self, End, FileCheck, Summary};
-use dsh_core::journal::{Record, Transcript, read_journal};
+use dsh_core::journal::{Entry, Record, Transcript, read_journal};
 use serde_json::{Value, json};
 
 use crate::{Common, Failure, exit};
@@ -188,44 +188,178 @@ pub(crate) fn readable_lines(path: &Path) -> Result<Vec<String>, anyhow::Error> 
     Ok(lines_of(&transcript))
 }
 
-/// One readable line per record worth showing.
+/// One readable line per record worth showing. A sub-agent's lines are nested under the
+/// `sub_agent_start` that opened it (gathered from the whole file: parallel children
+/// interleave there), each prefixed with [`NESTED`], and closed by its `sub_agent_end`; a
+/// child record whose start is not in the file is shown where it stands, with its tag.
 fn lines_of(transcript: &Transcript) -> Vec<String> {
-    let mut calls: HashMap<&str, (&str, &Value)> = HashMap::new();
-    let mut approvals: HashMap<&str, String> = HashMap::new();
-    let mut lines = Vec::new();
-    for entry in &transcript.records {
-        let who = entry
-            .agent
-            .as_deref()
-            .map(|a| format!("[{a}] "))
-            .unwrap_or_default();
-        match &entry.record {
+    let records = &transcript.records;
+    let texts = record_texts(records);
+    let layout = Layout::new(records);
+    let mut out = Out {
+        records,
+        texts: &texts,
+        emitted: vec![false; records.len()],
+        opened: HashSet::new(),
+        lines: Vec::new(),
+    };
+    out.emit(&layout, &layout.main, 0);
+    // Only records no start reaches (start records forming a cycle) are left: shown last,
+    // where they would otherwise be lost.
+    for i in 0..records.len() {
+        if !out.emitted[i] {
+            out.line(i, 0);
+        }
+    }
+    out.lines
+}
+
+/// What prefixes a sub-agent's lines, once per level of nesting.
+const NESTED: &str = "  │ ";
+
+/// `[sub-1] ` for a record written by a sub-agent; empty for the main agent.
+fn tag(entry: &Entry) -> String {
+    entry
+        .agent
+        .as_deref()
+        .map(|a| format!("[{a}] "))
+        .unwrap_or_default()
+}
+
+/// Where each record is shown: the main agent's sequence, each opened child's sequence, and
+/// the start and end records that open and close a child's block.
+struct Layout<'a> {
+    /// The main agent's records and those of agents no `sub_agent_start` names, in order.
+    main: Vec<usize>,
+    /// Each opened child's own records, in order (its closing `sub_agent_end` excepted).
+    children: HashMap<&'a str, Vec<usize>>,
+    /// The first `sub_agent_start` naming each child: where its block is shown.
+    starts: HashMap<&'a str, usize>,
+    /// The first `sub_agent_end` naming each opened child: shown after its block.
+    ends: HashMap<&'a str, usize>,
+}
+
+impl<'a> Layout<'a> {
+    fn new(records: &'a [Entry]) -> Self {
+        let mut starts = HashMap::new();
+        for (i, entry) in records.iter().enumerate() {
+            if let Record::SubAgentStart { child, .. } = &entry.record {
+                starts.entry(child.as_ref()).or_insert(i);
+            }
+        }
+        let mut ends = HashMap::new();
+        for (i, entry) in records.iter().enumerate() {
+            if let Record::SubAgentEnd { child, .. } = &entry.record
+                && starts.contains_key(child.as_ref())
+            {
+                ends.entry(child.as_ref()).or_insert(i);
+            }
+        }
+        let closing: HashSet<usize> = ends.values().copied().collect();
+        let mut main = Vec::new();
+        let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, entry) in records.iter().enumerate() {
+            if closing.contains(&i) {
+                continue;
+            }
+            match entry.agent.as_deref() {
+                Some(agent) if starts.contains_key(agent) => {
+                    children.entry(agent).or_default().push(i);
+                }
+                _ => main.push(i),
+            }
+        }
+        Layout {
+            main,
+            children,
+            starts,
+            ends,
+        }
+    }
+}
+
+/// The lines being laid out, and which records have been shown.
+struct Out<'a> {
+    records: &'a [Entry],
+    texts: &'a [Option<String>],
+    emitted: Vec<bool>,
+    /// The children whose block has been shown (each once, whatever the file says).
+    opened: HashSet<&'a str>,
+    lines: Vec<String>,
+}
+
+impl<'a> Out<'a> {
+    /// Shows record `i` (if it has a line) at nesting `depth`.
+    fn line(&mut self, i: usize, depth: usize) {
+        self.emitted[i] = true;
+        if let Some(text) = &self.texts[i] {
+            let who = tag(&self.records[i]);
+            self.lines
+                .push(format!("{}{who}{text}", NESTED.repeat(depth)));
+        }
+    }
+
+    /// Shows `seq` at `depth`, each child's block right after the start that opens it.
+    fn emit(&mut self, layout: &Layout<'a>, seq: &[usize], depth: usize) {
+        let records = self.records;
+        for &i in seq {
+            self.line(i, depth);
+            let Record::SubAgentStart { child, .. } = &records[i].record else {
+                continue;
+            };
+            let child = child.as_ref();
+            if layout.starts.get(child) != Some(&i) || !self.opened.insert(child) {
+                continue;
+            }
+            if let Some(own) = layout.children.get(child) {
+                self.emit(layout, own, depth + 1);
+            }
+            match layout.ends.get(child) {
+                Some(&end) => self.line(end, depth),
+                None => self.lines.push(format!(
+                    "{}{}sub-agent {child} did not end (no sub_agent_end record)",
+                    NESTED.repeat(depth),
+                    tag(&records[i])
+                )),
+            }
+        }
+    }
+}
+
+/// Each record's line, without its agent's tag or nesting (`None`: not shown). Read in file
+/// order: a result, an approval belongs to the call with the same agent and call id most
+/// recently opened by a `tool_call` (sub-agents number their calls on their own).
+fn record_texts(records: &[Entry]) -> Vec<Option<String>> {
+    let mut calls: CallMap<'_, (&str, &Value)> = HashMap::new();
+    let mut approvals: CallMap<'_, String> = HashMap::new();
+    let mut texts = Vec::with_capacity(records.len());
+    for entry in records {
+        let agent = entry.agent.as_deref();
+        let text = match &entry.record {
             Record::SessionStart {
                 workspace,
                 provider,
                 model,
                 resumed_from,
                 ..
-            } => {
-                lines.push(format!(
-                    "session {}  started {}  workspace {}  model {}{}",
-                    entry.session,
-                    entry.ts,
-                    workspace.display(),
-                    match (provider, model) {
-                        (Some(p), Some(m)) => format!("{p}/{m}"),
-                        (None, Some(m)) => m.to_string(),
-                        _ => "-".to_owned(),
-                    },
-                    resumed_from
-                        .as_ref()
-                        .map(|r| format!("  resumes {} at seq {}", r.session, r.seq))
-                        .unwrap_or_default()
-                ));
-            }
-            Record::UserMessage { text } => lines.push(format!("{who}user: {text}")),
+            } => Some(format!(
+                "session {}  started {}  workspace {}  model {}{}",
+                entry.session,
+                entry.ts,
+                workspace.display(),
+                match (provider, model) {
+                    (Some(p), Some(m)) => format!("{p}/{m}"),
+                    (None, Some(m)) => m.to_string(),
+                    _ => "-".to_owned(),
+                },
+                resumed_from
+                    .as_ref()
+                    .map(|r| format!("  resumes {} at seq {}", r.session, r.seq))
+                    .unwrap_or_default()
+            )),
+            Record::UserMessage { text } => Some(format!("user: {text}")),
             Record::AssistantMessage { content, .. } if !content.is_empty() => {
-                lines.push(format!("{who}assistant: {content}"));
+                Some(format!("assistant: {content}"))
             }
             Record::ToolCall {
                 call_id,
@@ -233,7 +367,10 @@ fn lines_of(transcript: &Transcript) -> Vec<String> {
                 args,
                 ..
             } => {
-                calls.insert(call_id, (name, args));
+                calls.insert((agent, call_id), (name, args));
+                // A reused id opens a new call: an earlier call's approval is not its.
+                approvals.remove(&(agent, call_id.as_ref()));
+                None
             }
             Record::Approval { call_id, .. } => {
                 let outcome = entry
@@ -241,21 +378,17 @@ fn lines_of(transcript: &Transcript) -> Vec<String> {
                     .get("outcome")
                     .map(short_value)
                     .unwrap_or_default();
-                approvals.insert(call_id, outcome);
+                approvals.insert((agent, call_id), outcome);
+                None
             }
-            Record::ToolResult(_) => {
-                lines.push(format!(
-                    "{who}{}",
-                    tool_line(&entry.json, &calls, &approvals)
-                ));
-            }
+            Record::ToolResult(_) => Some(tool_line(&entry.json, agent, &calls, &approvals)),
             Record::SubAgentStart {
                 child,
                 profile,
                 task,
                 ..
-            } => lines.push(format!(
-                "{who}sub-agent {child} ({profile}) starts: {}",
+            } => Some(format!(
+                "sub-agent {child} ({profile}) starts: {}",
                 shorten(task, 80)
             )),
             Record::SubAgentEnd {
@@ -264,11 +397,11 @@ fn lines_of(transcript: &Transcript) -> Vec<String> {
                 steps,
                 tokens,
                 ..
-            } => lines.push(format!(
-                "{who}sub-agent {child} ends: {stop} ({steps} steps, {tokens} tokens)"
+            } => Some(format!(
+                "sub-agent {child} ends: {stop} ({steps} steps, {tokens} tokens)"
             )),
-            Record::Stop { reason, totals, .. } => lines.push(format!(
-                "{who}stop: {reason} ({} steps, {}+{} tokens{})",
+            Record::Stop { reason, totals, .. } => Some(format!(
+                "stop: {reason} ({} steps, {}+{} tokens{})",
                 totals.steps,
                 totals.prompt_tokens,
                 totals.completion_tokens,
@@ -277,37 +410,43 @@ fn lines_of(transcript: &Transcript) -> Vec<String> {
                     .map(|c| format!(", ${c:.4}"))
                     .unwrap_or_default()
             )),
-            Record::SessionEnd { reason, .. } => lines.push(format!("{who}end: {reason}")),
+            Record::SessionEnd { reason, .. } => Some(format!("end: {reason}")),
             Record::ContextCompacted {
                 turns,
                 tokens_before,
                 tokens_after,
                 ..
-            } => lines.push(format!(
-                "{who}context compacted: {turns} turns summarized, {tokens_before} → {tokens_after} tokens"
+            } => Some(format!(
+                "context compacted: {turns} turns summarized, {tokens_before} → {tokens_after} tokens"
             )),
-            Record::HistoryCleared {} => lines.push(format!("{who}history cleared")),
-            Record::SessionNamed { name } => lines.push(format!("{who}named: {name}")),
+            Record::HistoryCleared {} => Some("history cleared".to_owned()),
+            Record::SessionNamed { name } => Some(format!("named: {name}")),
             Record::AssistantMessage { .. }
             | Record::LlmCall { .. }
             | Record::ToolStarted { .. }
-            | Record::ContextAttached(_) => {}
-        }
+            | Record::ContextAttached(_) => None,
+        };
+        texts.push(text);
     }
-    lines
+    texts
 }
+
+/// Keyed by (agent, call id): `None` is the main agent.
+type CallMap<'a, T> = HashMap<(Option<&'a str>, &'a str), T>;
 
 /// `tool read_file path=src/a.rs → ok [execute] 3 ms`, or with the failure and who decided:
 /// `tool run_shell command="rm -rf /" → denied by pre_policy/shell: reason [12 ms]`.
 fn tool_line(
     result: &serde_json::Map<String, Value>,
-    calls: &HashMap<&str, (&str, &Value)>,
-    approvals: &HashMap<&str, String>,
+    agent: Option<&str>,
+    calls: &CallMap<'_, (&str, &Value)>,
+    approvals: &CallMap<'_, String>,
 ) -> String {
     let call_id = result.get("call_id").and_then(Value::as_str).unwrap_or("");
+    let key = (agent, call_id);
     let tool = result.get("tool").and_then(Value::as_str).unwrap_or("?");
     let args = calls
-        .get(call_id)
+        .get(&key)
         .map(|(_, args)| short_args(args))
         .unwrap_or_default();
     let outcome = result
@@ -323,7 +462,7 @@ fn tool_line(
         .and_then(Value::as_u64)
         .unwrap_or(0);
     let approval = approvals
-        .get(call_id)
+        .get(&key)
         .map(|o| format!(" (approval: {o})"))
         .unwrap_or_default();
     let reason = if reason.is_empty() {

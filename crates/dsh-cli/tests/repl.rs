@@ -856,3 +856,60 @@ fn a_hang_up_at_the_prompt_ends_the_session_and_the_process() {
     assert_eq!(kind(&last), "session_end");
     assert_eq!(last["reason"], "hung_up");
 }
+
+#[test]
+fn a_sub_agents_question_names_it_and_stats_roll_its_spend_up() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call(
+            "m1",
+            "call_sub_agent",
+            r#"{"profile":"code","task":"write notes.txt"}"#,
+        )
+        .usage(100, 10)
+        .into(),
+        Turn::tool_call("c1", "write_file", r#"{"path":"notes.txt","content":"hi"}"#)
+            .usage(40, 4)
+            .into(),
+        Reply::from(Turn::text("wrote notes.txt").usage(50, 5)),
+        Reply::from(Turn::text("the sub-agent wrote it").usage(200, 20)),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("delegate the note");
+    let screen = pty.wait_for_text("[y] approve once");
+    let text = screen.contents();
+    assert!(
+        text.contains("agent sub-1 wants to run write_file"),
+        "{text}"
+    );
+    assert!(text.contains("sub-agent sub-1 (code) starts"), "{text}");
+    pty.send("y");
+    pty.wait_for_text("the sub-agent wrote it");
+    pty.send_line("/stats");
+    let s = pty.wait_for_text("all agents:");
+    let text = s.contents();
+    assert!(
+        text.contains("agent main: 2 model calls · 300 tokens in"),
+        "{text}"
+    );
+    assert!(
+        text.contains("agent sub-1: 2 model calls · 90 tokens in"),
+        "{text}"
+    );
+    assert!(
+        text.contains("all agents: 4 model calls · 390 tokens in · 39 out"),
+        "{text}"
+    );
+    leave(pty, 2);
+    assert_eq!(
+        std::fs::read_to_string(d.ws.join("notes.txt")).unwrap(),
+        "hi"
+    );
+    // The session's stop record counts the child's spend too.
+    let records = journal(&d);
+    let stop = records
+        .iter()
+        .find(|r| kind(r) == "stop" && r.get("agent").is_none())
+        .unwrap();
+    assert_eq!(stop["prompt_tokens"], 390, "{stop}");
+}

@@ -489,3 +489,298 @@ fn verify_follows_resumed_from_links() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("does not exist"), "{text}");
 }
+
+/// A journal written with dsh's own writer: `(agent, record)` in order (`None`: main).
+fn journal_of(d: &Dirs, id: &str, records: &[(Option<&str>, Record<'_>)]) -> PathBuf {
+    let path = sessions_dir(d).join(format!("{id}.jsonl"));
+    std::fs::create_dir_all(sessions_dir(d)).unwrap();
+    let journal = JsonlJournal::create(&path, id, SyncPolicy::EveryRecord).unwrap();
+    for (agent, record) in records {
+        journal.append_as(*agent, record).unwrap();
+    }
+    path
+}
+
+fn session_start(d: &Dirs) -> Record<'static> {
+    Record::SessionStart {
+        workspace: d.ws.clone().into(),
+        provider: Some("openai".into()),
+        model: Some("m".into()),
+        dsh_version: "0.1.0".into(),
+        config_digest: "test".into(),
+        resumed_from: None,
+    }
+}
+
+fn user(text: &str) -> Record<'_> {
+    Record::UserMessage { text: text.into() }
+}
+
+fn assistant(content: &str) -> Record<'_> {
+    Record::AssistantMessage {
+        step: 1,
+        content: content.into(),
+        tool_calls: Vec::new(),
+        reasoning: None,
+    }
+}
+
+fn call<'a>(id: &'a str, name: &'a str, args: Value, parent: Option<&'a str>) -> Record<'a> {
+    Record::ToolCall {
+        call_id: id.into(),
+        name: name.into(),
+        args: std::borrow::Cow::Owned(args),
+        source: if parent.is_some() {
+            dsh_core::CallSource::SubAgent
+        } else {
+            dsh_core::CallSource::Model
+        },
+        parent: parent.map(Into::into),
+        step: 1,
+    }
+}
+
+fn approved(id: &str) -> Record<'_> {
+    Record::Approval {
+        call_id: id.into(),
+        outcome: dsh_core::ApprovalOutcome::AllowedOnce,
+        message: None,
+    }
+}
+
+/// An `ok` result of `tool`, decided at `execute`.
+fn result(id: &str, tool: &str) -> Record<'static> {
+    let r: dsh_core::FrozenResult = serde_json::from_value(json!({
+        "call_id": id, "tool": tool, "ok": true, "failure_kind": null,
+        "decided_by": {"gate": "execute", "policy": null, "reason": ""},
+        "content": "done", "value": null, "elapsed_ms": 1, "exit_code": null, "sandbox": null,
+    }))
+    .unwrap();
+    Record::ToolResult(dsh_core::journal::Held::Owned(r))
+}
+
+fn stop(reason: &str) -> Record<'_> {
+    Record::Stop {
+        reason: reason.into(),
+        error: None,
+        totals: Totals::none(),
+    }
+}
+
+fn sub_start<'a>(child: &'a str, call_id: &'a str, task: &'a str) -> Record<'a> {
+    Record::SubAgentStart {
+        child: child.into(),
+        profile: "search".into(),
+        call_id: call_id.into(),
+        task: task.into(),
+    }
+}
+
+fn sub_end(child: &str) -> Record<'_> {
+    Record::SubAgentEnd {
+        child: child.into(),
+        stop: "finished".into(),
+        steps: 2,
+        tokens: 300,
+        cost_usd: None,
+    }
+}
+
+fn session_end() -> Record<'static> {
+    Record::SessionEnd {
+        reason: "finished".into(),
+        signal: None,
+        totals: Totals::none(),
+    }
+}
+
+/// `dsh sessions show ID`'s lines after the first (`session …  started <time> …`).
+fn shown(d: &Dirs, id: &str) -> Vec<String> {
+    let out = run(d, &["sessions", "show", id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!("session {id}  started ")),
+        "{text}"
+    );
+    text.lines().skip(1).map(str::to_owned).collect()
+}
+
+#[test]
+fn show_nests_each_sub_agent_under_its_call_even_when_children_interleave() {
+    let d = Dirs::new();
+    let (main, s1, s2) = (None, Some("sub-1"), Some("sub-2"));
+    // The main agent's `call_1` (approved) and two parallel children that number their own
+    // calls from `call_1` too, their records interleaved as they ran.
+    let path = journal_of(
+        &d,
+        "20000101T000000Z-0000sub2",
+        &[
+            (main, session_start(&d)),
+            (main, user("look around")),
+            (
+                main,
+                call("call_1", "read_file", json!({"path": "main.txt"}), None),
+            ),
+            (main, approved("call_1")),
+            (main, result("call_1", "read_file")),
+            (
+                main,
+                call(
+                    "call_2",
+                    "call_sub_agent",
+                    json!({"profile": "search", "task": "find A"}),
+                    None,
+                ),
+            ),
+            (
+                main,
+                call(
+                    "call_3",
+                    "call_sub_agent",
+                    json!({"profile": "search", "task": "find B"}),
+                    None,
+                ),
+            ),
+            (main, sub_start("sub-1", "call_2", "find A")),
+            (s1, user("find A")),
+            (main, sub_start("sub-2", "call_3", "find B")),
+            (s2, user("find B")),
+            (
+                s1,
+                call("call_1", "grep", json!({"pattern": "A"}), Some("call_2")),
+            ),
+            (
+                s2,
+                call(
+                    "call_1",
+                    "find_files",
+                    json!({"pattern": "*.b"}),
+                    Some("call_3"),
+                ),
+            ),
+            (s2, result("call_1", "find_files")),
+            (s1, result("call_1", "grep")),
+            (s1, assistant("A is in a.rs")),
+            (s2, assistant("B is b.b")),
+            (s1, stop("finished")),
+            (main, sub_end("sub-1")),
+            (s2, stop("finished")),
+            (main, sub_end("sub-2")),
+            (main, result("call_2", "call_sub_agent")),
+            (main, result("call_3", "call_sub_agent")),
+            (main, assistant("both found")),
+            (main, stop("finished")),
+            (main, session_end()),
+        ],
+    );
+    let lines = shown(&d, &id_of(&path));
+    let stopped = "stop: finished (0 steps, 0+0 tokens, $0.0000)";
+    let expected = [
+        "user: look around".to_owned(),
+        "tool read_file path=main.txt → ok by execute/- (approval: allowed_once) [1 ms]".to_owned(),
+        "sub-agent sub-1 (search) starts: find A".to_owned(),
+        "  │ [sub-1] user: find A".to_owned(),
+        "  │ [sub-1] tool grep pattern=A → ok by execute/- [1 ms]".to_owned(),
+        "  │ [sub-1] assistant: A is in a.rs".to_owned(),
+        format!("  │ [sub-1] {stopped}"),
+        "sub-agent sub-1 ends: finished (2 steps, 300 tokens)".to_owned(),
+        "sub-agent sub-2 (search) starts: find B".to_owned(),
+        "  │ [sub-2] user: find B".to_owned(),
+        "  │ [sub-2] tool find_files pattern=*.b → ok by execute/- [1 ms]".to_owned(),
+        "  │ [sub-2] assistant: B is b.b".to_owned(),
+        format!("  │ [sub-2] {stopped}"),
+        "sub-agent sub-2 ends: finished (2 steps, 300 tokens)".to_owned(),
+        "tool call_sub_agent profile=search task=\"find A\" → ok by execute/- [1 ms]".to_owned(),
+        "tool call_sub_agent profile=search task=\"find B\" → ok by execute/- [1 ms]".to_owned(),
+        "assistant: both found".to_owned(),
+        stopped.to_owned(),
+        "end: finished".to_owned(),
+    ];
+    assert_eq!(lines, expected, "{lines:#?}");
+
+    // The same shape without sub-agents prints flat and untagged, as it always has.
+    let path = journal_of(
+        &d,
+        "20000101T000000Z-0000flat",
+        &[
+            (main, session_start(&d)),
+            (main, user("look")),
+            (
+                main,
+                call("call_1", "read_file", json!({"path": "main.txt"}), None),
+            ),
+            (main, approved("call_1")),
+            (main, result("call_1", "read_file")),
+            (main, assistant("done")),
+            (main, stop("finished")),
+            (main, session_end()),
+        ],
+    );
+    assert_eq!(
+        shown(&d, &id_of(&path)),
+        [
+            "user: look",
+            "tool read_file path=main.txt → ok by execute/- (approval: allowed_once) [1 ms]",
+            "assistant: done",
+            stopped,
+            "end: finished",
+        ]
+    );
+}
+
+#[test]
+fn show_keeps_sub_agent_records_without_a_start_and_says_when_a_child_did_not_end() {
+    let d = Dirs::new();
+    let (main, s3, s4) = (None, Some("sub-3"), Some("sub-4"));
+    // sub-3's start was lost (the file was cut and stitched, or a writer is broken): its
+    // records stay where they are, tagged. sub-4 started but the process died in it.
+    let path = journal_of(
+        &d,
+        "20000101T000000Z-0000orph",
+        &[
+            (main, session_start(&d)),
+            (s3, user("orphan task")),
+            (main, user("meanwhile")),
+            (
+                s3,
+                call("call_1", "grep", json!({"pattern": "x"}), Some("call_9")),
+            ),
+            (s3, result("call_1", "grep")),
+            (main, sub_end("sub-3")),
+            (
+                main,
+                call(
+                    "call_1",
+                    "call_sub_agent",
+                    json!({"profile": "search", "task": "t"}),
+                    None,
+                ),
+            ),
+            (main, sub_start("sub-4", "call_1", "t")),
+            (s4, user("t")),
+            (
+                s4,
+                call("call_1", "read_file", json!({"path": "x"}), Some("call_1")),
+            ),
+        ],
+    );
+    let out = run(&d, &["sessions", "show", &id_of(&path)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(
+        lines,
+        [
+            "[sub-3] user: orphan task",
+            "user: meanwhile",
+            "[sub-3] tool grep pattern=x → ok by execute/- [1 ms]",
+            "sub-agent sub-3 ends: finished (2 steps, 300 tokens)",
+            "sub-agent sub-4 (search) starts: t",
+            "  │ [sub-4] user: t",
+            "sub-agent sub-4 did not end (no sub_agent_end record)",
+            "(the session did not end: no session_end record)",
+        ],
+        "{text}"
+    );
+}

@@ -681,7 +681,9 @@ impl Default for VerifyConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct AgentProfile {
     pub description: Option<String>,
-    pub tools: Option<Vec<String>>,
+    /// Each tool name with where it is written (`agents.NAME.tools[i]`), for the error when
+    /// the session has no such tool. `None`: every tool of the session but `call_sub_agent`.
+    pub tools: Option<Vec<Sourced<String>>>,
     pub system: Option<String>,
     pub model: Option<String>,
     pub max_steps: Option<u64>,

@@ -569,12 +569,17 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
                 return Err(src.invalid(&sub(key), "must not be empty"));
             }
         }
+        let mut tools = a.tools.as_ref().map(|t| Vec::with_capacity(t.len()));
         for (i, tool) in a.tools.iter().flatten().enumerate() {
+            let at = p([k("agents"), k(&name), k("tools"), Seg::Index(i)]);
             if tool.trim().is_empty() {
-                return Err(src.invalid(
-                    &p([k("agents"), k(&name), k("tools"), Seg::Index(i)]),
-                    "must not be empty",
-                ));
+                return Err(src.invalid(&at, "must not be empty"));
+            }
+            if let Some(tools) = tools.as_mut() {
+                tools.push(Sourced {
+                    value: tool.clone(),
+                    origin: src.origin(&at),
+                });
             }
         }
         if let Some(n) = a.max_steps {
@@ -582,7 +587,7 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
         }
         let profile = AgentProfile {
             description: a.description,
-            tools: a.tools,
+            tools,
             system: a.system,
             model: a.model,
             max_steps: a.max_steps,

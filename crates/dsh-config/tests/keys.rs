@@ -73,7 +73,15 @@ fn every_new_key_parses_in_the_user_file() {
     assert_eq!(c.verify.command.as_deref(), Some("cargo test -q"));
     assert_eq!(c.verify.max_rounds, 2);
     let reviewer = &c.agents["reviewer"].value;
-    assert_eq!(reviewer.tools.as_deref().unwrap(), ["read_file", "grep"]);
+    let tools = reviewer.tools.as_deref().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.value.as_str()).collect();
+    assert_eq!(names, ["read_file", "grep"]);
+    // Each name says where it is written, for the error a missing tool gets.
+    assert_eq!(tools[1].origin.line, Some(21));
+    assert_eq!(
+        tools[1].origin.key.as_deref(),
+        Some("agents.reviewer.tools[1]")
+    );
     assert_eq!(reviewer.max_steps, Some(40));
     assert_eq!(c.agents["reviewer"].origin.line, Some(19));
     assert_eq!(c.hooks.pre_tool_use.len(), 1);

@@ -44,7 +44,7 @@ pub struct CheckReport {
 impl Pipeline {
     /// [`Pipeline::check_in`] with every tool of the session.
     pub async fn check(&self, call: &ToolCall) -> CheckReport {
-        self.check_in(&ToolSet::All, call).await
+        self.check_in(&ToolSet::all(), call).await
     }
 
     /// Gates 1–3 as a dry run for an agent with `tools`: `Pipeline::admit` in `Mode::Check` —

@@ -421,7 +421,8 @@ impl Pipeline {
         }
     }
 
-    /// Registry checks: the tool exists and is in the agent's set, the arguments match its
+    /// Registry checks: the tool is not withheld from the agent (refused with the set's
+    /// reason), exists and is in the agent's set, the arguments match its
     /// schema, its access declaration can be computed, and no declared path is longer than
     /// [`crate::PATH_MAX`].
     fn registry_check(
@@ -437,6 +438,9 @@ impl Pipeline {
                 DecidedBy::new(Gate::Registry, None, reason),
             ))
         };
+        if let Some(why) = tools.withheld(call.name()) {
+            return Err(fail(FailureKind::UnknownTool, why.to_owned()));
+        }
         let entry = self
             .entry(call.name())
             .filter(|_| tools.contains(call.name()));

@@ -1,37 +1,69 @@
 //! Whose calls a batch runs: the agent's tool set (what its model is offered and the only
 //! tools its calls may dispatch) and where the batch reports what happens to each call.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::call::ToolCall;
 use crate::result::FrozenResult;
 
-/// The tools an agent may call: every tool of the session, or a named subset.
+/// The tools an agent may call: every tool of the session or a named subset, less the tools
+/// it is refused, each with the reason a call to it is told.
 #[derive(Clone, Debug, Default)]
-pub enum ToolSet {
+pub struct ToolSet {
+    members: Members,
+    /// Never in the set, whatever `members` says: name → why.
+    withheld: Arc<BTreeMap<String, String>>,
+}
+
+#[derive(Clone, Debug, Default)]
+enum Members {
     /// Every tool registered in the session, including tools registered later.
     #[default]
     All,
-    /// Only these names; a call to any other is `unknown_tool` at the registry step.
+    /// Only these names.
     Only(Arc<BTreeSet<String>>),
 }
 
 impl ToolSet {
-    /// The subset `names`.
+    /// Every tool of the session, including tools registered later.
+    pub fn all() -> Self {
+        ToolSet::default()
+    }
+
+    /// The subset `names`; a call to any other is `unknown_tool` at the registry step.
     pub fn only<I, S>(names: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        ToolSet::Only(Arc::new(names.into_iter().map(Into::into).collect()))
+        ToolSet {
+            members: Members::Only(Arc::new(names.into_iter().map(Into::into).collect())),
+            withheld: Arc::default(),
+        }
+    }
+
+    /// This set without `name`: a call to it is refused at the registry step with `reason`
+    /// (before any policy), whether or not the set would otherwise hold it.
+    #[must_use]
+    pub fn withholding(mut self, name: impl Into<String>, reason: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.withheld).insert(name.into(), reason.into());
+        self
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        match self {
-            ToolSet::All => true,
-            ToolSet::Only(names) => names.contains(name),
+        if self.withheld.contains_key(name) {
+            return false;
         }
+        match &self.members {
+            Members::All => true,
+            Members::Only(names) => names.contains(name),
+        }
+    }
+
+    /// Why `name` is withheld from this set, when it is.
+    pub fn withheld(&self, name: &str) -> Option<&str> {
+        self.withheld.get(name).map(String::as_str)
     }
 }
 
@@ -61,7 +93,7 @@ pub struct Scope {
 impl Default for Scope {
     fn default() -> Self {
         Scope {
-            tools: ToolSet::All,
+            tools: ToolSet::all(),
             events: Arc::new(NoEvents),
         }
     }

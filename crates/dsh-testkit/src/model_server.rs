@@ -370,6 +370,48 @@ pub enum Reply {
     Silent,
     /// Answers with the inner reply once the test opens the gate ([`Reply::held`]).
     Held(Gate, Box<Reply>),
+    /// Answers with the inner reply once every request of a rendezvous is waiting
+    /// ([`Reply::together`]).
+    Together(Rendezvous, Box<Reply>),
+}
+
+/// A meeting point for `n` requests: a [`Reply::together`] reply is sent only once `n`
+/// requests holding it have arrived and wait, which proves they were in flight at the same
+/// time — no timing involved. Requests that would never meet (the client sent them one after
+/// another) give up after a long wait and get a final answer saying so, and
+/// [`Rendezvous::met`] stays `false`.
+#[derive(Clone, Debug)]
+pub struct Rendezvous {
+    barrier: Arc<tokio::sync::Barrier>,
+    met: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Rendezvous {
+    /// How long a request waits for the others before it gives up.
+    const PATIENCE: Duration = Duration::from_secs(20);
+
+    /// A rendezvous of `n` requests.
+    pub fn new(n: usize) -> Rendezvous {
+        Rendezvous {
+            barrier: Arc::new(tokio::sync::Barrier::new(n)),
+            met: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        }
+    }
+
+    /// Whether all `n` requests were waiting at once.
+    pub fn met(&self) -> bool {
+        self.met.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    async fn wait(&self) -> bool {
+        let met = tokio::time::timeout(Self::PATIENCE, self.barrier.wait())
+            .await
+            .is_ok();
+        if met {
+            self.met.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        met
+    }
 }
 
 /// A gate a test opens: a [`Reply::held`] reply waits for it, so a test can act while the
@@ -440,6 +482,11 @@ impl Reply {
     /// This reply, sent only once `gate` is opened.
     pub fn held(self, gate: &Gate) -> Self {
         Reply::Held(gate.clone(), Box::new(self))
+    }
+
+    /// This reply, sent only once every request of `rendezvous` is waiting.
+    pub fn together(self, rendezvous: &Rendezvous) -> Self {
+        Reply::Together(rendezvous.clone(), Box::new(self))
     }
 
     /// Adds a `Retry-After` header to a [`Reply::Status`].
@@ -649,10 +696,19 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
             gate.wait().await;
             *inner
         }
+        Reply::Together(rendezvous, inner) => {
+            if rendezvous.wait().await {
+                *inner
+            } else {
+                Reply::text(
+                    "RENDEZVOUS MISSED: the other requests never arrived while this one waited",
+                )
+            }
+        }
         other => other,
     };
     let _ = match reply {
-        Reply::Held(..) => Ok(()),
+        Reply::Held(..) | Reply::Together(..) => Ok(()),
         Reply::Status {
             code,
             body,

@@ -173,7 +173,7 @@ pub(crate) async fn run(
             Err(e) => screen.line(&st.red(&format!("cannot clear the history: {e}"))),
         },
         Command::Tools => {
-            let specs = live.session.pipeline.specs(&ToolSet::All);
+            let specs = live.session.pipeline.specs(&ToolSet::all());
             screen.line(&st.dim(&format!(
                 "{:<16} {:<10} {:<14} {}",
                 "tool", "read-only", "parallel-safe", "from"

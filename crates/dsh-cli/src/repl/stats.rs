@@ -123,7 +123,34 @@ impl Stats {
                 }
             }
         }
+        if self.agents.len() > 1 {
+            out.push(self.total_line());
+        }
         out
+    }
+
+    /// Every agent's spend together: what the session's `stop` record counts (sub-agents'
+    /// spend rolls up into their parent's).
+    fn total_line(&self) -> String {
+        let all = self.agents.values();
+        let sum = |f: fn(&Account) -> u64| all.clone().map(f).sum::<u64>();
+        let known = all.clone().all(|a| a.cost_known);
+        let cost = if known {
+            format!(
+                "${:.4}",
+                all.clone().filter_map(|a| a.cost_usd).sum::<f64>()
+            )
+        } else {
+            "cost unknown".to_owned()
+        };
+        let time: Duration = all.clone().map(|a| a.model_time).sum();
+        format!(
+            "all agents: {} model calls · {} tokens in · {} out · {cost} · {} waiting on the model",
+            sum(|a| a.model_calls),
+            sum(|a| a.prompt_tokens),
+            sum(|a| a.completion_tokens),
+            super::toolline::seconds(time),
+        )
     }
 
     /// Successful calls, over every agent, of the tools `counts` says yes to.

@@ -1,0 +1,298 @@
+//! Sub-agents (SPEC A9; DESIGN §3 "Agents and events", "Nested calls"): `call_sub_agent`
+//! starts a child agent over the same session — its own history, system prompt (its
+//! profile's), step limit and budget, and a tool set that is its profile's list and nothing
+//! else. Every call the child makes goes through the parent call's dispatch handle: the same
+//! pipeline, journaled with the child's id, `source: sub_agent` and the `call_sub_agent` call
+//! as `parent`, cancelled with it. The child's spend rolls up into its parent's account.
+//!
+//! - `profile.rs`: the profiles, built-in and configured, and what they may run beside;
+//! - `tool.rs`: the tool itself;
+//! - `roster.rs`: the parents a child starts from, and what children owe them.
+
+mod profile;
+mod roster;
+mod tool;
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock, Weak};
+
+use dsh_core::journal::Record;
+use dsh_core::{Dispatch, ExecContext, ToolError, ToolOutput};
+use dsh_model::{ChatRequest, Completion, ModelError, Provider, StreamEvent};
+use serde_json::json;
+
+pub use profile::{
+    CALL_SUB_AGENT, DEFAULT_MAX_STEPS, NO_NESTING, Profile, ProfileError, ProfileSpec, Profiles,
+};
+pub(crate) use roster::Roster;
+pub(crate) use tool::SubAgentTool;
+
+use crate::agent::{Agent, AgentError, AgentSpec, LoopConfig};
+use crate::events::{AgentId, EventKind, MAIN, journal_agent};
+use crate::{Session, StopReason};
+
+/// The session, as the tool reaches it: set when the session's first agent is made (the
+/// tool is registered before the session exists; a weak link, so the registry holding the
+/// tool does not keep the session alive).
+#[derive(Default)]
+pub(crate) struct SessionLink(OnceLock<Weak<Session>>);
+
+impl SessionLink {
+    pub(crate) fn set(&self, session: &Arc<Session>) {
+        let _ = self.0.set(Arc::downgrade(session));
+    }
+
+    pub(crate) fn get(&self) -> Option<Arc<Session>> {
+        self.0.get().and_then(Weak::upgrade)
+    }
+}
+
+/// The parent's provider asking for another model (`[agents.NAME] model`).
+struct OtherModel {
+    inner: Arc<dyn Provider>,
+    model: String,
+}
+
+#[dsh_core::async_trait]
+impl Provider for OtherModel {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+        cancel: &dsh_core::CancellationToken,
+    ) -> Result<Completion, ModelError> {
+        // The request already names this model (the agent asks for `model()`).
+        self.inner.complete(request, on_event, cancel).await
+    }
+}
+
+/// A child's limits: its profile's steps (never more than its parent may take), the
+/// parent's token and cost budgets less what the parent has spent, the parent's model
+/// settings (prices and window only for the parent's own model).
+fn child_config(parent: &roster::Parent, profile: &Profile) -> LoopConfig {
+    let same_model = profile
+        .model
+        .as_deref()
+        .is_none_or(|m| m == parent.provider.model());
+    let p = &parent.config;
+    LoopConfig {
+        max_steps: profile.max_steps.min(p.max_steps).max(1),
+        // What is left, and at least one token / a fraction of a cent so "0 = off" never
+        // means an exhausted budget.
+        max_tokens: if p.max_tokens > 0 {
+            p.max_tokens.saturating_sub(parent.tokens).max(1)
+        } else {
+            0
+        },
+        max_cost_usd: if p.max_cost_usd > 0.0 {
+            (p.max_cost_usd - parent.cost_usd.unwrap_or(0.0)).max(1e-9)
+        } else {
+            0.0
+        },
+        keep_turns: None,
+        price: if same_model { p.price } else { None },
+        context_window: if same_model { p.context_window } else { None },
+        ..p.clone()
+    }
+}
+
+/// The child's system prompt: its profile's, the workspace facts, the project notes.
+fn child_system(session: &Session, profile: &Profile) -> String {
+    format!(
+        "{}\n\n{}",
+        profile.system,
+        crate::prompt::sub_agent_facts(&session.workspace)
+    )
+}
+
+/// Runs one child to its stop line for the `call_sub_agent` call in `cx`: journals
+/// `sub_agent_start` and `sub_agent_end` in the parent's name, reports
+/// `SubAgentStarted`/`SubAgentFinished` as the parent's events, rolls the child's spend up
+/// into the parent's account, and returns its answer with an account of what it spent.
+pub(crate) async fn run_child(
+    session: &Arc<Session>,
+    profile: &Profile,
+    task: &str,
+    dispatch: Dispatch,
+    cx: &ExecContext,
+) -> Result<ToolOutput, ToolError> {
+    let parent_id: AgentId = cx.call.agent().unwrap_or(MAIN).into();
+    let Some(parent) = session.roster.parent(&parent_id) else {
+        return Err(ToolError::failed(format!(
+            "agent {parent_id} cannot start sub-agents"
+        )));
+    };
+    let n = session.roster.next_child();
+    let child_id: AgentId = format!("sub-{n}").into();
+    let provider: Arc<dyn Provider> = match &profile.model {
+        Some(m) if m != parent.provider.model() => Arc::new(OtherModel {
+            inner: parent.provider.clone(),
+            model: m.clone(),
+        }),
+        _ => parent.provider.clone(),
+    };
+    let config = child_config(&parent, profile);
+    let max_steps = config.max_steps;
+    let spec = AgentSpec {
+        id: child_id.clone(),
+        profile: Some(profile.name.clone()),
+        tools: profile.tool_set(),
+        system: Some(child_system(session, profile)),
+    };
+    let journal = session.pipeline.journal();
+    let as_parent = journal_agent(&parent_id);
+    let journal_failed = |e: dsh_core::journal::JournalError| {
+        ToolError::failed(format!("the journal could not record the sub-agent: {e}"))
+    };
+    journal
+        .append_as(
+            as_parent.as_deref(),
+            &Record::SubAgentStart {
+                child: Cow::Borrowed(&child_id),
+                profile: Cow::Borrowed(&profile.name),
+                call_id: Cow::Borrowed(cx.call.id()),
+                task: Cow::Borrowed(task),
+            },
+        )
+        .map_err(journal_failed)?;
+    session.events.send(
+        &parent_id,
+        EventKind::SubAgentStarted {
+            child: child_id.clone(),
+            profile: profile.name.clone(),
+        },
+    );
+
+    let mut child = Agent::child(session.clone(), spec, provider, config, dispatch);
+    let outcome = child.run(task, &cx.cancel).await;
+    let totals = child.totals();
+    let usage = child.usage();
+    let tools = child.tool_counts().clone();
+    drop(child);
+
+    let stop = match &outcome {
+        Ok(o) => o.stop.as_str(),
+        Err(AgentError::Model(_)) => "model_error",
+        Err(_) => "journal_error",
+    };
+    session.roster.roll_up(&parent_id, usage, totals.cost_usd);
+    let ended = journal.append_as(
+        as_parent.as_deref(),
+        &Record::SubAgentEnd {
+            child: Cow::Borrowed(&child_id),
+            stop: Cow::Borrowed(stop),
+            steps: totals.steps,
+            tokens: totals.prompt_tokens + totals.completion_tokens,
+            cost_usd: totals.cost_usd,
+        },
+    );
+    session.events.send(
+        &parent_id,
+        EventKind::SubAgentFinished {
+            child: child_id.clone(),
+            stop: stop.to_owned(),
+        },
+    );
+    ended.map_err(journal_failed)?;
+
+    let account = Account {
+        child: &child_id,
+        profile: &profile.name,
+        stop,
+        totals: &totals,
+        tools: &tools,
+        max_steps,
+    };
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            return Err(ToolError::failed(format!("{}: {e}", account.headline())));
+        }
+    };
+    let answer = outcome.text;
+    if outcome.stop == StopReason::Interrupted {
+        // A failure, so the pipeline records the call as cancelled with this account.
+        let had = if answer.trim().is_empty() {
+            String::new()
+        } else {
+            format!("; what it had: {answer}")
+        };
+        return Err(ToolError::failed(format!("{}{had}", account.headline())));
+    }
+    let content = if answer.trim().is_empty() {
+        format!("{}\n(it gave no answer text)", account.headline())
+    } else if outcome.stop == StopReason::FinalAnswer {
+        format!("{answer}\n\n[{}]", account.headline())
+    } else {
+        format!(
+            "[{}; what it had when it stopped follows]\n{answer}",
+            account.headline()
+        )
+    };
+    Ok(ToolOutput::new(
+        content,
+        json!({
+            "agent": &*child_id,
+            "profile": profile.name,
+            "stop": stop,
+            "answer": answer,
+            "steps": totals.steps,
+            "prompt_tokens": totals.prompt_tokens,
+            "completion_tokens": totals.completion_tokens,
+            "cost_usd": totals.cost_usd,
+            "tools": tools,
+        }),
+    ))
+}
+
+/// What a child spent, as its result's account line says it.
+struct Account<'a> {
+    child: &'a str,
+    profile: &'a str,
+    stop: &'a str,
+    totals: &'a crate::Totals,
+    tools: &'a BTreeMap<String, u64>,
+    max_steps: u32,
+}
+
+impl Account<'_> {
+    fn headline(&self) -> String {
+        let how = match self.stop {
+            "final_answer" => "answered".to_owned(),
+            "max_steps" => format!("stopped at its step limit ({})", self.max_steps),
+            "token_budget" => "stopped: the token budget is spent".to_owned(),
+            "cost_budget" => "stopped: the cost budget is spent".to_owned(),
+            "repeated_call" => "stopped: it repeated the same call".to_owned(),
+            "interrupted" => "was interrupted".to_owned(),
+            "model_error" => "stopped: its model failed".to_owned(),
+            other => format!("stopped: {other}"),
+        };
+        let t = self.totals;
+        let cost = t
+            .cost_usd
+            .map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}"));
+        let tools = if self.tools.is_empty() {
+            "no tool calls".to_owned()
+        } else {
+            let list: Vec<String> = self
+                .tools
+                .iter()
+                .map(|(t, n)| format!("{t} ×{n}"))
+                .collect();
+            format!("tools: {}", list.join(", "))
+        };
+        format!(
+            "sub-agent {} ({}) {how} after {} steps · {} tokens in · {} out · {cost} · {tools}",
+            self.child, self.profile, t.steps, t.prompt_tokens, t.completion_tokens
+        )
+    }
+}

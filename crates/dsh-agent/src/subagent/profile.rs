@@ -1,0 +1,256 @@
+//! Sub-agent profiles (SPEC A9): a profile *is* its permission — the tools it lists are all
+//! its model is offered and all its calls may dispatch. Four are built in; users add more
+//! under `[agents.NAME]`, checked against the session's tools when it is assembled.
+
+use std::collections::BTreeSet;
+
+use dsh_core::{Parallel, Pipeline, ToolSet};
+
+/// The name of the tool that starts sub-agents; never in a profile.
+pub const CALL_SUB_AGENT: &str = "call_sub_agent";
+
+/// What a child that calls `call_sub_agent` is told (the call is refused at the registry,
+/// before any policy).
+pub const NO_NESTING: &str = "sub-agents cannot start sub-agents: `call_sub_agent` is only for \
+the agent that started you. Do this part of the task with your own tools, or say in your answer \
+what is left for it to do";
+
+/// The steps a sub-agent may take when its profile does not say (`[agents.NAME] max_steps`).
+pub const DEFAULT_MAX_STEPS: u32 = 40;
+
+/// A sub-agent profile as configured: plain data, read from `[agents.NAME]` by `settings.rs`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileSpec {
+    pub name: String,
+    pub description: Option<String>,
+    /// Each tool name with where it is written (`file:line: agents.NAME.tools[i]`);
+    /// `None`: every tool of the session but `call_sub_agent`.
+    pub tools: Option<Vec<(String, String)>>,
+    pub system: Option<String>,
+    /// Another model of the parent's provider.
+    pub model: Option<String>,
+    pub max_steps: Option<u32>,
+    /// Where the profile is defined (`file:line: agents.NAME`).
+    pub at: String,
+}
+
+/// A profile that refers to tools the session does not have, or to `call_sub_agent`.
+#[derive(Debug, thiserror::Error)]
+#[error("{at}: {message}")]
+pub struct ProfileError {
+    pub at: String,
+    pub message: String,
+}
+
+/// A profile ready to run: its tool set resolved.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    /// Its tools by name; `None`: every tool of the session but `call_sub_agent` (including
+    /// tools registered later, such as MCP servers').
+    pub names: Option<Vec<String>>,
+    /// Its own system prompt (the workspace facts are added when a child starts).
+    pub system: String,
+    pub model: Option<String>,
+    pub max_steps: u32,
+}
+
+impl Profile {
+    /// What the child's model is offered and the only tools its calls may dispatch:
+    /// `call_sub_agent` is withheld with the reason a child is told.
+    pub fn tool_set(&self) -> ToolSet {
+        let set = match &self.names {
+            Some(names) => ToolSet::only(names.iter().cloned()),
+            None => ToolSet::all(),
+        };
+        set.withholding(CALL_SUB_AGENT, NO_NESTING)
+    }
+
+    /// Whether children of this profile may run beside other calls: only when every tool
+    /// it can use declares itself read-only and always parallel-safe — read from the
+    /// registry's declarations, never from the profile's name. A profile of every tool, or
+    /// one naming a tool the session no longer has, is exclusive.
+    pub fn parallel_safe(&self, pipeline: &Pipeline) -> bool {
+        let Some(names) = &self.names else {
+            return false;
+        };
+        names.iter().all(|name| {
+            pipeline
+                .spec(name)
+                .is_some_and(|s| s.read_only && s.parallel == Parallel::Always)
+        })
+    }
+
+    /// `name (tools): description`, for `call_sub_agent`'s own description.
+    fn listing(&self) -> String {
+        let tools = match &self.names {
+            Some(names) => names.join(", "),
+            None => "every tool of the session".to_owned(),
+        };
+        format!("- {}: {} (tools: {tools})", self.name, self.description)
+    }
+}
+
+/// The session's profiles: the built-in four, then the configured ones by name.
+#[derive(Clone, Debug, Default)]
+pub struct Profiles {
+    list: Vec<Profile>,
+}
+
+fn built_in(name: &str, description: &str, tools: Option<&[&str]>, system: &str) -> Profile {
+    Profile {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        names: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
+        system: system.to_owned(),
+        model: None,
+        max_steps: DEFAULT_MAX_STEPS,
+    }
+}
+
+/// The built-in profiles, as in the seed; each file-reading profile also has `read_output`,
+/// so a long result the pipeline saved aside can be paged.
+fn built_ins() -> Vec<Profile> {
+    const SEARCH: &[&str] = &["read_file", "list_dir", "grep", "find_files", "read_output"];
+    const CODE: &[&str] = &[
+        "read_file",
+        "list_dir",
+        "grep",
+        "find_files",
+        "read_output",
+        "write_file",
+        "edit_file",
+    ];
+    const SHELL: &[&str] = &["run_shell", "read_file", "list_dir", "read_output"];
+    vec![
+        built_in(
+            "search",
+            "read-only search and analysis; changes nothing",
+            Some(SEARCH),
+            "You are a search sub-agent. You find and analyse; you cannot change files. \
+             End with one paragraph that answers the task, naming the files and lines you found.",
+        ),
+        built_in(
+            "code",
+            "reads, writes and edits files",
+            Some(CODE),
+            "You are a coding sub-agent. You read, write and change code. Read a file before \
+             you change it. End with a short account of what you changed.",
+        ),
+        built_in(
+            "shell",
+            "runs commands and reports what they print",
+            Some(SHELL),
+            "You are a command sub-agent. You run commands and report their results. End \
+             with a short conclusion.",
+        ),
+        built_in(
+            "general",
+            "every tool of the session (MCP and plugin tools included) but call_sub_agent",
+            None,
+            "You are a general sub-agent. You may use every tool you are offered to do the \
+             task. End with a short conclusion.",
+        ),
+    ]
+}
+
+impl Profiles {
+    /// The built-in profiles and `configured`, whose tool names must all be in `tools` (the
+    /// session's registered tools) and never `call_sub_agent`.
+    pub fn resolve(
+        configured: &[ProfileSpec],
+        tools: &BTreeSet<String>,
+    ) -> Result<Profiles, ProfileError> {
+        let mut list = built_ins();
+        for spec in configured {
+            if list.iter().any(|p| p.name == spec.name) {
+                return Err(ProfileError {
+                    at: spec.at.clone(),
+                    message: format!(
+                        "`{}` is a built-in agent profile and cannot be redefined",
+                        spec.name
+                    ),
+                });
+            }
+            let names = match &spec.tools {
+                None => None,
+                Some(listed) => {
+                    let mut names = Vec::with_capacity(listed.len());
+                    for (name, at) in listed {
+                        if name == CALL_SUB_AGENT {
+                            return Err(ProfileError {
+                                at: at.clone(),
+                                message: format!(
+                                    "a profile cannot list `{CALL_SUB_AGENT}`: sub-agents cannot \
+                                     start sub-agents"
+                                ),
+                            });
+                        }
+                        if !tools.contains(name) {
+                            let known: Vec<&str> = tools
+                                .iter()
+                                .map(String::as_str)
+                                .filter(|t| *t != CALL_SUB_AGENT)
+                                .collect();
+                            return Err(ProfileError {
+                                at: at.clone(),
+                                message: format!(
+                                    "there is no tool named {} in this session; the tools are: {}",
+                                    dsh_core::quote_capped(name),
+                                    known.join(", ")
+                                ),
+                            });
+                        }
+                        if !names.contains(name) {
+                            names.push(name.clone());
+                        }
+                    }
+                    Some(names)
+                }
+            };
+            let description = spec
+                .description
+                .clone()
+                .unwrap_or_else(|| format!("the `{}` profile", spec.name));
+            let system = spec.system.clone().unwrap_or_else(|| {
+                format!(
+                    "You are the `{}` sub-agent: {description}. Use the tools you are offered to \
+                     do the task. End with a short conclusion.",
+                    spec.name
+                )
+            });
+            list.push(Profile {
+                name: spec.name.clone(),
+                description,
+                names,
+                system,
+                model: spec.model.clone(),
+                max_steps: spec.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+            });
+        }
+        Ok(Profiles { list })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Profile> {
+        self.list.iter().find(|p| p.name == name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Profile> {
+        self.list.iter()
+    }
+
+    /// The profile names, built-in first.
+    pub fn names(&self) -> Vec<&str> {
+        self.list.iter().map(|p| p.name.as_str()).collect()
+    }
+
+    /// Every profile as one line each, for `call_sub_agent`'s description.
+    pub(crate) fn listing(&self) -> String {
+        self.list
+            .iter()
+            .map(Profile::listing)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
