@@ -286,6 +286,7 @@ impl Agent {
         config: LoopConfig,
         resumed: crate::resume::Resumed,
     ) -> Self {
+        session.roster.continue_after(resumed.last_child);
         let mut agent = Agent::new(session, provider, config);
         agent.history = resumed.history;
         agent.turn_starts = resumed.turn_starts;

@@ -463,14 +463,19 @@ impl Session {
 
 impl Session {
     /// Closes the calls a resumed session's old process never finished: their results are
-    /// the new journal's first records after `session_start` (DESIGN §6).
+    /// the new journal's first records after `session_start` (DESIGN §6), the main agent's
+    /// first, then its sub-agents', each in its agent's name.
     pub fn record_cut_off(
         &self,
         results: &[Arc<dsh_core::FrozenResult>],
+        children: &[(String, Arc<dsh_core::FrozenResult>)],
     ) -> Result<(), journal::JournalError> {
         let journal = self.pipeline.journal();
         for r in results {
             journal.append(&journal::Record::ToolResult(r.as_ref().into()))?;
+        }
+        for (agent, r) in children {
+            journal.append_as(Some(agent), &journal::Record::ToolResult(r.as_ref().into()))?;
         }
         journal.sync()
     }

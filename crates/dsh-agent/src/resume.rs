@@ -66,8 +66,15 @@ pub struct Resumed {
     pub history: Vec<Message>,
     /// Where each turn starts in `history`.
     pub turn_starts: Vec<usize>,
-    /// The calls the old process never finished, closed: the new journal's first records.
+    /// The main agent's calls the old process never finished, closed: the new journal's
+    /// first records.
     pub cut_off: Vec<Arc<FrozenResult>>,
+    /// The sub-agents' calls the old file left unfinished (the process died while a child
+    /// ran), closed in the child's name after those; never part of the history.
+    pub cut_off_children: Vec<(String, Arc<FrozenResult>)>,
+    /// The highest `sub-N` the chain started: the new session's children are numbered after
+    /// it, so no two children of one chain share an id.
+    pub last_child: u32,
     /// The main agent's last step number, so new steps (and call ids) continue after it.
     pub steps: u32,
     /// How many leading turns are compacted (the last `context_compacted`'s `turns`).
@@ -284,6 +291,15 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
         .iter()
         .map(|(id, name)| Arc::new(FrozenResult::cut_off(id, name, started.contains(id))))
         .collect();
+    let cut_off_children = children_cut_off(entries, &link.session);
+    let last_child = entries
+        .iter()
+        .filter_map(|e| match &e.record {
+            Record::SubAgentStart { child, .. } => child.strip_prefix("sub-")?.parse().ok(),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
     for r in &cut_off {
         history.push(Message::tool(r.call_id(), r.content()));
     }
@@ -294,9 +310,57 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
         history,
         turn_starts,
         cut_off,
+        cut_off_children,
+        last_child,
         steps,
         compacted_turns,
     }
+}
+
+/// The sub-agents' calls the last file of the chain (`session`) opened with a `tool_call`
+/// and never closed, in order, each with its agent. Keyed by agent and call id: children
+/// number their calls on their own, and only within one file (a resumed session numbers its
+/// children after the chain's).
+fn children_cut_off(entries: &[Entry], session: &str) -> Vec<(String, Arc<FrozenResult>)> {
+    let mut open: Vec<(String, String, String, bool)> = Vec::new();
+    for e in entries.iter().filter(|e| e.session == session) {
+        let Some(agent) = e.agent.as_deref() else {
+            continue;
+        };
+        let at = |id: &str| {
+            open.iter()
+                .rposition(|(a, open_id, _, _)| a == agent && open_id == id)
+        };
+        match &e.record {
+            Record::ToolCall { call_id, name, .. } => {
+                if let Some(i) = at(call_id) {
+                    open.remove(i);
+                }
+                open.push((
+                    agent.to_owned(),
+                    call_id.to_string(),
+                    name.to_string(),
+                    false,
+                ));
+            }
+            Record::ToolStarted { call_id } => {
+                if let Some(i) = at(call_id) {
+                    open[i].3 = true;
+                }
+            }
+            Record::ToolResult(r) => {
+                if let Some(i) = at(r.call_id()) {
+                    open.remove(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    open.into_iter()
+        .map(|(agent, id, name, started)| {
+            (agent, Arc::new(FrozenResult::cut_off(&id, &name, started)))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -463,5 +527,83 @@ mod tests {
         assert_eq!(tail, [Some("a"), Some("b"), Some("c")]);
         assert_eq!(r.link.seq, 6);
         assert_eq!(r.turn_starts, [0]);
+    }
+
+    #[test]
+    fn a_childs_unfinished_calls_close_in_its_name_and_children_number_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        {
+            let j = JsonlJournal::create(&path, "s", SyncPolicy::EveryRecord).unwrap();
+            j.append(&start()).unwrap();
+            j.append(&Record::UserMessage { text: "go".into() })
+                .unwrap();
+            j.append(&Record::AssistantMessage {
+                step: 1,
+                content: "".into(),
+                tool_calls: vec![RequestedCall {
+                    id: "m1".into(),
+                    name: "call_sub_agent".into(),
+                    arguments: "{}".into(),
+                }],
+                reasoning: None,
+            })
+            .unwrap();
+            j.append(&call("m1")).unwrap();
+            j.append(&Record::ToolStarted {
+                call_id: "m1".into(),
+            })
+            .unwrap();
+            j.append(&Record::SubAgentStart {
+                child: "sub-3".into(),
+                profile: "shell".into(),
+                call_id: "m1".into(),
+                task: "t".into(),
+            })
+            .unwrap();
+            // The child's `m1` is its own: it finished; its `c2` was running.
+            for (id, started) in [("m1", true), ("c2", true)] {
+                let child = Record::ToolCall {
+                    call_id: id.to_owned().into(),
+                    name: "run_shell".into(),
+                    args: Cow::Owned(json!({})),
+                    source: CallSource::SubAgent,
+                    parent: Some("m1".into()),
+                    step: 1,
+                };
+                j.append_as(Some("sub-3"), &child).unwrap();
+                if started {
+                    j.append_as(
+                        Some("sub-3"),
+                        &Record::ToolStarted {
+                            call_id: id.to_owned().into(),
+                        },
+                    )
+                    .unwrap();
+                }
+                if id == "m1" {
+                    let done = dsh_core::FrozenResult::cut_off(id, "run_shell", true);
+                    j.append_as(
+                        Some("sub-3"),
+                        &Record::ToolResult(dsh_core::journal::Held::Owned(done)),
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        let r = load(&path).unwrap();
+        // The main agent's call closes for the model; the child's, in the child's name.
+        let main: Vec<&str> = r.cut_off.iter().map(|c| c.call_id()).collect();
+        assert_eq!(main, ["m1"]);
+        let children: Vec<(&str, &str, Option<FailureKind>)> = r
+            .cut_off_children
+            .iter()
+            .map(|(a, c)| (a.as_str(), c.call_id(), c.failure_kind()))
+            .collect();
+        assert_eq!(
+            children,
+            [("sub-3", "c2", Some(FailureKind::CancelledAfter))]
+        );
+        assert_eq!(r.last_child, 3);
     }
 }

@@ -30,7 +30,7 @@ fn provider(server: &ServerHandle) -> Arc<dyn Provider> {
 
 struct World {
     ws: tempfile::TempDir,
-    _home: tempfile::TempDir,
+    home: tempfile::TempDir,
     session: Arc<Session>,
     stream: Option<EventStream>,
 }
@@ -47,7 +47,7 @@ fn world(configure: impl FnOnce(&mut SessionSettings)) -> World {
     let session = Arc::new(Session::assemble(&settings).unwrap());
     World {
         ws,
-        _home: home,
+        home,
         session,
         stream: Some(stream),
     }
@@ -655,4 +655,49 @@ fn a_profile_naming_a_missing_tool_or_call_sub_agent_fails_assembly_with_its_loc
     settings.agents = vec![profile("code", &["read_file"])];
     let err = Session::assemble_dry(&settings).unwrap_err().to_string();
     assert!(err.contains("built-in agent profile"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_judges_a_childs_calls_by_its_profile() {
+    let w = world(|s| s.approval = Approval::Yolo);
+    let server = ScriptedServer::start(vec![
+        calls(&[sub_agent_call("m1", "search", "look")]),
+        Turn::tool_call("c1", "write_file", r#"{"path":"x.txt","content":"x"}"#)
+            .call("c2", "read_file", r#"{"path":"a.txt"}"#)
+            .into(),
+        Reply::text("seen"),
+        Reply::text("done"),
+    ]);
+    w.agent(&server)
+        .run("go", &CancellationToken::new())
+        .await
+        .unwrap();
+    let entries = dsh_core::journal::read_journal(w.session.journal_path.as_ref().unwrap())
+        .unwrap()
+        .records;
+    let recorded = dsh_agent::replay::recorded_calls(&entries);
+    let child: Vec<_> = recorded
+        .iter()
+        .filter(|c| c.agent.as_deref() == Some("sub-1"))
+        .collect();
+    assert!(child.iter().all(|c| c.profile.as_deref() == Some("search")));
+
+    let dry = Session::assemble_dry(&SessionSettings::new(w.ws.path(), w.home.path())).unwrap();
+    let rows = dsh_agent::replay::replay(recorded, &dry).await;
+    let row = |agent: Option<&str>, id: &str| {
+        rows.iter()
+            .find(|r| r.agent.as_deref() == agent && r.call_id == id)
+            .unwrap()
+    };
+    // Outside the profile today too: refused at the registry, not asked at gate 1 as the
+    // main agent's write would be.
+    assert_eq!(
+        row(Some("sub-1"), "c1").today.gate,
+        dsh_core::Gate::Registry
+    );
+    assert_eq!(
+        row(Some("sub-1"), "c2").today.decision,
+        dsh_core::Decision::Allow
+    );
+    assert_eq!(row(None, "m1").today.decision, dsh_core::Decision::Allow);
 }

@@ -121,7 +121,7 @@ pub(crate) fn start(
         None => (Agent::new(session.clone(), provider, config), None),
         Some(r) => {
             session
-                .record_cut_off(&r.cut_off)
+                .record_cut_off(&r.cut_off, &r.cut_off_children)
                 .map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
             let note = ResumedNote {
                 session: r.session.clone(),

@@ -204,8 +204,17 @@ fn slash_commands_help_tools_log_clear_and_exit() {
     pty.send_line("/help");
     pty.wait_for_text("/log [N]");
     pty.send_line("/tools");
-    let s = pty.wait_for_text("read_output");
-    assert!(s.contains("parallel-safe"), "{}", s.contents());
+    let s = pty.wait_for_text("every tool but call_sub_agent");
+    let text = s.contents();
+    assert!(text.contains("read_output"), "{text}");
+    assert!(text.contains("parallel-safe"), "{text}");
+    // The sub-agent profiles, and which may run side by side (from their tools'
+    // declarations).
+    assert!(
+        text.contains("search           yes        read_file, list_dir, grep"),
+        "{text}"
+    );
+    assert!(text.contains("code             no"), "{text}");
     pty.send_line("/exti");
     pty.wait_for_text("did you mean /exit?");
     pty.send_line("hello");

@@ -88,6 +88,11 @@ impl Roster {
         self.members().get(id).map(|m| m.parent.clone())
     }
 
+    /// Children are numbered after `n` (a resumed session, after its chain's).
+    pub(crate) fn continue_after(&self, n: u32) {
+        self.children.fetch_max(n, Ordering::Relaxed);
+    }
+
     /// The next child's number: 1, 2, … for the session's life.
     pub(crate) fn next_child(&self) -> u32 {
         self.children.fetch_add(1, Ordering::Relaxed) + 1

@@ -187,6 +187,27 @@ pub(crate) async fn run(
                     "built-in"
                 ));
             }
+            screen.line(&st.dim(&format!(
+                "{:<16} {:<10} {}",
+                "sub-agent", "parallel", "tools"
+            )));
+            let pipeline = &live.session.pipeline;
+            for p in live.session.profiles.iter() {
+                let tools = match &p.names {
+                    Some(names) => names.join(", "),
+                    None => "every tool but call_sub_agent".to_owned(),
+                };
+                let line = format!(
+                    "{:<16} {:<10} {tools}",
+                    p.name,
+                    if p.parallel_safe(pipeline) {
+                        "yes"
+                    } else {
+                        "no"
+                    },
+                );
+                screen.line(&visible(&line, false));
+            }
         }
         Command::Log(n) => match live.session.journal_path.as_deref() {
             Some(path) => match crate::sessions::readable_lines(path) {
