@@ -194,6 +194,17 @@ pub enum AssemblyError {
     },
 }
 
+impl AssemblyError {
+    /// The configuration is at fault (a rule, a protected path, a profile), not the machine:
+    /// the user fixes the file the message names.
+    pub fn is_configuration(&self) -> bool {
+        matches!(
+            self,
+            AssemblyError::Rule { .. } | AssemblyError::Protected(_) | AssemblyError::Profile(_)
+        )
+    }
+}
+
 /// Approves every `ask` once (`--yolo`). Guards, confinement, protected paths and the sandbox
 /// still apply: it can only say yes to what a person could have said yes to.
 #[derive(Debug, Default)]

@@ -53,7 +53,7 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
     let mirror = mirror::open(common.json)?;
     let signals = Signals::install().map_err(Failure::harness)?;
     let session =
-        Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::harness)?;
+        Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::assembly)?;
     let outcome = session.pipeline.run_batch(calls, signals.token()).await;
     let (results, error) = match outcome {
         Ok(out) => (out.results, None),

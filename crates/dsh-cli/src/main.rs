@@ -130,6 +130,15 @@ impl Failure {
             error: error.into(),
         }
     }
+    /// A session that could not be assembled: a usage error when the configuration is at
+    /// fault, else the harness's.
+    pub fn assembly(error: dsh_agent::AssemblyError) -> Self {
+        if error.is_configuration() {
+            Failure::usage(error)
+        } else {
+            Failure::harness(error)
+        }
+    }
 }
 
 fn main() -> ExitCode {

@@ -112,7 +112,7 @@ pub(crate) fn start(
     let (events, stream) = EventSink::channel();
     settings.events = events;
     let session =
-        Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::harness)?;
+        Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::assembly)?;
     // Only the session holds the sink now: the stream ends when the session is gone.
     drop(settings);
     let session = Arc::new(session);
