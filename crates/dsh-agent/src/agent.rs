@@ -183,8 +183,11 @@ pub struct Agent {
     /// A sub-agent's way into the pipeline: the `call_sub_agent` call's dispatch handle, so
     /// its calls are that call's sub-calls. `None`: batches of its own.
     dispatch: Option<Dispatch>,
-    /// Calls made in this process, by tool.
-    tool_counts: BTreeMap<String, u64>,
+    /// A sub-agent's parent: what the sub-agent spends is charged to it as it goes, and its
+    /// budgets are the parent's (shared by all its children).
+    spends_for: Option<AgentId>,
+    /// Calls made in this process, by tool: how many ran (`ok`), how many did not.
+    tool_counts: BTreeMap<String, (u64, u64)>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -259,21 +262,26 @@ impl Agent {
             step: 0,
             steps_before: 0,
             dispatch: None,
+            spends_for: None,
             tool_counts: BTreeMap::new(),
         }
     }
 
-    /// A sub-agent whose calls are sub-calls of the `call_sub_agent` call owning `dispatch`
-    /// (journaled with it as `parent`, `source: sub_agent`, cancelled with it).
+    /// A sub-agent of `parent` whose calls are sub-calls of the `call_sub_agent` call
+    /// owning `dispatch` (journaled with it as `parent`, `source: sub_agent`, cancelled with
+    /// it). What it spends is charged to `parent` as it goes; `config`'s budgets are the
+    /// parent's, checked against the parent's spend.
     pub(crate) fn child(
         session: Arc<Session>,
         spec: AgentSpec,
         provider: Arc<dyn Provider>,
         config: LoopConfig,
         dispatch: Dispatch,
+        parent: AgentId,
     ) -> Self {
         let mut agent = Agent::with_spec(session, spec, provider, config);
         agent.dispatch = Some(dispatch);
+        agent.spends_for = Some(parent);
         agent
     }
 
@@ -461,18 +469,33 @@ impl Agent {
             (Some(total), Some(c)) => Some(total + c),
             _ => None,
         };
-        self.report_spent();
+        match &self.spends_for {
+            Some(parent) => self.session.roster.charge(parent, *usage, cost),
+            None => self.report_spent(),
+        }
         cost
     }
 
-    /// Tells the session's roster what this agent has spent (a child's budget is what is
-    /// left of it).
+    /// Tells the session's roster what this agent has spent (its children's budgets are
+    /// its own, shared).
     fn report_spent(&self) {
         self.session.roster.spent(
             &self.spec.id,
             self.usage.prompt_tokens + self.usage.completion_tokens,
             self.cost_usd,
         );
+    }
+
+    /// The spend its budgets are checked against: its own, or for a sub-agent its parent's
+    /// with everything the parent's children have spent so far.
+    fn budget_spent(&self) -> (u64, Option<f64>) {
+        match &self.spends_for {
+            Some(parent) => self.session.roster.used(parent),
+            None => (
+                self.usage.prompt_tokens + self.usage.completion_tokens,
+                self.cost_usd,
+            ),
+        }
     }
 
     /// Counts what this agent's sub-agents spent since the last batch into its own account
@@ -497,8 +520,8 @@ impl Agent {
         self.usage
     }
 
-    /// Calls this agent made in this process, by tool.
-    pub fn tool_counts(&self) -> &BTreeMap<String, u64> {
+    /// Calls this agent made in this process, by tool: (ran, did not run or failed).
+    pub fn tool_counts(&self) -> &BTreeMap<String, (u64, u64)> {
         &self.tool_counts
     }
 
@@ -640,7 +663,11 @@ impl Agent {
     }
 
     /// Writes `stop` for this agent (the main agent's through the session, which closes).
-    fn record_stop(&self, reason: &str, error: Option<&str>) -> Result<u64, JournalError> {
+    pub(crate) fn record_stop(
+        &self,
+        reason: &str,
+        error: Option<&str>,
+    ) -> Result<u64, JournalError> {
         match journal_agent(&self.spec.id) {
             None => self.session.record_stop(reason, error, self.totals()),
             Some(agent) => self.session.pipeline.journal().append_as(
@@ -837,7 +864,12 @@ impl Agent {
             };
             self.count_children();
             for r in &batch.results {
-                *self.tool_counts.entry(r.tool().to_owned()).or_default() += 1;
+                let counts = self.tool_counts.entry(r.tool().to_owned()).or_default();
+                if r.ok() {
+                    counts.0 += 1;
+                } else {
+                    counts.1 += 1;
+                }
                 self.history.push(Message::tool(r.call_id(), r.content()));
             }
             for a in &batch.attached {
@@ -858,13 +890,11 @@ impl Agent {
             if cancel.is_cancelled() {
                 return self.stop(StopReason::Interrupted, last_text);
             }
-            if self.config.max_tokens > 0
-                && self.usage.prompt_tokens + self.usage.completion_tokens >= self.config.max_tokens
-            {
+            let (tokens, cost) = self.budget_spent();
+            if self.config.max_tokens > 0 && tokens >= self.config.max_tokens {
                 return self.stop(StopReason::TokenBudget, last_text);
             }
-            if self.config.max_cost_usd > 0.0
-                && self.cost_usd.is_some_and(|c| c >= self.config.max_cost_usd)
+            if self.config.max_cost_usd > 0.0 && cost.is_some_and(|c| c >= self.config.max_cost_usd)
             {
                 return self.stop(StopReason::CostBudget, last_text);
             }

@@ -142,7 +142,7 @@ pub struct Summary {
     pub provider: Option<String>,
     pub model: Option<String>,
     /// From `stop`/`session_end`; for a session that did not end, counted from its
-    /// `llm_call` records (main agent), with no cost.
+    /// `llm_call` records (steps: the main agent's; tokens: every agent's), with no cost.
     pub totals: Totals,
     /// The `stop` record's reason; `None` when the process died before writing one.
     pub stop: Option<String>,
@@ -287,8 +287,9 @@ fn last_two_lines(file: &mut File) -> std::io::Result<(Option<Line>, Option<Line
     }
 }
 
-/// For a file that did not end: the main agent's model calls and tokens, and the last `stop`
-/// reason, read leniently (a line that does not parse is skipped).
+/// For a file that did not end: the main agent's model calls, the tokens of every agent's
+/// (a sub-agent's spend is its parent's), and the last `stop` reason, read leniently (a line
+/// that does not parse is skipped).
 fn scan(path: &Path) -> std::io::Result<(Totals, Option<String>)> {
     let reader = BufReader::new(File::open(path)?);
     let mut totals = Totals::default();
@@ -296,14 +297,16 @@ fn scan(path: &Path) -> std::io::Result<(Totals, Option<String>)> {
     for line in reader.split(b'\n') {
         match parse(&line?) {
             Some((
-                Envelope { agent: None, .. },
+                Envelope { agent, .. },
                 Record::LlmCall {
                     prompt_tokens,
                     completion_tokens,
                     ..
                 },
             )) => {
-                totals.steps += 1;
+                if agent.is_none() {
+                    totals.steps += 1;
+                }
                 totals.prompt_tokens += prompt_tokens;
                 totals.completion_tokens += completion_tokens;
             }

@@ -238,8 +238,12 @@ async fn a_search_child_is_offered_no_write_tool_and_cannot_dispatch_one() {
         content.contains("sub-agent sub-1 (search) answered after 2 steps"),
         "{content}"
     );
-    assert!(content.contains("read_file ×2"), "{content}");
-    assert_eq!(m1["value"]["tools"]["write_file"], 1);
+    // What ran, apart from what was refused.
+    assert!(
+        content.contains("ran read_file ×1; refused or failed: read_file ×1, write_file ×1"),
+        "{content}"
+    );
+    assert_eq!(m1["value"]["tools"], json!({"read_file": 1}));
     assert_eq!(m1["value"]["stop"], "final_answer");
 }
 
@@ -700,4 +704,122 @@ async fn replay_judges_a_childs_calls_by_its_profile() {
         dsh_core::Decision::Allow
     );
     assert_eq!(row(None, "m1").today.decision, dsh_core::Decision::Allow);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_share_their_parents_token_budget_as_they_spend_it() {
+    let w = world(|s| s.approval = Approval::Yolo);
+    let server = ScriptedServer::start(vec![
+        Turn::default()
+            .call("m1", "call_sub_agent", r#"{"profile":"code","task":"a"}"#)
+            .call("m2", "call_sub_agent", r#"{"profile":"code","task":"b"}"#)
+            .usage(100, 0)
+            .into(),
+        Turn::text("A done").usage(800, 0).into(),
+        Turn::tool_call("c1", "list_dir", r#"{"path":"."}"#)
+            .usage(200, 0)
+            .into(),
+        Turn::text("B never gets here").usage(10, 0).into(),
+        Turn::text("done").usage(10, 0).into(),
+    ]);
+    let config = LoopConfig {
+        max_tokens: 1000,
+        ..LoopConfig::default()
+    };
+    let mut agent = Agent::new(w.session.clone(), provider(&server), config);
+    let out = agent.run("go", &CancellationToken::new()).await.unwrap();
+    let recs = w.records();
+    let ends: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "sub_agent_end")
+        .collect();
+    // After A, 1000 - 100 - 800 = 100 tokens are left: B's first step spends them, and B
+    // stops there; so does the parent, its budget spent by its children.
+    assert_eq!(ends[0]["stop"], "final_answer");
+    assert_eq!(ends[1]["stop"], "token_budget", "{:?}", ends[1]);
+    assert_eq!(out.stop, StopReason::TokenBudget);
+    assert_eq!(agent.totals().prompt_tokens, 1100);
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_whose_spend_cannot_be_priced_is_not_started_under_a_cost_budget() {
+    let w = world(|s| {
+        let mut p = profile("other", &["list_dir"]);
+        p.model = Some("some-unpriced-model".into());
+        s.agents = vec![p];
+    });
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("m1", "call_sub_agent", r#"{"profile":"other","task":"x"}"#)
+            .usage(100, 0)
+            .into(),
+        Turn::text("done").usage(10, 0).into(),
+    ]);
+    let config = LoopConfig {
+        price: Some(dsh_config::Price {
+            input: 1.0,
+            cached_input: None,
+            output: 1.0,
+        }),
+        max_cost_usd: 0.5,
+        ..LoopConfig::default()
+    };
+    let mut agent = Agent::new(w.session.clone(), provider(&server), config);
+    agent.run("go", &CancellationToken::new()).await.unwrap();
+    let recs = w.records();
+    let m1 = find(&recs, "tool_result", |r| r["call_id"] == "m1");
+    assert_eq!(m1["failure_kind"], "tool_error", "{m1}");
+    assert!(
+        m1["content"]
+            .as_str()
+            .unwrap()
+            .contains("`some-unpriced-model` has no known prices"),
+        "{m1}"
+    );
+    assert!(!recs.iter().any(|r| r["kind"] == "sub_agent_start"));
+    // The parent's cost stays known.
+    assert!(agent.totals().cost_usd.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_whose_tool_ignores_cancellation_still_ends_on_the_record() {
+    let mut w = world(|s| s.approval = Approval::Yolo);
+    w.session
+        .register_tool(Arc::new(
+            dsh_testkit::FnTool::new("stubborn", |_, _| async {
+                // Ignores its cancellation token: stopped by force after the grace.
+                tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                Ok(dsh_testkit::ok_output(1))
+            })
+            .spec(|s| s.read_only(true)),
+        ))
+        .unwrap();
+    let mut stream = w.stream.take().unwrap();
+    let server = ScriptedServer::start(vec![
+        calls(&[sub_agent_call("m1", "general", "wait")]),
+        Turn::tool_call("c1", "stubborn", "{}").into(),
+        Reply::text("never"),
+    ]);
+    let cancel = CancellationToken::new();
+    let interrupt = cancel.clone();
+    tokio::spawn(async move {
+        while let Some(event) = stream.recv().await {
+            if &*event.agent == "sub-1" && matches!(event.kind, EventKind::ToolStarted { .. }) {
+                interrupt.cancel();
+            }
+        }
+    });
+    let out = w.agent(&server).run("go", &cancel).await.unwrap();
+    assert_eq!(out.stop, StopReason::Interrupted);
+    let recs = w.records();
+    // The child's call, its stop and its end are all recorded, before the parent's call.
+    let c1 = find(&recs, "tool_result", |r| r["call_id"] == "c1");
+    assert_eq!(c1["failure_kind"], "cancelled_after", "{c1}");
+    let child_stop = find(&recs, "stop", |r| r["agent"] == "sub-1");
+    assert_eq!(child_stop["reason"], "interrupted");
+    let end = find(&recs, "sub_agent_end", |_| true);
+    assert_eq!(end["stop"], "interrupted");
+    let m1 = find(&recs, "tool_result", |r| r["call_id"] == "m1");
+    assert!(seq(end) < seq(m1));
+    assert_eq!(m1["failure_kind"], "cancelled_after", "{m1}");
 }

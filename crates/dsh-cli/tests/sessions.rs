@@ -784,3 +784,50 @@ fn show_keeps_sub_agent_records_without_a_start_and_says_when_a_child_did_not_en
         "{text}"
     );
 }
+
+fn llm_call(prompt_tokens: u64, completion_tokens: u64) -> Record<'static> {
+    Record::LlmCall {
+        step: 1,
+        provider: "openai".into(),
+        model: "m".into(),
+        prompt_tokens,
+        completion_tokens,
+        tokens_estimated: false,
+        cached_tokens: 0,
+        cache_write_tokens: 0,
+        cost_usd: None,
+        elapsed_ms: 1,
+        has_tool_calls: false,
+        finish_reason: std::borrow::Cow::Owned(json!("stop")),
+    }
+}
+
+#[test]
+fn list_counts_a_childs_tokens_in_a_session_that_did_not_end() {
+    let d = Dirs::new();
+    let id = "20000101T000000Z-0000c0de";
+    journal_of(
+        &d,
+        id,
+        &[
+            (None, session_start(&d)),
+            (None, user("go")),
+            (None, llm_call(100, 10)),
+            (None, sub_start("sub-1", "call_1", "look")),
+            (Some("sub-1"), llm_call(40, 4)),
+        ],
+    );
+    let out = run(&d, &["sessions", "list", "--json"]);
+    let rows = json_lines(&out);
+    let row = rows.iter().find(|r| r["id"] == id).unwrap();
+    // Steps are the main agent's; the tokens are the session's, its child's included.
+    assert_eq!(
+        (
+            &row["steps"],
+            &row["prompt_tokens"],
+            &row["completion_tokens"]
+        ),
+        (&json!(1), &json!(140), &json!(14))
+    );
+    assert_eq!(row["end"], "did_not_end");
+}

@@ -27,6 +27,10 @@ pub struct Dispatch {
     scope: Scope,
     /// The parent's execution slot, given back while a submission runs.
     permit: Arc<Mutex<Option<Permit>>>,
+    /// How long a submission's calls have to stop once cancelled: half the parent batch's,
+    /// so a cancelled submission records its calls (and the parent its own ending) before
+    /// the parent's batch gives up on the parent.
+    grace: std::time::Duration,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -43,13 +47,20 @@ impl Dispatch {
         parent: ToolCall,
         scope: Scope,
         permit: Arc<Mutex<Option<Permit>>>,
+        grace: std::time::Duration,
     ) -> Self {
         Dispatch {
             pipeline,
             parent,
             scope,
             permit,
+            grace,
         }
+    }
+
+    /// The tools the submitting call's agent may call: every submission is confined to them.
+    pub fn tools(&self) -> &crate::ToolSet {
+        &self.scope.tools
     }
 
     /// Runs `calls` as a batch in the parent's scope (Code Mode: the same agent's tools),
@@ -65,8 +76,9 @@ impl Dispatch {
     }
 
     /// Runs `calls` as a batch in `scope` (a sub-agent: its own tool set and agent id, which
-    /// the calls carry). Each call gets `parent` = this handle's call and `source`; a call
-    /// without a step gets the parent's.
+    /// the calls carry), confined to this handle's tool set: a submission never reaches a
+    /// tool its submitter could not call. Each call gets `parent` = this handle's call and
+    /// `source`; a call without a step gets the parent's.
     pub async fn submit_in(
         &self,
         scope: &Scope,
@@ -74,6 +86,10 @@ impl Dispatch {
         calls: Vec<ToolCall>,
         cancel: &CancellationToken,
     ) -> Result<BatchOutcome, BatchError> {
+        let scope = &Scope {
+            tools: scope.tools.clone().within(&self.scope.tools),
+            events: scope.events.clone(),
+        };
         let calls: Vec<ToolCall> = calls
             .into_iter()
             .map(|c| {
@@ -95,13 +111,15 @@ impl Dispatch {
         if let Some(p) = slot.as_mut() {
             p.suspend();
         }
-        let outcome = crate::scheduler::run_batch(&self.pipeline, scope, calls, cancel).await;
+        let outcome =
+            crate::scheduler::run_batch(&self.pipeline, scope, calls, cancel, self.grace).await;
         if let Some(p) = slot.as_mut() {
             // The parent takes a slot again before it goes on — even when it was cancelled,
-            // so its winding-down never overlaps an exclusive call. Bounded by the cancel
-            // grace: running calls stop within it, so a slot frees up.
+            // so its winding-down never overlaps an exclusive call. Bounded, once cancelled,
+            // by half this submission's grace: running calls stop within the grace, so a
+            // slot frees up, and the parent still has time to record its ending.
             let never = CancellationToken::new();
-            let limit = self.pipeline.config.cancel_grace;
+            let limit = self.grace / 2;
             if tokio::time::timeout(limit, p.resume(&never)).await.is_err()
                 && !cancel.is_cancelled()
             {

@@ -92,6 +92,10 @@ struct Batch<'a> {
     next_commit: usize,
     results: Vec<Arc<FrozenResult>>,
     attached: Vec<AttachedContext>,
+    /// How long running calls have to stop once the batch is cancelled before they are
+    /// dropped. A nested batch has half its parent's, so it drops and records its own calls
+    /// before the batch around it gives up on the parent call.
+    grace: Duration,
 }
 
 /// A batch dropped before it finished (its caller timed out or was aborted: a nested batch
@@ -119,6 +123,7 @@ impl<'a> Batch<'a> {
         scope: &'a Scope,
         calls: &'a [ToolCall],
         cancel: &CancellationToken,
+        grace: Duration,
     ) -> Self {
         let n = calls.len();
         Batch {
@@ -135,6 +140,7 @@ impl<'a> Batch<'a> {
             next_commit: 0,
             results: Vec::with_capacity(n),
             attached: Vec::new(),
+            grace,
         }
     }
 
@@ -197,11 +203,15 @@ impl<'a> Batch<'a> {
         let Admitted { entry, allowed_by } = admitted;
         let call = self.calls[idx].clone();
         let permit = Arc::new(tokio::sync::Mutex::new(None));
-        let dispatch = self
-            .p
-            .me
-            .upgrade()
-            .map(|p| Dispatch::new(p, call.clone(), self.scope.clone(), permit.clone()));
+        let dispatch = self.p.me.upgrade().map(|p| {
+            Dispatch::new(
+                p,
+                call.clone(),
+                self.scope.clone(),
+                permit.clone(),
+                self.grace / 2,
+            )
+        });
         let cx = ExecContext {
             call,
             spec: entry.spec.clone(),
@@ -279,8 +289,9 @@ pub(crate) async fn run_batch(
     scope: &Scope,
     calls: Vec<ToolCall>,
     cancel: &CancellationToken,
+    grace: Duration,
 ) -> Result<BatchOutcome, BatchError> {
-    let mut b = Batch::new(p, scope, &calls, cancel);
+    let mut b = Batch::new(p, scope, &calls, cancel, grace);
     let mut force_at: Option<tokio::time::Instant> = None;
     let mut forced = false;
 
@@ -297,7 +308,7 @@ pub(crate) async fn run_batch(
                 // Stop: nothing more may run unrecorded. Running calls are cancelled and
                 // awaited so no work outlives the batch.
                 b.token.cancel();
-                drain(&mut b.running, &b.aborts, p.config.cancel_grace).await;
+                drain(&mut b.running, &b.aborts, b.grace).await;
                 return Err(BatchError {
                     source,
                     committed: std::mem::take(&mut b.results),
@@ -313,7 +324,7 @@ pub(crate) async fn run_batch(
         let done = tokio::select! {
             d = b.running.next() => d,
             () = b.token.cancelled(), if force_at.is_none() => {
-                force_at = Some(tokio::time::Instant::now() + p.config.cancel_grace);
+                force_at = Some(tokio::time::Instant::now() + b.grace);
                 continue;
             }
             () = sleep_until(force_at), if force_at.is_some() && !forced => {

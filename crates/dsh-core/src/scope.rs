@@ -14,6 +14,9 @@ pub struct ToolSet {
     members: Members,
     /// Never in the set, whatever `members` says: name → why.
     withheld: Arc<BTreeMap<String, String>>,
+    /// A set this one is confined to (a sub-agent's, to its parent's): a name must be in
+    /// both.
+    within: Option<Arc<ToolSet>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -40,6 +43,7 @@ impl ToolSet {
         ToolSet {
             members: Members::Only(Arc::new(names.into_iter().map(Into::into).collect())),
             withheld: Arc::default(),
+            within: None,
         }
     }
 
@@ -51,19 +55,34 @@ impl ToolSet {
         self
     }
 
+    /// This set, less every tool `outer` does not hold: what a nested submission may use
+    /// is never more than its submitter's.
+    #[must_use]
+    pub fn within(mut self, outer: &ToolSet) -> Self {
+        self.within = Some(Arc::new(match self.within.take() {
+            None => outer.clone(),
+            Some(already) => (*already).clone().within(outer),
+        }));
+        self
+    }
+
     pub fn contains(&self, name: &str) -> bool {
         if self.withheld.contains_key(name) {
             return false;
         }
-        match &self.members {
+        let member = match &self.members {
             Members::All => true,
             Members::Only(names) => names.contains(name),
-        }
+        };
+        member && self.within.as_ref().is_none_or(|w| w.contains(name))
     }
 
-    /// Why `name` is withheld from this set, when it is.
+    /// Why `name` is withheld from this set (or from a set it is confined to), when it is.
     pub fn withheld(&self, name: &str) -> Option<&str> {
-        self.withheld.get(name).map(String::as_str)
+        self.withheld
+            .get(name)
+            .map(String::as_str)
+            .or_else(|| self.within.as_ref().and_then(|w| w.withheld(name)))
     }
 }
 

@@ -32,9 +32,9 @@ use crate::agent::{Agent, AgentError, AgentSpec, LoopConfig};
 use crate::events::{AgentId, EventKind, MAIN, journal_agent};
 use crate::{Session, StopReason};
 
-/// The session, as the tool reaches it: set when the session's first agent is made (the
-/// tool is registered before the session exists; a weak link, so the registry holding the
-/// tool does not keep the session alive).
+/// The session, as the tool reaches it: set by the first agent made over it (later ones
+/// find it set; the tool is registered before the session exists, and the link is weak, so
+/// the registry holding the tool does not keep the session alive).
 #[derive(Default)]
 pub(crate) struct SessionLink(OnceLock<Weak<Session>>);
 
@@ -76,7 +76,8 @@ impl Provider for OtherModel {
 }
 
 /// A child's limits: its profile's steps (never more than its parent may take), the
-/// parent's token and cost budgets less what the parent has spent, the parent's model
+/// parent's token and cost budgets — shared: a child checks them against everything its
+/// parent and the parent's children have spent ([`Roster::used`]) — and the parent's model
 /// settings (prices and window only for the parent's own model).
 fn child_config(parent: &roster::Parent, profile: &Profile) -> LoopConfig {
     let same_model = profile
@@ -86,18 +87,6 @@ fn child_config(parent: &roster::Parent, profile: &Profile) -> LoopConfig {
     let p = &parent.config;
     LoopConfig {
         max_steps: profile.max_steps.min(p.max_steps).max(1),
-        // What is left, and at least one token / a fraction of a cent so "0 = off" never
-        // means an exhausted budget.
-        max_tokens: if p.max_tokens > 0 {
-            p.max_tokens.saturating_sub(parent.tokens).max(1)
-        } else {
-            0
-        },
-        max_cost_usd: if p.max_cost_usd > 0.0 {
-            (p.max_cost_usd - parent.cost_usd.unwrap_or(0.0)).max(1e-9)
-        } else {
-            0.0
-        },
         keep_turns: None,
         price: if same_model { p.price } else { None },
         context_window: if same_model { p.context_window } else { None },
@@ -114,10 +103,60 @@ fn child_system(session: &Session, profile: &Profile) -> String {
     )
 }
 
+/// A child while it runs. However the run ends — even when the `call_sub_agent` future is
+/// dropped before the child returns (the batch around it gave up waiting) — its ending is
+/// written: the child's `stop` if it wrote none, and `sub_agent_end` in the parent's name.
+struct Running {
+    session: Arc<Session>,
+    parent: AgentId,
+    child: Agent,
+    ended: bool,
+}
+
+impl Running {
+    /// Journals `sub_agent_end` with `stop` and reports `SubAgentFinished`.
+    fn end(&mut self, stop: &str) -> Result<(), dsh_core::journal::JournalError> {
+        self.ended = true;
+        let totals = self.child.totals();
+        let child = self.child.spec().id.clone();
+        let ended = self.session.pipeline.journal().append_as(
+            journal_agent(&self.parent).as_deref(),
+            &Record::SubAgentEnd {
+                child: Cow::Borrowed(&child),
+                stop: Cow::Borrowed(stop),
+                steps: totals.steps,
+                tokens: totals.prompt_tokens + totals.completion_tokens,
+                cost_usd: totals.cost_usd,
+            },
+        );
+        self.session.events.send(
+            &self.parent,
+            EventKind::SubAgentFinished {
+                child,
+                stop: stop.to_owned(),
+            },
+        );
+        ended.map(|_| ())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.ended {
+            let stop = StopReason::Interrupted.as_str();
+            let _ = self.child.record_stop(
+                stop,
+                Some("the call that started it was stopped before the sub-agent finished"),
+            );
+            let _ = self.end(stop);
+        }
+    }
+}
+
 /// Runs one child to its stop line for the `call_sub_agent` call in `cx`: journals
 /// `sub_agent_start` and `sub_agent_end` in the parent's name, reports
-/// `SubAgentStarted`/`SubAgentFinished` as the parent's events, rolls the child's spend up
-/// into the parent's account, and returns its answer with an account of what it spent.
+/// `SubAgentStarted`/`SubAgentFinished` as the parent's events, and returns the child's
+/// answer with an account of what it spent (charged to the parent as it went).
 pub(crate) async fn run_child(
     session: &Arc<Session>,
     profile: &Profile,
@@ -131,8 +170,6 @@ pub(crate) async fn run_child(
             "agent {parent_id} cannot start sub-agents"
         )));
     };
-    let n = session.roster.next_child();
-    let child_id: AgentId = format!("sub-{n}").into();
     let provider: Arc<dyn Provider> = match &profile.model {
         Some(m) if m != parent.provider.model() => Arc::new(OtherModel {
             inner: parent.provider.clone(),
@@ -141,21 +178,39 @@ pub(crate) async fn run_child(
         _ => parent.provider.clone(),
     };
     let config = child_config(&parent, profile);
+    let priced = |config: &LoopConfig, p: &dyn Provider| {
+        crate::cost::price_for(config.price, p.name(), p.model()).is_some()
+    };
+    if config.max_cost_usd > 0.0
+        && priced(&parent.config, parent.provider.as_ref())
+        && !priced(&config, provider.as_ref())
+    {
+        return Err(ToolError::failed(format!(
+            "the `{}` profile's model `{}` has no known prices, so what it spends could not \
+             be counted against the cost budget (max_cost_usd = {}); use another profile or \
+             set [model] price for that model",
+            profile.name,
+            provider.model(),
+            config.max_cost_usd
+        )));
+    }
     let max_steps = config.max_steps;
+    let child_id: AgentId = format!("sub-{}", session.roster.next_child()).into();
     let spec = AgentSpec {
         id: child_id.clone(),
         profile: Some(profile.name.clone()),
-        tools: profile.tool_set(),
+        // Never more than the parent may call itself.
+        tools: profile.tool_set().within(dispatch.tools()),
         system: Some(child_system(session, profile)),
     };
-    let journal = session.pipeline.journal();
-    let as_parent = journal_agent(&parent_id);
     let journal_failed = |e: dsh_core::journal::JournalError| {
         ToolError::failed(format!("the journal could not record the sub-agent: {e}"))
     };
-    journal
+    session
+        .pipeline
+        .journal()
         .append_as(
-            as_parent.as_deref(),
+            journal_agent(&parent_id).as_deref(),
             &Record::SubAgentStart {
                 child: Cow::Borrowed(&child_id),
                 profile: Cow::Borrowed(&profile.name),
@@ -172,37 +227,21 @@ pub(crate) async fn run_child(
         },
     );
 
-    let mut child = Agent::child(session.clone(), spec, provider, config, dispatch);
-    let outcome = child.run(task, &cx.cancel).await;
-    let totals = child.totals();
-    let usage = child.usage();
-    let tools = child.tool_counts().clone();
-    drop(child);
-
+    let mut running = Running {
+        session: session.clone(),
+        parent: parent_id.clone(),
+        child: Agent::child(session.clone(), spec, provider, config, dispatch, parent_id),
+        ended: false,
+    };
+    let outcome = running.child.run(task, &cx.cancel).await;
     let stop = match &outcome {
         Ok(o) => o.stop.as_str(),
         Err(AgentError::Model(_)) => "model_error",
         Err(_) => "journal_error",
     };
-    session.roster.roll_up(&parent_id, usage, totals.cost_usd);
-    let ended = journal.append_as(
-        as_parent.as_deref(),
-        &Record::SubAgentEnd {
-            child: Cow::Borrowed(&child_id),
-            stop: Cow::Borrowed(stop),
-            steps: totals.steps,
-            tokens: totals.prompt_tokens + totals.completion_tokens,
-            cost_usd: totals.cost_usd,
-        },
-    );
-    session.events.send(
-        &parent_id,
-        EventKind::SubAgentFinished {
-            child: child_id.clone(),
-            stop: stop.to_owned(),
-        },
-    );
-    ended.map_err(journal_failed)?;
+    running.end(stop).map_err(journal_failed)?;
+    let totals = running.child.totals();
+    let tools = running.child.tool_counts().clone();
 
     let account = Account {
         child: &child_id,
@@ -214,9 +253,7 @@ pub(crate) async fn run_child(
     };
     let outcome = match outcome {
         Ok(o) => o,
-        Err(e) => {
-            return Err(ToolError::failed(format!("{}: {e}", account.headline())));
-        }
+        Err(e) => return Err(ToolError::failed(format!("{}: {e}", account.headline()))),
     };
     let answer = outcome.text;
     if outcome.stop == StopReason::Interrupted {
@@ -238,6 +275,11 @@ pub(crate) async fn run_child(
             account.headline()
         )
     };
+    let ran: BTreeMap<&str, u64> = tools
+        .iter()
+        .filter(|(_, (ok, _))| *ok > 0)
+        .map(|(t, (ok, _))| (t.as_str(), *ok))
+        .collect();
     Ok(ToolOutput::new(
         content,
         json!({
@@ -249,7 +291,7 @@ pub(crate) async fn run_child(
             "prompt_tokens": totals.prompt_tokens,
             "completion_tokens": totals.completion_tokens,
             "cost_usd": totals.cost_usd,
-            "tools": tools,
+            "tools": ran,
         }),
     ))
 }
@@ -260,7 +302,7 @@ struct Account<'a> {
     profile: &'a str,
     stop: &'a str,
     totals: &'a crate::Totals,
-    tools: &'a BTreeMap<String, u64>,
+    tools: &'a BTreeMap<String, (u64, u64)>,
     max_steps: u32,
 }
 
@@ -280,16 +322,23 @@ impl Account<'_> {
         let cost = t
             .cost_usd
             .map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}"));
-        let tools = if self.tools.is_empty() {
-            "no tool calls".to_owned()
-        } else {
-            let list: Vec<String> = self
-                .tools
+        let list = |pick: fn(&(u64, u64)) -> u64| {
+            self.tools
                 .iter()
-                .map(|(t, n)| format!("{t} ×{n}"))
-                .collect();
-            format!("tools: {}", list.join(", "))
+                .filter(|(_, n)| pick(n) > 0)
+                .map(|(t, n)| format!("{t} ×{}", pick(n)))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
+        let (ran, failed) = (list(|n| n.0), list(|n| n.1));
+        let mut tools = match (ran.is_empty(), failed.is_empty()) {
+            (true, true) => "no tool calls".to_owned(),
+            (false, _) => format!("ran {ran}"),
+            (true, false) => "ran nothing".to_owned(),
+        };
+        if !failed.is_empty() {
+            tools.push_str(&format!("; refused or failed: {failed}"));
+        }
         format!(
             "sub-agent {} ({}) {how} after {} steps · {} tokens in · {} out · {cost} · {tools}",
             self.child, self.profile, t.steps, t.prompt_tokens, t.completion_tokens

@@ -98,8 +98,10 @@ impl Roster {
         self.children.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// A child of `parent` spent `usage` and `cost_usd` (`None`: unknown).
-    pub(crate) fn roll_up(&self, parent: &AgentId, usage: Usage, cost_usd: Option<f64>) {
+    /// A child of `parent` spent `usage` and `cost_usd` (`None`: unknown), charged as it
+    /// goes: the parent counts it after the batch that ran the child, and the parent's other
+    /// children see it in [`Roster::used`] at once.
+    pub(crate) fn charge(&self, parent: &AgentId, usage: Usage, cost_usd: Option<f64>) {
         if let Some(m) = self.members().get_mut(parent) {
             let owed = &mut m.owed;
             owed.usage.prompt_tokens += usage.prompt_tokens;
@@ -112,6 +114,23 @@ impl Roster {
             };
             owed.any = true;
         }
+    }
+
+    /// What `parent`'s budgets have been spent on so far: its own spend and what its
+    /// children have spent that it has not counted yet.
+    pub(crate) fn used(&self, parent: &AgentId) -> (u64, Option<f64>) {
+        let members = self.members();
+        let Some(m) = members.get(parent) else {
+            return (0, Some(0.0));
+        };
+        let owed = &m.owed;
+        let tokens = m.parent.tokens + owed.usage.prompt_tokens + owed.usage.completion_tokens;
+        let cost = match (m.parent.cost_usd, owed.any.then_some(owed.cost_usd)) {
+            (Some(a), Some(Some(b))) => Some(a + b),
+            (Some(a), None) => Some(a),
+            _ => None,
+        };
+        (tokens, cost)
     }
 
     /// What `id`'s children spent since the last call, for it to count.

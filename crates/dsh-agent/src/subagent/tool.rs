@@ -44,8 +44,8 @@ impl Tool for SubAgentTool {
                 "Hand a self-contained task to a sub-agent with its own context and a limited \
                  set of tools (its profile), and get back its final answer with an account of \
                  what it spent. Give it everything it needs in `task`: it sees nothing of this \
-                 conversation. Several read-only sub-agents called in one step run at the same \
-                 time. The profiles:\n{}",
+                 conversation. Sub-agents whose tools are all read-only, called in one step, may \
+                 run at the same time; the others run one after another. The profiles:\n{}",
                 self.profiles.listing()
             ),
         )

@@ -102,6 +102,9 @@ impl Render {
     /// Shows one event; hands an approval request back.
     pub(crate) fn event(&mut self, screen: &mut Screen, event: Event) -> Option<Ask> {
         let main = &*event.agent == dsh_agent::events::MAIN;
+        // Call ids are unique per agent only (a sub-agent's model numbers its own).
+        let agent = event.agent.clone();
+        let mine = move |o: &Open| o.call.agent().unwrap_or(dsh_agent::events::MAIN) == &*agent;
         match event.kind {
             EventKind::TextDelta(text) if main => {
                 self.flush_reasoning(screen);
@@ -115,8 +118,13 @@ impl Render {
             }
             EventKind::ModelRetry { attempt, reason } => {
                 self.end_line(screen);
+                let who = if main {
+                    String::new()
+                } else {
+                    format!("[{}] ", visible(&event.agent, false))
+                };
                 screen.line(&self.st.yellow(&format!(
-                    "model call failed, asking again (attempt {attempt}): {}",
+                    "{who}model call failed, asking again (attempt {attempt}): {}",
                     visible(&reason, false)
                 )));
             }
@@ -133,12 +141,19 @@ impl Render {
                 });
             }
             EventKind::ToolStarted { call_id } => {
-                if let Some(o) = self.open.iter_mut().find(|o| o.call.id() == call_id) {
+                if let Some(o) = self
+                    .open
+                    .iter_mut()
+                    .find(|o| o.call.id() == call_id && mine(o))
+                {
                     o.started = Some(Instant::now());
                 }
             }
             EventKind::ToolFinished { result } => {
-                let at = self.open.iter().position(|o| o.call.id() == result.call_id());
+                let at = self
+                    .open
+                    .iter()
+                    .position(|o| o.call.id() == result.call_id() && mine(o));
                 let open = at.map(|i| self.open.remove(i));
                 for l in toolline::finished(open.as_ref().map(|o| &o.call), &result, self.st) {
                     screen.line(&l);
@@ -167,10 +182,12 @@ impl Render {
                 visible(&text, false)
             ))),
             EventKind::SubAgentStarted { child, profile } => {
-                screen.line(&self.st.dim(&format!("sub-agent {child} ({profile}) starts")));
+                let line = format!("sub-agent {child} ({profile}) starts");
+                screen.line(&self.st.dim(&visible(&line, false)));
             }
             EventKind::SubAgentFinished { child, stop } => {
-                screen.line(&self.st.dim(&format!("sub-agent {child} stops: {stop}")));
+                let line = format!("sub-agent {child} stops: {stop}");
+                screen.line(&self.st.dim(&visible(&line, false)));
             }
             // A sub-agent's text and reasoning are its parent's tool result; stops are the
             // turn's to report.
@@ -308,5 +325,78 @@ impl Render {
             live.push(screen::fit(&line, cols));
         }
         live
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn event(agent: &str, kind: EventKind) -> Event {
+        Event {
+            agent: agent.into(),
+            kind,
+        }
+    }
+
+    fn result(id: &str, tool: &str) -> Arc<dsh_core::FrozenResult> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "call_id": id, "tool": tool, "ok": true, "failure_kind": null,
+                "decided_by": {"gate": "pre_policy", "policy": null, "reason": "r"},
+                "content": "", "value": null, "elapsed_ms": 1, "exit_code": null, "sandbox": null,
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_sub_agents_call_with_its_parents_call_id_is_its_own() {
+        let out = Shared::default();
+        let mut screen = Screen::with_writer(false, Box::new(out.clone()));
+        let mut r = Render::new(false, false);
+        let parent = ToolCall::new("call_0", "call_sub_agent", json!({"profile": "search"}));
+        let child = ToolCall::new("call_0", "read_file", json!({"path": "a.txt"}))
+            .with_agent(Some("sub-1".into()));
+        r.event(
+            &mut screen,
+            event("main", EventKind::ToolProposed { call: parent }),
+        );
+        r.event(
+            &mut screen,
+            event("sub-1", EventKind::ToolProposed { call: child }),
+        );
+        let finished = |tool| EventKind::ToolFinished {
+            result: result("call_0", tool),
+        };
+        r.event(&mut screen, event("sub-1", finished("read_file")));
+        r.event(&mut screen, event("main", finished("call_sub_agent")));
+        screen.flush();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        // Each result is drawn with its own agent's call: its tag and its arguments.
+        assert!(lines[0].contains("[sub-1] read_file a.txt"), "{text}");
+        assert!(!lines[1].contains("sub-1"), "{text}");
+        assert!(lines[1].contains("call_sub_agent"), "{text}");
     }
 }

@@ -145,7 +145,7 @@ impl Stats {
         };
         let time: Duration = all.clone().map(|a| a.model_time).sum();
         format!(
-            "all agents: {} model calls · {} tokens in · {} out · {cost} · {} waiting on the model",
+            "all agents: {} model calls · {} tokens in · {} out · {cost} · {} of model time (summed over agents)",
             sum(|a| a.model_calls),
             sum(|a| a.prompt_tokens),
             sum(|a| a.completion_tokens),
