@@ -31,7 +31,9 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 // One `wait4(2)` call: std's `Child::wait` does not return the child's resource usage.
-#![allow(unsafe_code)]
+
+#[path = "common/process.rs"]
+mod process;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -39,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use dsh_testkit::model_server::{Reply, ScriptedServer, ServerHandle, Turn};
+use process::{Usage, peak_rss_kib, run};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dsh");
@@ -152,74 +155,6 @@ fn script(steps: usize) -> Vec<Reply> {
             .into(),
     );
     replies
-}
-
-/// One child's figures, from `wait4(2)`. Its `ru_maxrss` is not used: a child spawned with
-/// `vfork`/`posix_spawn` (or `fork`) inherits the spawning process's high-water mark at
-/// `execve`, so it reports the bench's own RSS (about 12 MB) — see [`peak_rss_kib`].
-#[derive(Clone, Copy, Debug)]
-struct Usage {
-    wall: Duration,
-    cpu: Duration,
-}
-
-/// Spawns `cmd`, waits for it with `wait4`, and checks it exited 0.
-fn run(mut cmd: Command) -> Usage {
-    let begun = Instant::now();
-    let child = cmd.spawn().unwrap();
-    let pid = libc::pid_t::try_from(child.id()).unwrap();
-    let mut status: libc::c_int = 0;
-    // SAFETY: `rusage` is plain old data, fully written by a successful wait4.
-    let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our own unwaited child; both pointers are valid for the call.
-    let r = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut rusage) };
-    let wall = begun.elapsed();
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "the child failed: status {status:#x}"
-    );
-    drop(child); // already reaped; dropping a Child never waits
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(u64::try_from(t.tv_sec).unwrap())
-            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap())
-    };
-    Usage {
-        wall,
-        cpu: tv(rusage.ru_utime) + tv(rusage.ru_stime),
-    }
-}
-
-/// The peak RSS of `cmd` in KiB, through GNU time (`/usr/bin/time -f %M`): time is small
-/// (about 1 MB) and `fork`s the command itself, so the figure is dsh's own. `None` without
-/// `/usr/bin/time`.
-fn peak_rss_kib(cmd: &Command) -> Option<u64> {
-    let time = Path::new("/usr/bin/time");
-    if !time.exists() {
-        return None;
-    }
-    let out = tempfile::NamedTempFile::new().unwrap();
-    let mut wrapped = Command::new(time);
-    wrapped
-        .args(["-f", "%M", "-o"])
-        .arg(out.path())
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            wrapped.env(k, v);
-        }
-    }
-    run(wrapped);
-    std::fs::read_to_string(out.path())
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
 }
 
 fn version_cmd() -> Command {

@@ -22,12 +22,16 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+#[path = "common/process.rs"]
+mod process;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use dsh_core::journal::{Journal, JsonlJournal, Record, SyncPolicy};
+use process::{peak_rss_kib, run};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -110,11 +114,6 @@ fn list(home: &Path, cfg: &Path, json: bool) -> Command {
     cmd
 }
 
-fn run(mut cmd: Command) {
-    let status = cmd.status().unwrap();
-    assert_eq!(status.code(), Some(0), "dsh sessions list failed");
-}
-
 /// What `list --json` prints for `home`, checked: one line per session, `ended` of them
 /// finished and the rest `did_not_end`.
 fn check(home: &Path, cfg: &Path, ended: usize) {
@@ -149,37 +148,6 @@ fn median_of(runs: usize, mk: impl Fn() -> Command) -> Duration {
         .collect();
     v.sort();
     v[v.len() / 2]
-}
-
-/// The peak RSS of `cmd` in KiB through GNU time (`/usr/bin/time -f %M`), which `fork`s the
-/// command itself, so the figure is dsh's own; `None` without `/usr/bin/time`.
-fn peak_rss_kib(cmd: Command) -> Option<u64> {
-    let time = Path::new("/usr/bin/time");
-    if !time.exists() {
-        return None;
-    }
-    let out = tempfile::NamedTempFile::new().unwrap();
-    let mut wrapped = Command::new(time);
-    wrapped
-        .args(["-f", "%M", "-o"])
-        .arg(out.path())
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            wrapped.env(k, v);
-        }
-    }
-    run(wrapped);
-    std::fs::read_to_string(out.path())
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
 }
 
 fn main() {
@@ -240,7 +208,7 @@ fn main() {
         println!("== dsh sessions list over {SESSIONS} sessions (medians of 15 runs) ==");
         for (name, h, json) in &cases {
             let t = median_of(15, || list(h, &cfg, *json));
-            let rss = peak_rss_kib(list(h, &cfg, *json))
+            let rss = peak_rss_kib(&list(h, &cfg, *json))
                 .map_or("n/a (no /usr/bin/time)".to_owned(), |k| format!("{k} KiB"));
             println!(
                 "{name:<16} {:.2} ms   peak RSS {rss}",
