@@ -176,6 +176,9 @@ pub enum AssemblyError {
     },
     #[error(transparent)]
     Profile(#[from] crate::subagent::ProfileError),
+    /// A rule whose specifier means nothing for the tool it names.
+    #[error("{at}: {message}")]
+    Specifier { at: String, message: String },
     #[error("protected path: {0}")]
     Protected(#[from] dsh_policy::PatternError),
     #[error("a built-in tool failed to register: {0}")]
@@ -200,7 +203,10 @@ impl AssemblyError {
     pub fn is_configuration(&self) -> bool {
         matches!(
             self,
-            AssemblyError::Rule { .. } | AssemblyError::Protected(_) | AssemblyError::Profile(_)
+            AssemblyError::Rule { .. }
+                | AssemblyError::Protected(_)
+                | AssemblyError::Profile(_)
+                | AssemblyError::Specifier { .. }
         )
     }
 }
@@ -370,6 +376,24 @@ impl Session {
             link.clone(),
         )))?;
 
+        // `call_sub_agent` takes no path: a specifier would be read as a path pattern (and
+        // spread over other tools' declared reads) instead of limiting sub-agents.
+        if let Some(r) = settings
+            .rules
+            .iter()
+            .find(|r| r.tool == crate::subagent::CALL_SUB_AGENT && r.specifier.is_some())
+        {
+            return Err(AssemblyError::Specifier {
+                at: r.at.clone(),
+                message: format!(
+                    "`{}` takes no path, so a rule names it alone (`deny = [\"{}\"]` turns \
+                     sub-agents off); what a sub-agent may do is its profile's tools, each judged \
+                     by the rules for that tool",
+                    crate::subagent::CALL_SUB_AGENT,
+                    crate::subagent::CALL_SUB_AGENT
+                ),
+            });
+        }
         let rules = settings
             .rules
             .iter()

@@ -823,3 +823,44 @@ async fn a_child_whose_tool_ignores_cancellation_still_ends_on_the_record() {
     assert!(seq(end) < seq(m1));
     assert_eq!(m1["failure_kind"], "cancelled_after", "{m1}");
 }
+
+#[test]
+fn a_rule_for_call_sub_agent_with_a_specifier_is_refused_at_assembly() {
+    let ws = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut settings = SessionSettings::new(ws.path(), home.path());
+    let mut r = rule(RuleKind::Deny, "call_sub_agent", "general");
+    r.at = "cfg.toml:2: permissions.deny[0]".into();
+    settings.rules.push(r);
+    // Read as a path pattern, it would deny reading a file named `general` and not stop a
+    // `general` sub-agent at all.
+    let err = Session::assemble_dry(&settings).unwrap_err();
+    assert!(err.is_configuration());
+    let err = err.to_string();
+    assert!(
+        err.starts_with("cfg.toml:2: permissions.deny[0]: `call_sub_agent` takes no path"),
+        "{err}"
+    );
+    // The bare rule turns sub-agents off.
+    settings.rules = vec![dsh_agent::RuleSpec {
+        specifier: None,
+        ..rule(RuleKind::Deny, "call_sub_agent", "x")
+    }];
+    let session = Session::assemble_dry(&settings).unwrap();
+    let call = dsh_core::ToolCall::new(
+        "c",
+        "call_sub_agent",
+        json!({"profile": "search", "task": "t"}),
+    );
+    let report = block_on(session.pipeline.check(&call));
+    assert_eq!(report.decision, dsh_core::Decision::Deny);
+}
+
+/// Runs `f` to completion on a small runtime (for the sync tests).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
