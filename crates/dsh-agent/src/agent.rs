@@ -5,8 +5,10 @@
 //! - `final_answer`: the model answered without calling a tool;
 //! - `max_steps`: the step limit was reached;
 //! - `token_budget`: the tokens used (as the provider reported them, estimated where it did
-//!   not) reached the budget;
-//! - `cost_budget`: what the calls cost (from the model's prices) reached `max_cost_usd`;
+//!   not) reached the budget — a sub-agent's count its parent's spend, the parent's other
+//!   children's included;
+//! - `cost_budget`: what the calls cost (from the model's prices) reached `max_cost_usd`
+//!   (for a sub-agent, likewise its parent's);
 //! - `repeated_call`: the model asked for the same call(s) `repeat_limit` times in a row —
 //!   the repetition is not executed;
 //! - `interrupted`: the user interrupted (running tools are cancelled and recorded).
@@ -22,6 +24,7 @@ use dsh_model::{ChatRequest, Message, ModelError, Provider, StreamEvent, ToolSch
 use serde_json::{Value, json};
 
 use crate::Session;
+use crate::cost::Spend;
 use crate::ending::Totals;
 use crate::events::{AgentId, CallBridge, EventKind, EventSink, MAIN, journal_agent};
 
@@ -115,6 +118,23 @@ pub enum AgentError {
     Batch(#[from] BatchError),
 }
 
+impl AgentError {
+    /// The `stop` reason a run that ended on this fault records.
+    pub fn stop_reason(&self) -> &'static str {
+        match self {
+            AgentError::Model(_) => "model_error",
+            AgentError::Journal(_) | AgentError::Batch(_) => "journal_error",
+        }
+    }
+}
+
+/// One tool's calls by one agent: how many ran, how many were refused or failed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CallCounts {
+    pub(crate) ran: u64,
+    pub(crate) refused_or_failed: u64,
+}
+
 /// Who an agent is and what it may use (DESIGN §3, "Agents and events").
 #[derive(Clone, Debug)]
 pub struct AgentSpec {
@@ -142,7 +162,7 @@ impl AgentSpec {
     /// Sub-agent `n` running `profile` with `tools`.
     pub fn sub(n: u32, profile: impl Into<String>, tools: ToolSet) -> Self {
         AgentSpec {
-            id: format!("sub-{n}").into(),
+            id: crate::events::child_id(n),
             profile: Some(profile.into()),
             tools,
             system: None,
@@ -170,11 +190,11 @@ pub struct Agent {
     /// How many leading turns are already compacted: compaction runs again only when more
     /// turns can go.
     compacted: usize,
-    usage: Usage,
+    /// What this agent (and its sub-agents, once counted) spent in this process; its cost
+    /// is `None` while the prices are unknown.
+    spent: Spend,
     /// The prices of the agent's model (`None`: unknown, so is the cost).
     price: Option<dsh_config::Price>,
-    /// What this agent's calls cost so far, when the prices are known.
-    cost_usd: Option<f64>,
     /// The model's context window in tokens, when known.
     window: Option<u64>,
     step: u32,
@@ -186,8 +206,8 @@ pub struct Agent {
     /// A sub-agent's parent: what the sub-agent spends is charged to it as it goes, and its
     /// budgets are the parent's (shared by all its children).
     spends_for: Option<AgentId>,
-    /// Calls made in this process, by tool: how many ran (`ok`), how many did not.
-    tool_counts: BTreeMap<String, (u64, u64)>,
+    /// Calls made in this process, by tool.
+    tool_counts: BTreeMap<String, CallCounts>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -245,7 +265,10 @@ impl Agent {
             scope,
             events,
             price,
-            cost_usd: price.map(|_| 0.0),
+            spent: Spend {
+                usage: Usage::default(),
+                cost_usd: price.map(|_| 0.0),
+            },
             window: crate::context::window_for(
                 config.context_window,
                 provider.name(),
@@ -258,7 +281,6 @@ impl Agent {
             turn_starts: Vec::new(),
             turn_seqs: Vec::new(),
             compacted: 0,
-            usage: Usage::default(),
             step: 0,
             steps_before: 0,
             dispatch: None,
@@ -455,22 +477,15 @@ impl Agent {
     /// Adds a call's usage to the agent's, and its cost when the prices are known and the
     /// counts are not estimates; the call's cost.
     fn account(&mut self, usage: &Usage, estimated: bool) -> Option<f64> {
-        self.usage.prompt_tokens += usage.prompt_tokens;
-        self.usage.completion_tokens += usage.completion_tokens;
-        self.usage.cached_tokens += usage.cached_tokens;
-        self.usage.cache_write_tokens += usage.cache_write_tokens;
         // Estimated counts give no cost: a guess is never shown as a fact, and the total is
         // unknown from then on.
         let cost = self
             .price
             .filter(|_| !estimated)
             .map(|p| crate::cost::cost_usd(usage, &p));
-        self.cost_usd = match (self.cost_usd, cost) {
-            (Some(total), Some(c)) => Some(total + c),
-            _ => None,
-        };
+        self.spent.add(usage, cost);
         match &self.spends_for {
-            Some(parent) => self.session.roster.charge(parent, *usage, cost),
+            Some(parent) => self.session.roster.charge(parent, usage, cost),
             None => self.report_spent(),
         }
         cost
@@ -479,11 +494,7 @@ impl Agent {
     /// Tells the session's roster what this agent has spent (its children's budgets are
     /// its own, shared).
     fn report_spent(&self) {
-        self.session.roster.spent(
-            &self.spec.id,
-            self.usage.prompt_tokens + self.usage.completion_tokens,
-            self.cost_usd,
-        );
+        self.session.roster.spent(&self.spec.id, self.spent);
     }
 
     /// The spend its budgets are checked against: its own, or for a sub-agent its parent's
@@ -491,10 +502,7 @@ impl Agent {
     fn budget_spent(&self) -> (u64, Option<f64>) {
         match &self.spends_for {
             Some(parent) => self.session.roster.used(parent),
-            None => (
-                self.usage.prompt_tokens + self.usage.completion_tokens,
-                self.cost_usd,
-            ),
+            None => (self.spent.tokens(), self.spent.cost_usd),
         }
     }
 
@@ -504,24 +512,12 @@ impl Agent {
         let Some(owed) = self.session.roster.collect(&self.spec.id) else {
             return;
         };
-        self.usage.prompt_tokens += owed.usage.prompt_tokens;
-        self.usage.completion_tokens += owed.usage.completion_tokens;
-        self.usage.cached_tokens += owed.usage.cached_tokens;
-        self.usage.cache_write_tokens += owed.usage.cache_write_tokens;
-        self.cost_usd = match (self.cost_usd, owed.cost_usd) {
-            (Some(total), Some(c)) => Some(total + c),
-            _ => None,
-        };
+        self.spent.add_spend(&owed);
         self.report_spent();
     }
 
-    /// Tokens this agent used in this process (its sub-agents' included).
-    pub fn usage(&self) -> Usage {
-        self.usage
-    }
-
-    /// Calls this agent made in this process, by tool: (ran, did not run or failed).
-    pub fn tool_counts(&self) -> &BTreeMap<String, (u64, u64)> {
+    /// Calls this agent made in this process, by tool.
+    pub(crate) fn tool_counts(&self) -> &BTreeMap<String, CallCounts> {
         &self.tool_counts
     }
 
@@ -604,9 +600,9 @@ impl Agent {
         }
         self.price = crate::cost::price_for(self.config.price, provider.name(), provider.model());
         if self.price.is_none() {
-            self.cost_usd = None;
-        } else if self.cost_usd.is_none() && self.usage.prompt_tokens == 0 {
-            self.cost_usd = Some(0.0);
+            self.spent.cost_usd = None;
+        } else if self.spent.cost_usd.is_none() && self.spent.usage.prompt_tokens == 0 {
+            self.spent.cost_usd = Some(0.0);
         }
         self.window = crate::context::window_for(
             self.config.context_window,
@@ -650,9 +646,9 @@ impl Agent {
     pub fn totals(&self) -> Totals {
         Totals {
             steps: self.step - self.steps_before,
-            prompt_tokens: self.usage.prompt_tokens,
-            completion_tokens: self.usage.completion_tokens,
-            cost_usd: self.cost_usd,
+            prompt_tokens: self.spent.usage.prompt_tokens,
+            completion_tokens: self.spent.usage.completion_tokens,
+            cost_usd: self.spent.cost_usd,
         }
     }
 
@@ -691,7 +687,7 @@ impl Agent {
             stop,
             text,
             steps: self.step,
-            usage: self.usage,
+            usage: self.spent.usage,
         })
     }
 
@@ -705,10 +701,7 @@ impl Agent {
     ) -> Result<Outcome, AgentError> {
         let result = self.run_steps(prompt, cancel).await;
         if let Err(e) = &result {
-            let reason = match e {
-                AgentError::Model(_) => "model_error",
-                AgentError::Journal(_) | AgentError::Batch(_) => "journal_error",
-            };
+            let reason = e.stop_reason();
             let _ = self.record_stop(reason, Some(&e.to_string()));
             self.emit(EventKind::Stop {
                 reason: reason.to_owned(),
@@ -866,9 +859,9 @@ impl Agent {
             for r in &batch.results {
                 let counts = self.tool_counts.entry(r.tool().to_owned()).or_default();
                 if r.ok() {
-                    counts.0 += 1;
+                    counts.ran += 1;
                 } else {
-                    counts.1 += 1;
+                    counts.refused_or_failed += 1;
                 }
                 self.history.push(Message::tool(r.call_id(), r.content()));
             }

@@ -175,10 +175,7 @@ pub enum AssemblyError {
         source: dsh_policy::RuleError,
     },
     #[error(transparent)]
-    Profile(#[from] crate::subagent::ProfileError),
-    /// A rule whose specifier means nothing for the tool it names.
-    #[error("{at}: {message}")]
-    Specifier { at: String, message: String },
+    SubAgents(#[from] crate::subagent::SubAgentConfigError),
     #[error("protected path: {0}")]
     Protected(#[from] dsh_policy::PatternError),
     #[error("a built-in tool failed to register: {0}")]
@@ -203,10 +200,7 @@ impl AssemblyError {
     pub fn is_configuration(&self) -> bool {
         matches!(
             self,
-            AssemblyError::Rule { .. }
-                | AssemblyError::Protected(_)
-                | AssemblyError::Profile(_)
-                | AssemblyError::Specifier { .. }
+            AssemblyError::Rule { .. } | AssemblyError::Protected(_) | AssemblyError::SubAgents(_)
         )
     }
 }
@@ -376,24 +370,7 @@ impl Session {
             link.clone(),
         )))?;
 
-        // `call_sub_agent` takes no path: a specifier would be read as a path pattern (and
-        // spread over other tools' declared reads) instead of limiting sub-agents.
-        if let Some(r) = settings
-            .rules
-            .iter()
-            .find(|r| r.tool == crate::subagent::CALL_SUB_AGENT && r.specifier.is_some())
-        {
-            return Err(AssemblyError::Specifier {
-                at: r.at.clone(),
-                message: format!(
-                    "`{}` takes no path, so a rule names it alone (`deny = [\"{}\"]` turns \
-                     sub-agents off); what a sub-agent may do is its profile's tools, each judged \
-                     by the rules for that tool",
-                    crate::subagent::CALL_SUB_AGENT,
-                    crate::subagent::CALL_SUB_AGENT
-                ),
-            });
-        }
+        crate::subagent::check_rules(&settings.rules)?;
         let rules = settings
             .rules
             .iter()

@@ -8,6 +8,48 @@
 use dsh_config::Price;
 use dsh_model::Usage;
 
+/// Tokens used and what they cost: `None` once any part's cost was unknown (a guess is never
+/// shown as a fact, so neither is a total with a guess in it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spend {
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+}
+
+impl Default for Spend {
+    /// Nothing spent, at a known cost of zero.
+    fn default() -> Self {
+        Spend {
+            usage: Usage::default(),
+            cost_usd: Some(0.0),
+        }
+    }
+}
+
+impl Spend {
+    /// Adds one call's `usage` and `cost_usd` (`None`: unknown).
+    pub fn add(&mut self, usage: &Usage, cost_usd: Option<f64>) {
+        self.usage.prompt_tokens += usage.prompt_tokens;
+        self.usage.completion_tokens += usage.completion_tokens;
+        self.usage.cached_tokens += usage.cached_tokens;
+        self.usage.cache_write_tokens += usage.cache_write_tokens;
+        self.cost_usd = match (self.cost_usd, cost_usd) {
+            (Some(total), Some(c)) => Some(total + c),
+            _ => None,
+        };
+    }
+
+    /// Adds everything `other` spent.
+    pub fn add_spend(&mut self, other: &Spend) {
+        self.add(&other.usage, other.cost_usd);
+    }
+
+    /// Prompt and completion tokens together (what a token budget counts).
+    pub fn tokens(&self) -> u64 {
+        self.usage.prompt_tokens + self.usage.completion_tokens
+    }
+}
+
 /// The list prices (USD per million tokens) of each preset's default model; a local Ollama
 /// model costs nothing.
 fn preset_price(provider: &str, model: &str) -> Option<Price> {

@@ -24,6 +24,16 @@ pub type AgentId = Arc<str>;
 /// The main agent's id.
 pub const MAIN: &str = "main";
 
+/// The id of a session's `n`th sub-agent: `sub-N`.
+pub fn child_id(n: u32) -> AgentId {
+    format!("sub-{n}").into()
+}
+
+/// `N` of a sub-agent id `sub-N`.
+pub fn child_number(id: &str) -> Option<u32> {
+    id.strip_prefix("sub-")?.parse().ok()
+}
+
 /// One event of an agent.
 #[derive(Debug)]
 pub struct Event {

@@ -1,5 +1,5 @@
-//! The agent runtime every front end shares (`dsh exec`, `dsh batch`, `dsh check`, and the
-//! REPL and sub-agents to come).
+//! The agent runtime every front end shares: `dsh exec`, `dsh batch`, `dsh check`, the REPL,
+//! and sub-agents (a parent agent is a front end too).
 //!
 //! - **Assembly** (`settings.rs`, `assemble.rs`): configuration (`dsh_config::Loaded`, read
 //!   only by `settings.rs`) becomes settings, and settings one [`Session`] — the resources its
@@ -8,7 +8,8 @@
 //!   order, the approver and the event sink. `dsh check` and `dsh batch` use this one
 //!   assembly, so what `check` predicts is what `batch` and the loop do.
 //! - **Agents** (`agent.rs`): any number over one session, each with its own [`AgentSpec`]
-//!   (identity, tool set, system prompt), history, steps and budget; what they do reaches
+//!   (identity, tool set, system prompt), history, steps and budget (a sub-agent's budget is
+//!   its parent's, shared); what they do reaches
 //!   front ends as [`Event`]s (`events.rs`), approvals included.
 //! - **Sub-agents** (`subagent/`): `call_sub_agent` runs a child agent whose profile is its
 //!   permission, its calls sub-calls of the parent's call, its spend rolled up.

@@ -291,11 +291,11 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
         .iter()
         .map(|(id, name)| Arc::new(FrozenResult::cut_off(id, name, started.contains(id))))
         .collect();
-    let cut_off_children = children_cut_off(entries, &link.session);
+    let cut_off_children = crate::subagent::unfinished_calls(entries, &link.session);
     let last_child = entries
         .iter()
         .filter_map(|e| match &e.record {
-            Record::SubAgentStart { child, .. } => child.strip_prefix("sub-")?.parse().ok(),
+            Record::SubAgentStart { child, .. } => crate::events::child_number(child),
             _ => None,
         })
         .max()
@@ -315,52 +315,6 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
         steps,
         compacted_turns,
     }
-}
-
-/// The sub-agents' calls the last file of the chain (`session`) opened with a `tool_call`
-/// and never closed, in order, each with its agent. Keyed by agent and call id: children
-/// number their calls on their own, and only within one file (a resumed session numbers its
-/// children after the chain's).
-fn children_cut_off(entries: &[Entry], session: &str) -> Vec<(String, Arc<FrozenResult>)> {
-    let mut open: Vec<(String, String, String, bool)> = Vec::new();
-    for e in entries.iter().filter(|e| e.session == session) {
-        let Some(agent) = e.agent.as_deref() else {
-            continue;
-        };
-        let at = |id: &str| {
-            open.iter()
-                .rposition(|(a, open_id, _, _)| a == agent && open_id == id)
-        };
-        match &e.record {
-            Record::ToolCall { call_id, name, .. } => {
-                if let Some(i) = at(call_id) {
-                    open.remove(i);
-                }
-                open.push((
-                    agent.to_owned(),
-                    call_id.to_string(),
-                    name.to_string(),
-                    false,
-                ));
-            }
-            Record::ToolStarted { call_id } => {
-                if let Some(i) = at(call_id) {
-                    open[i].3 = true;
-                }
-            }
-            Record::ToolResult(r) => {
-                if let Some(i) = at(r.call_id()) {
-                    open.remove(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    open.into_iter()
-        .map(|(agent, id, name, started)| {
-            (agent, Arc::new(FrozenResult::cut_off(&id, &name, started)))
-        })
-        .collect()
 }
 
 #[cfg(test)]

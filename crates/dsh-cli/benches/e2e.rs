@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use dsh_testkit::model_server::{Reply, ScriptedServer, ServerHandle, Turn};
-use process::{Usage, peak_rss_kib, run};
+use process::{Usage, median, peak_rss_kib, run};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dsh");
@@ -200,11 +200,6 @@ fn criterion_benches(c: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 fn ms(d: Duration) -> String {

@@ -30,7 +30,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dsh_testkit::model_server::{Rendezvous, Reply, ScriptedServer, ServerHandle, Turn};
-use process::{Usage, peak_rss_kib, run};
+use process::{Usage, median, peak_rss_kib, run};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dsh");
@@ -269,11 +269,6 @@ fn exec_once(env: &Env, script: Vec<Reply>, children: usize) -> (Usage, ServerHa
         .count();
     assert_eq!(answered, children, "every child answered");
     (usage, server)
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 fn ms(d: Duration) -> String {

@@ -204,7 +204,7 @@ fn slash_commands_help_tools_log_clear_and_exit() {
     pty.send_line("/help");
     pty.wait_for_text("/log [N]");
     pty.send_line("/tools");
-    let s = pty.wait_for_text("every tool but call_sub_agent");
+    let s = pty.wait_for_text("every tool of the session but call_sub_agent");
     let text = s.contents();
     assert!(text.contains("read_output"), "{text}");
     assert!(text.contains("parallel-safe"), "{text}");

@@ -831,3 +831,29 @@ fn list_counts_a_childs_tokens_in_a_session_that_did_not_end() {
     );
     assert_eq!(row["end"], "did_not_end");
 }
+
+#[test]
+fn show_loses_no_record_of_children_whose_starts_name_each_other() {
+    let d = Dirs::new();
+    let id = "20000101T000000Z-0000cyc1";
+    // A corrupt file: each child's start written by the other, so no start is reachable
+    // from the main agent's records.
+    journal_of(
+        &d,
+        id,
+        &[
+            (None, session_start(&d)),
+            (Some("sub-2"), sub_start("sub-1", "call_1", "one")),
+            (Some("sub-1"), sub_start("sub-2", "call_2", "two")),
+            (Some("sub-1"), user("from one")),
+        ],
+    );
+    let text = stdout(&run(&d, &["sessions", "show", id]));
+    for needle in [
+        "sub-agent sub-1 (search) starts: one",
+        "sub-agent sub-2 (search) starts: two",
+        "user: from one",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}

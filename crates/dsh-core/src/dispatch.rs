@@ -27,9 +27,7 @@ pub struct Dispatch {
     scope: Scope,
     /// The parent's execution slot, given back while a submission runs.
     permit: Arc<Mutex<Option<Permit>>>,
-    /// How long a submission's calls have to stop once cancelled: half the parent batch's,
-    /// so a cancelled submission records its calls (and the parent its own ending) before
-    /// the parent's batch gives up on the parent.
+    /// The cancel grace of the batch the parent call runs in (see [`Dispatch::new`]).
     grace: std::time::Duration,
 }
 
@@ -42,6 +40,11 @@ impl std::fmt::Debug for Dispatch {
 }
 
 impl Dispatch {
+    /// A handle for `parent`, which runs in a batch whose cancel grace is `grace` (G). Once
+    /// cancelled, a submission's calls have G/2 to stop before they are dropped and
+    /// recorded, and the parent then waits at most G/4 for its slot: G/2 + G/4 < G, so a
+    /// cancelled submission has recorded its calls, and the parent its own ending, before
+    /// the batch around the parent gives up on it.
     pub(crate) fn new(
         pipeline: Arc<Pipeline>,
         parent: ToolCall,
@@ -112,14 +115,13 @@ impl Dispatch {
             p.suspend();
         }
         let outcome =
-            crate::scheduler::run_batch(&self.pipeline, scope, calls, cancel, self.grace).await;
+            crate::scheduler::run_batch(&self.pipeline, scope, calls, cancel, self.grace / 2).await;
         if let Some(p) = slot.as_mut() {
             // The parent takes a slot again before it goes on — even when it was cancelled,
-            // so its winding-down never overlaps an exclusive call. Bounded, once cancelled,
-            // by half this submission's grace: running calls stop within the grace, so a
-            // slot frees up, and the parent still has time to record its ending.
+            // so its winding-down never overlaps an exclusive call. Bounded once cancelled
+            // (G/4, see `new`): running calls stop within their grace, so a slot frees up.
             let never = CancellationToken::new();
-            let limit = self.grace / 2;
+            let limit = self.grace / 4;
             if tokio::time::timeout(limit, p.resume(&never)).await.is_err()
                 && !cancel.is_cancelled()
             {

@@ -93,8 +93,7 @@ struct Batch<'a> {
     results: Vec<Arc<FrozenResult>>,
     attached: Vec<AttachedContext>,
     /// How long running calls have to stop once the batch is cancelled before they are
-    /// dropped. A nested batch has half its parent's, so it drops and records its own calls
-    /// before the batch around it gives up on the parent call.
+    /// dropped (a nested batch's is shorter: see [`Dispatch`]).
     grace: Duration,
 }
 
@@ -209,7 +208,7 @@ impl<'a> Batch<'a> {
                 call.clone(),
                 self.scope.clone(),
                 permit.clone(),
-                self.grace / 2,
+                self.grace,
             )
         });
         let cx = ExecContext {

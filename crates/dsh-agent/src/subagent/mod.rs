@@ -1,14 +1,16 @@
 //! Sub-agents (SPEC A9; DESIGN §3 "Agents and events", "Nested calls"): `call_sub_agent`
 //! starts a child agent over the same session — its own history, system prompt (its
-//! profile's), step limit and budget, and a tool set that is its profile's list and nothing
-//! else. Every call the child makes goes through the parent call's dispatch handle: the same
+//! profile's) and step limit, its parent's budgets (shared by all its children), and a tool
+//! set that is its profile's list and nothing else. Every call the child makes goes through the parent call's dispatch handle: the same
 //! pipeline, journaled with the child's id, `source: sub_agent` and the `call_sub_agent` call
 //! as `parent`, cancelled with it. The child's spend rolls up into its parent's account.
 //!
 //! - `profile.rs`: the profiles, built-in and configured, and what they may run beside;
 //! - `tool.rs`: the tool itself;
-//! - `roster.rs`: the parents a child starts from, and what children owe them.
+//! - `roster.rs`: the parents a child starts from, and what children owe them;
+//! - `cut_off.rs`: a resumed session closing the calls of a child the old process left.
 
+mod cut_off;
 mod profile;
 mod roster;
 mod tool;
@@ -22,13 +24,15 @@ use dsh_core::{Dispatch, ExecContext, ToolError, ToolOutput};
 use dsh_model::{ChatRequest, Completion, ModelError, Provider, StreamEvent};
 use serde_json::json;
 
+pub(crate) use cut_off::unfinished_calls;
 pub use profile::{
-    CALL_SUB_AGENT, DEFAULT_MAX_STEPS, NO_NESTING, Profile, ProfileError, ProfileSpec, Profiles,
+    CALL_SUB_AGENT, DEFAULT_MAX_STEPS, NO_NESTING, Profile, ProfileSpec, Profiles,
+    SubAgentConfigError, check_rules,
 };
 pub(crate) use roster::Roster;
 pub(crate) use tool::SubAgentTool;
 
-use crate::agent::{Agent, AgentError, AgentSpec, LoopConfig};
+use crate::agent::{Agent, AgentError, AgentSpec, CallCounts, LoopConfig};
 use crate::events::{AgentId, EventKind, MAIN, journal_agent};
 use crate::{Session, StopReason};
 
@@ -195,14 +199,13 @@ pub(crate) async fn run_child(
         )));
     }
     let max_steps = config.max_steps;
-    let child_id: AgentId = format!("sub-{}", session.roster.next_child()).into();
+    // Never more tools than the parent may call itself.
+    let tools = profile.tool_set().within(dispatch.tools());
     let spec = AgentSpec {
-        id: child_id.clone(),
-        profile: Some(profile.name.clone()),
-        // Never more than the parent may call itself.
-        tools: profile.tool_set().within(dispatch.tools()),
         system: Some(child_system(session, profile)),
+        ..AgentSpec::sub(session.roster.next_child(), &profile.name, tools)
     };
+    let child_id = spec.id.clone();
     let journal_failed = |e: dsh_core::journal::JournalError| {
         ToolError::failed(format!("the journal could not record the sub-agent: {e}"))
     };
@@ -236,25 +239,28 @@ pub(crate) async fn run_child(
     let outcome = running.child.run(task, &cx.cancel).await;
     let stop = match &outcome {
         Ok(o) => o.stop.as_str(),
-        Err(AgentError::Model(_)) => "model_error",
-        Err(_) => "journal_error",
+        Err(e) => e.stop_reason(),
     };
     running.end(stop).map_err(journal_failed)?;
     let totals = running.child.totals();
     let tools = running.child.tool_counts().clone();
 
-    let account = Account {
+    let account = |ended| Account {
         child: &child_id,
         profile: &profile.name,
-        stop,
+        ended,
         totals: &totals,
         tools: &tools,
         max_steps,
     };
     let outcome = match outcome {
         Ok(o) => o,
-        Err(e) => return Err(ToolError::failed(format!("{}: {e}", account.headline()))),
+        Err(e) => {
+            let headline = account(Err(&e)).headline();
+            return Err(ToolError::failed(format!("{headline}: {e}")));
+        }
     };
+    let account = account(Ok(outcome.stop));
     let answer = outcome.text;
     if outcome.stop == StopReason::Interrupted {
         // A failure, so the pipeline records the call as cancelled with this account.
@@ -277,8 +283,8 @@ pub(crate) async fn run_child(
     };
     let ran: BTreeMap<&str, u64> = tools
         .iter()
-        .filter(|(_, (ok, _))| *ok > 0)
-        .map(|(t, (ok, _))| (t.as_str(), *ok))
+        .filter(|(_, n)| n.ran > 0)
+        .map(|(t, n)| (t.as_str(), n.ran))
         .collect();
     Ok(ToolOutput::new(
         content,
@@ -300,29 +306,30 @@ pub(crate) async fn run_child(
 struct Account<'a> {
     child: &'a str,
     profile: &'a str,
-    stop: &'a str,
+    /// How its run ended: a stop line, or a fault.
+    ended: Result<StopReason, &'a AgentError>,
     totals: &'a crate::Totals,
-    tools: &'a BTreeMap<String, (u64, u64)>,
+    tools: &'a BTreeMap<String, CallCounts>,
     max_steps: u32,
 }
 
 impl Account<'_> {
     fn headline(&self) -> String {
-        let how = match self.stop {
-            "final_answer" => "answered".to_owned(),
-            "max_steps" => format!("stopped at its step limit ({})", self.max_steps),
-            "token_budget" => "stopped: the token budget is spent".to_owned(),
-            "cost_budget" => "stopped: the cost budget is spent".to_owned(),
-            "repeated_call" => "stopped: it repeated the same call".to_owned(),
-            "interrupted" => "was interrupted".to_owned(),
-            "model_error" => "stopped: its model failed".to_owned(),
-            other => format!("stopped: {other}"),
+        let how = match self.ended {
+            Ok(StopReason::FinalAnswer) => "answered".to_owned(),
+            Ok(StopReason::MaxSteps) => format!("stopped at its step limit ({})", self.max_steps),
+            Ok(StopReason::TokenBudget) => "stopped: the token budget is spent".to_owned(),
+            Ok(StopReason::CostBudget) => "stopped: the cost budget is spent".to_owned(),
+            Ok(StopReason::RepeatedCall) => "stopped: it repeated the same call".to_owned(),
+            Ok(StopReason::Interrupted) => "was interrupted".to_owned(),
+            Err(AgentError::Model(_)) => "stopped: its model failed".to_owned(),
+            Err(_) => "stopped: the journal failed".to_owned(),
         };
         let t = self.totals;
         let cost = t
             .cost_usd
             .map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}"));
-        let list = |pick: fn(&(u64, u64)) -> u64| {
+        let list = |pick: fn(&CallCounts) -> u64| {
             self.tools
                 .iter()
                 .filter(|(_, n)| pick(n) > 0)
@@ -330,7 +337,7 @@ impl Account<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let (ran, failed) = (list(|n| n.0), list(|n| n.1));
+        let (ran, failed) = (list(|n| n.ran), list(|n| n.refused_or_failed));
         let mut tools = match (ran.is_empty(), failed.is_empty()) {
             (true, true) => "no tool calls".to_owned(),
             (false, _) => format!("ran {ran}"),

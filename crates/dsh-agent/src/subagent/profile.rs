@@ -34,10 +34,11 @@ pub struct ProfileSpec {
     pub at: String,
 }
 
-/// A profile that refers to tools the session does not have, or to `call_sub_agent`.
+/// Configuration sub-agents cannot run with: a profile naming a tool the session does not
+/// have or `call_sub_agent`, or a rule for `call_sub_agent` with a specifier.
 #[derive(Debug, thiserror::Error)]
 #[error("{at}: {message}")]
-pub struct ProfileError {
+pub struct SubAgentConfigError {
     pub at: String,
     pub message: String,
 }
@@ -49,7 +50,7 @@ pub struct Profile {
     pub description: String,
     /// Its tools by name; `None`: every tool of the session but `call_sub_agent` (including
     /// tools registered later, such as MCP servers').
-    pub names: Option<Vec<String>>,
+    pub tools: Option<Vec<String>>,
     /// Its own system prompt (the workspace facts are added when a child starts).
     pub system: String,
     pub model: Option<String>,
@@ -60,7 +61,7 @@ impl Profile {
     /// What the child's model is offered and the only tools its calls may dispatch:
     /// `call_sub_agent` is withheld with the reason a child is told.
     pub fn tool_set(&self) -> ToolSet {
-        let set = match &self.names {
+        let set = match &self.tools {
             Some(names) => ToolSet::only(names.iter().cloned()),
             None => ToolSet::all(),
         };
@@ -72,7 +73,7 @@ impl Profile {
     /// registry's declarations, never from the profile's name. A profile of every tool, or
     /// one naming a tool the session no longer has, is exclusive.
     pub fn parallel_safe(&self, pipeline: &Pipeline) -> bool {
-        let Some(names) = &self.names else {
+        let Some(names) = &self.tools else {
             return false;
         };
         names.iter().all(|name| {
@@ -82,13 +83,22 @@ impl Profile {
         })
     }
 
-    /// `name (tools): description`, for `call_sub_agent`'s own description.
-    fn listing(&self) -> String {
-        let tools = match &self.names {
+    /// Its tools as a person or a model reads them.
+    pub fn tools_text(&self) -> String {
+        match &self.tools {
             Some(names) => names.join(", "),
-            None => "every tool of the session".to_owned(),
-        };
-        format!("- {}: {} (tools: {tools})", self.name, self.description)
+            None => format!("every tool of the session but {CALL_SUB_AGENT}"),
+        }
+    }
+
+    /// `- name: description (tools: …)`, for `call_sub_agent`'s own description.
+    fn listing(&self) -> String {
+        format!(
+            "- {}: {} (tools: {})",
+            self.name,
+            self.description,
+            self.tools_text()
+        )
     }
 }
 
@@ -102,7 +112,7 @@ fn built_in(name: &str, description: &str, tools: Option<&[&str]>, system: &str)
     Profile {
         name: name.to_owned(),
         description: description.to_owned(),
-        names: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
+        tools: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
         system: system.to_owned(),
         model: None,
         max_steps: DEFAULT_MAX_STEPS,
@@ -161,11 +171,11 @@ impl Profiles {
     pub fn resolve(
         configured: &[ProfileSpec],
         tools: &BTreeSet<String>,
-    ) -> Result<Profiles, ProfileError> {
+    ) -> Result<Profiles, SubAgentConfigError> {
         let mut list = built_ins();
         for spec in configured {
             if list.iter().any(|p| p.name == spec.name) {
-                return Err(ProfileError {
+                return Err(SubAgentConfigError {
                     at: spec.at.clone(),
                     message: format!(
                         "`{}` is a built-in agent profile and cannot be redefined",
@@ -179,7 +189,7 @@ impl Profiles {
                     let mut names = Vec::with_capacity(listed.len());
                     for (name, at) in listed {
                         if name == CALL_SUB_AGENT {
-                            return Err(ProfileError {
+                            return Err(SubAgentConfigError {
                                 at: at.clone(),
                                 message: format!(
                                     "a profile cannot list `{CALL_SUB_AGENT}`: sub-agents cannot \
@@ -193,7 +203,7 @@ impl Profiles {
                                 .map(String::as_str)
                                 .filter(|t| *t != CALL_SUB_AGENT)
                                 .collect();
-                            return Err(ProfileError {
+                            return Err(SubAgentConfigError {
                                 at: at.clone(),
                                 message: format!(
                                     "there is no tool named {} in this session; the tools are: {}",
@@ -223,7 +233,7 @@ impl Profiles {
             list.push(Profile {
                 name: spec.name.clone(),
                 description,
-                names,
+                tools: names,
                 system,
                 model: spec.model.clone(),
                 max_steps: spec.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
@@ -252,5 +262,25 @@ impl Profiles {
             .map(Profile::listing)
             .collect::<Vec<_>>()
             .join("\n")
+    }
+}
+
+/// Refuses a `call_sub_agent(X)` rule: the tool takes no path, and a specifier would be read
+/// as a path pattern (spread over other tools' declared reads) instead of limiting
+/// sub-agents. The bare rule names the tool (`deny = ["call_sub_agent"]` turns them off).
+pub fn check_rules(rules: &[crate::RuleSpec]) -> Result<(), SubAgentConfigError> {
+    match rules
+        .iter()
+        .find(|r| r.tool == CALL_SUB_AGENT && r.specifier.is_some())
+    {
+        None => Ok(()),
+        Some(r) => Err(SubAgentConfigError {
+            at: r.at.clone(),
+            message: format!(
+                "`{CALL_SUB_AGENT}` takes no path, so a rule names it alone (`deny = \
+                 [\"{CALL_SUB_AGENT}\"]` turns sub-agents off); what a sub-agent may do is its \
+                 profile's tools, each judged by the rules for that tool"
+            ),
+        }),
     }
 }

@@ -1,7 +1,7 @@
 //! The agents of a session that may start sub-agents, as `call_sub_agent` needs them: the
-//! model each talks to and its limits (a child starts from its parent's), what it has spent
-//! (a child's budget is what its parent has left), and what its children spent that it has
-//! not yet counted (rolled up into its account after the batch that ran them).
+//! model each talks to and its limits (a child starts from its parent's), what it has spent,
+//! and what its children have spent that it has not counted yet — charged as they go, so a
+//! parent's budgets hold for all its children together.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,30 +11,22 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use dsh_model::{Provider, Usage};
 
 use crate::agent::LoopConfig;
+use crate::cost::Spend;
 use crate::events::AgentId;
 
-/// A parent as a child starts from it.
+/// What a child starts from: its parent's model and limits.
 #[derive(Clone)]
 pub(crate) struct Parent {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) config: LoopConfig,
-    /// Tokens and cost the parent has spent so far (its children's included once counted).
-    pub(crate) tokens: u64,
-    pub(crate) cost_usd: Option<f64>,
-}
-
-/// What children spent that their parent has not counted yet.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct Owed {
-    pub(crate) usage: Usage,
-    /// `None` once a child's cost was unknown.
-    pub(crate) cost_usd: Option<f64>,
-    pub(crate) any: bool,
 }
 
 struct Member {
     parent: Parent,
-    owed: Owed,
+    /// What the agent has counted as spent (its children's, once collected, included).
+    spent: Spend,
+    /// What its children spent since it last collected.
+    owed: Spend,
 }
 
 #[derive(Default)]
@@ -56,13 +48,9 @@ impl Roster {
         self.members().insert(
             id.clone(),
             Member {
-                parent: Parent {
-                    provider,
-                    config,
-                    tokens: 0,
-                    cost_usd: Some(0.0),
-                },
-                owed: Owed::default(),
+                parent: Parent { provider, config },
+                spent: Spend::default(),
+                owed: Spend::default(),
             },
         );
     }
@@ -70,16 +58,14 @@ impl Roster {
     /// Agent `id` talks to `provider` with `config` from now on.
     pub(crate) fn switch(&self, id: &AgentId, provider: Arc<dyn Provider>, config: LoopConfig) {
         if let Some(m) = self.members().get_mut(id) {
-            m.parent.provider = provider;
-            m.parent.config = config;
+            m.parent = Parent { provider, config };
         }
     }
 
-    /// Agent `id` has spent `tokens` and `cost_usd` in all.
-    pub(crate) fn spent(&self, id: &AgentId, tokens: u64, cost_usd: Option<f64>) {
+    /// Agent `id` has counted `spent` in all.
+    pub(crate) fn spent(&self, id: &AgentId, spent: Spend) {
         if let Some(m) = self.members().get_mut(id) {
-            m.parent.tokens = tokens;
-            m.parent.cost_usd = cost_usd;
+            m.spent = spent;
         }
     }
 
@@ -98,46 +84,32 @@ impl Roster {
         self.children.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// A child of `parent` spent `usage` and `cost_usd` (`None`: unknown), charged as it
+    /// A child of `parent` spent `usage` at `cost_usd` (`None`: unknown), charged as it
     /// goes: the parent counts it after the batch that ran the child, and the parent's other
     /// children see it in [`Roster::used`] at once.
-    pub(crate) fn charge(&self, parent: &AgentId, usage: Usage, cost_usd: Option<f64>) {
+    pub(crate) fn charge(&self, parent: &AgentId, usage: &Usage, cost_usd: Option<f64>) {
         if let Some(m) = self.members().get_mut(parent) {
-            let owed = &mut m.owed;
-            owed.usage.prompt_tokens += usage.prompt_tokens;
-            owed.usage.completion_tokens += usage.completion_tokens;
-            owed.usage.cached_tokens += usage.cached_tokens;
-            owed.usage.cache_write_tokens += usage.cache_write_tokens;
-            owed.cost_usd = match (if owed.any { owed.cost_usd } else { Some(0.0) }, cost_usd) {
-                (Some(a), Some(b)) => Some(a + b),
-                _ => None,
-            };
-            owed.any = true;
+            m.owed.add(usage, cost_usd);
         }
     }
 
-    /// What `parent`'s budgets have been spent on so far: its own spend and what its
-    /// children have spent that it has not counted yet.
+    /// What `parent`'s budgets have been spent on so far, in tokens and cost: its own spend
+    /// and what its children have spent that it has not counted yet.
     pub(crate) fn used(&self, parent: &AgentId) -> (u64, Option<f64>) {
         let members = self.members();
         let Some(m) = members.get(parent) else {
             return (0, Some(0.0));
         };
-        let owed = &m.owed;
-        let tokens = m.parent.tokens + owed.usage.prompt_tokens + owed.usage.completion_tokens;
-        let cost = match (m.parent.cost_usd, owed.any.then_some(owed.cost_usd)) {
-            (Some(a), Some(Some(b))) => Some(a + b),
-            (Some(a), None) => Some(a),
-            _ => None,
-        };
-        (tokens, cost)
+        let mut all = m.spent;
+        all.add_spend(&m.owed);
+        (all.tokens(), all.cost_usd)
     }
 
-    /// What `id`'s children spent since the last call, for it to count.
-    pub(crate) fn collect(&self, id: &AgentId) -> Option<Owed> {
+    /// What `id`'s children spent since the last call, for it to count; `None` when `id` is
+    /// not a parent here.
+    pub(crate) fn collect(&self, id: &AgentId) -> Option<Spend> {
         let mut members = self.members();
         let m = members.get_mut(id)?;
-        let owed = std::mem::take(&mut m.owed);
-        owed.any.then_some(owed)
+        Some(std::mem::take(&mut m.owed))
     }
 }

@@ -73,3 +73,9 @@ pub fn peak_rss_kib(cmd: &Command) -> Option<u64> {
         .parse()
         .ok()
 }
+
+/// The median of `v` (the upper one of an even count).
+pub fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}

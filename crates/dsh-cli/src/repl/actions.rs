@@ -193,19 +193,12 @@ pub(crate) async fn run(
             )));
             let pipeline = &live.session.pipeline;
             for p in live.session.profiles.iter() {
-                let tools = match &p.names {
-                    Some(names) => names.join(", "),
-                    None => "every tool but call_sub_agent".to_owned(),
+                let parallel = if p.parallel_safe(pipeline) {
+                    "yes"
+                } else {
+                    "no"
                 };
-                let line = format!(
-                    "{:<16} {:<10} {tools}",
-                    p.name,
-                    if p.parallel_safe(pipeline) {
-                        "yes"
-                    } else {
-                        "no"
-                    },
-                );
+                let line = format!("{:<16} {parallel:<10} {}", p.name, p.tools_text());
                 screen.line(&visible(&line, false));
             }
         }
