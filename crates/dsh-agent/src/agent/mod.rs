@@ -23,6 +23,9 @@ use dsh_core::{BatchError, CallSource, CancellationToken, Dispatch, Scope, ToolC
 use dsh_model::{ChatRequest, Message, ModelError, Provider, StreamEvent, ToolSchema, Usage};
 use serde_json::{Value, json};
 
+mod room;
+mod spend;
+
 use crate::Session;
 use crate::cost::Spend;
 use crate::ending::Totals;
@@ -342,202 +345,9 @@ impl Agent {
         }
     }
 
-    /// Before a request: with the model's window known, when the request would pass
-    /// `max_fraction` of it, prunes old tool results, then compacts old turns if that was not
-    /// enough (see `context`).
-    async fn make_room(&mut self, cancel: &CancellationToken) -> Result<(), AgentError> {
-        let Some(window) = self.window else {
-            return Ok(());
-        };
-        let request = self.request();
-        let fixed = estimate_tokens(&request.messages[0].content)
-            + estimate_tokens(&serde_json::to_string(&request.tools).unwrap_or_default());
-        let budget = (window as f64 * self.config.max_fraction) as u64;
-        let room = budget.saturating_sub(fixed);
-        if crate::context::estimate(&request.messages[1..]) <= room {
-            return Ok(());
-        }
-        // Down to three quarters of the budget at once: each change restarts a prompt
-        // cache, so it should not recur each step.
-        let target = (room * 3 / 4).max(1);
-        if self.prune(target).tokens_after > target {
-            self.compact(cancel).await?;
-        }
-        Ok(())
-    }
-
-    /// Compaction: asks the model for a summary of the oldest turns (all but the last
-    /// `context::KEEP_TURNS`) in a bounded request of its own, journaled as an `llm_call`,
-    /// and puts it in their place; journals `context_compacted`. `Ok(false)`: nothing to
-    /// compact, or the summary came back empty.
-    async fn compact(&mut self, cancel: &CancellationToken) -> Result<bool, AgentError> {
-        use crate::context;
-        let turns = context::compactable(&self.turn_starts);
-        // With `keep_turns` no larger than what compaction keeps, the turns it would
-        // replace are not sent anyway.
-        let within_window = self
-            .config
-            .keep_turns
-            .is_none_or(|k| k > context::KEEP_TURNS);
-        if turns <= self.compacted || !within_window {
-            return Ok(false);
-        }
-        let end = self.turn_starts[turns];
-        let tokens_before = context::estimate(&self.history);
-        let request = ChatRequest {
-            model: self.provider.model().to_owned(),
-            messages: vec![
-                Message::system(context::SUMMARY_PROMPT),
-                Message::user(context::transcript(&self.history[..end], self.window)),
-            ],
-            tools: Vec::new(),
-            max_tokens: Some(context::SUMMARY_MAX_TOKENS),
-        };
-        let begun = Instant::now();
-        // Tried once for these turns, whatever comes of it: a failed or empty summary is not
-        // asked again every step (it costs a model call each time).
-        self.compacted = turns;
-        let completion = match self.provider.complete(&request, &mut |_| {}, cancel).await {
-            Ok(c) => c,
-            Err(ModelError::Cancelled) => return Err(ModelError::Cancelled.into()),
-            // No summary: the turn goes on uncompacted (the main request may still fit).
-            Err(_) => return Ok(false),
-        };
-        self.record_model_call(self.step, &request, &completion, begun.elapsed())?;
-        let summary = completion.message.content.trim().to_owned();
-        if summary.is_empty() {
-            return Ok(false);
-        }
-        // This file's records of the replaced turns: from the first compacted turn written
-        // here (else just after `session_start`) to the first kept turn's `user_message`.
-        let replaced: Vec<u64> = match self.turn_seqs.get(turns).copied().flatten() {
-            Some(kept) => {
-                let first = self.turn_seqs[..turns]
-                    .iter()
-                    .flatten()
-                    .next()
-                    .copied()
-                    .unwrap_or(2);
-                (first..kept).collect()
-            }
-            None => Vec::new(),
-        };
-        context::apply_compaction(&mut self.history, &mut self.turn_starts, turns, &summary);
-        let kept_seqs = self.turn_seqs.split_off(turns.min(self.turn_seqs.len()));
-        self.turn_seqs = vec![None; turns];
-        self.turn_seqs.extend(kept_seqs);
-        let tokens_after = context::estimate(&self.history);
-        self.record(&Record::ContextCompacted {
-            replaced,
-            turns: turns as u64,
-            summary: Cow::Borrowed(&summary),
-            tokens_before,
-            tokens_after,
-        })?;
-        self.emit(EventKind::ContextCompacted {
-            turns,
-            tokens_before,
-            tokens_after,
-        });
-        Ok(true)
-    }
-
-    /// Accounts one model call and journals its `llm_call`: the provider's usage (estimated
-    /// when it reported none), its cost; both returned.
-    fn record_model_call(
-        &mut self,
-        step: u32,
-        request: &ChatRequest,
-        completion: &dsh_model::Completion,
-        elapsed: std::time::Duration,
-    ) -> Result<(Usage, Option<f64>), JournalError> {
-        let message = &completion.message;
-        let (usage, estimated) = match completion.usage {
-            Some(u) => (u, false),
-            None => (estimated_usage(request, message), true),
-        };
-        let cost = self.account(&usage, estimated);
-        self.record(&Record::LlmCall {
-            step,
-            provider: self.provider.name().into(),
-            model: self.provider.model().into(),
-            prompt_tokens: usage.prompt_tokens,
-            completion_tokens: usage.completion_tokens,
-            tokens_estimated: estimated,
-            cached_tokens: usage.cached_tokens,
-            cache_write_tokens: usage.cache_write_tokens,
-            cost_usd: cost,
-            elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-            has_tool_calls: !message.tool_calls.is_empty(),
-            finish_reason: Cow::Owned(json!(completion.finish_reason)),
-        })?;
-        Ok((usage, cost))
-    }
-
-    /// Adds a call's usage to the agent's, and its cost when the prices are known and the
-    /// counts are not estimates; the call's cost.
-    fn account(&mut self, usage: &Usage, estimated: bool) -> Option<f64> {
-        // Estimated counts give no cost: a guess is never shown as a fact, and the total is
-        // unknown from then on.
-        let cost = self
-            .price
-            .filter(|_| !estimated)
-            .map(|p| crate::cost::cost_usd(usage, &p));
-        self.spent.add(usage, cost);
-        match &self.spends_for {
-            Some(parent) => self.session.roster.charge(parent, usage, cost),
-            None => self.report_spent(),
-        }
-        cost
-    }
-
-    /// Tells the session's roster what this agent has spent (its children's budgets are
-    /// its own, shared).
-    fn report_spent(&self) {
-        self.session.roster.spent(&self.spec.id, self.spent);
-    }
-
-    /// The spend its budgets are checked against: its own, or for a sub-agent its parent's
-    /// with everything the parent's children have spent so far.
-    fn budget_spent(&self) -> (u64, Option<f64>) {
-        match &self.spends_for {
-            Some(parent) => self.session.roster.used(parent),
-            None => (self.spent.tokens(), self.spent.cost_usd),
-        }
-    }
-
-    /// Counts what this agent's sub-agents spent since the last batch into its own account
-    /// (so its budgets, totals and `stop` record include them).
-    fn count_children(&mut self) {
-        let Some(owed) = self.session.roster.collect(&self.spec.id) else {
-            return;
-        };
-        self.spent.add_spend(&owed);
-        self.report_spent();
-    }
-
     /// Calls this agent made in this process, by tool.
     pub(crate) fn tool_counts(&self) -> &BTreeMap<String, CallCounts> {
         &self.tool_counts
-    }
-
-    /// Prunes the part of the history that is sent down to `budget` tokens (0: all it can)
-    /// and says so.
-    fn prune(&mut self, budget: u64) -> crate::context::Pruned {
-        let from = crate::trim::kept_from(
-            self.history.len(),
-            &self.turn_starts,
-            self.config.keep_turns,
-        );
-        let p = crate::context::prune(&mut self.history[from..], budget, &self.session.spill);
-        if p.results > 0 {
-            self.emit(EventKind::ContextPruned {
-                results: p.results,
-                tokens_before: p.tokens_before,
-                tokens_after: p.tokens_after,
-            });
-        }
-        p
     }
 
     /// The model this agent talks to.
@@ -892,26 +702,6 @@ impl Agent {
                 return self.stop(StopReason::CostBudget, last_text);
             }
         }
-    }
-}
-
-/// Token counts for a call whose provider reported none: the request's text and tools, the
-/// answer's text and call arguments.
-fn estimated_usage(request: &ChatRequest, message: &Message) -> Usage {
-    Usage {
-        prompt_tokens: request
-            .messages
-            .iter()
-            .map(|m| estimate_tokens(&m.content))
-            .sum::<u64>()
-            + estimate_tokens(&serde_json::to_string(&request.tools).unwrap_or_default()),
-        completion_tokens: estimate_tokens(&message.content)
-            + message
-                .tool_calls
-                .iter()
-                .map(|c| estimate_tokens(&c.arguments))
-                .sum::<u64>(),
-        ..Usage::default()
     }
 }
 
