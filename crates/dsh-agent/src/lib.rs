@@ -7,10 +7,11 @@
 //!   later through [`Session::register_tool`]), the policies on each gate in their fixed
 //!   order, the approver and the event sink. `dsh check` and `dsh batch` use this one
 //!   assembly, so what `check` predicts is what `batch` and the loop do.
-//! - **Agents** (`agent/`: the loop; `room.rs` making room in the window, `spend.rs` accounting): any number over one session, each with its own [`AgentSpec`]
-//!   (identity, tool set, system prompt), history, steps and budget (a sub-agent's budget is
-//!   its parent's, shared); what they do reaches
-//!   front ends as [`Event`]s (`events.rs`), approvals included.
+//! - **Agents** (`agent/`: the loop; `room.rs` makes room in the context window, `spend.rs`
+//!   accounts): any number over one session, each with its own [`AgentSpec`] (identity, tool
+//!   set, system prompt), history, steps and budget (a sub-agent's budget is its parent's,
+//!   shared); what they do reaches front ends as [`Event`]s (`events.rs`), approvals
+//!   included.
 //! - **Sub-agents** (`subagent/`): `call_sub_agent` runs a child agent whose profile is its
 //!   permission, its calls sub-calls of the parent's call, its spend rolled up.
 //! - **Long sessions**: whole-turn trimming (`trim.rs`), room by tokens — pruning and
