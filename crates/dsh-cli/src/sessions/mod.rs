@@ -1,0 +1,223 @@
+//! `dsh sessions list | show | verify` (DESIGN §4): rendering only; finding, summarizing and
+//! verifying journals is `dsh_agent::sessions`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+use clap::Subcommand;
+use dsh_agent::sessions::{self, End, FileCheck, Summary};
+use dsh_core::journal::{Record, read_journal};
+use serde_json::{Value, json};
+
+use crate::{Common, Failure, exit};
+
+mod transcript;
+
+use transcript::lines_of;
+pub(crate) use transcript::{readable_lines, short_args, shorten};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionsCommand {
+    /// Every session under DSH_HOME, newest first: id, start, model, steps, tokens, how it
+    /// ended, workspace. Only the sessions of one workspace when `--workspace DIR` is given
+    /// explicitly (its default, `.`, does not filter). `--json`: one object per line.
+    List,
+    /// A session's transcript: user and assistant text, one line per tool call (tool, short
+    /// arguments, outcome, the deciding gate and policy, elapsed). `--json`: the records.
+    Show {
+        /// A session id, a unique prefix of one, or a journal file's path.
+        id: String,
+    },
+    /// Check a journal's hash chain, record shapes and `resumed_from` links.
+    #[command(long_about = VERIFY_HELP)]
+    Verify {
+        /// A session id, a unique prefix of one, or a journal file's path.
+        id: String,
+    },
+}
+
+const VERIFY_HELP: &str = "\
+Check a journal: every line is a record of a known kind with its fields, `seq` counts from 1 \
+without gaps, each line's `prev` is the SHA-256 of the previous line (64 zeros for the first), \
+and a `session_start.resumed_from` link names an existing session whose record `seq` has that \
+hash and is its last; the linked session is verified in turn. Names the first broken record \
+(file, line, seq, what is wrong) and a torn last line (a write cut off by a crash, ignored as \
+readers ignore it).
+
+Exit 0 intact (also when the session did not end, or ends in a torn line: both are noticed), \
+1 broken, 2 unknown or ambiguous id.
+
+What a chain cannot prove: the last record can be edited and its hash recomputed, since no \
+later record quotes it, and a file cut after any whole record still verifies: it looks like \
+a session that did not end. Neither can be told from a crash; the chain only shows that no \
+record before the last was changed, removed or inserted.";
+
+pub(crate) fn run(common: &Common, command: &SessionsCommand) -> Result<u8, Failure> {
+    let home = dsh_config::dsh_home(&dsh_config::process_env()).ok_or_else(|| {
+        Failure::harness(anyhow!(
+            "cannot find a home directory for dsh's state; set DSH_HOME"
+        ))
+    })?;
+    match command {
+        SessionsCommand::List => list(common, &home),
+        SessionsCommand::Show { id } => show(common, &resolve(&home, id)?),
+        SessionsCommand::Verify { id } => verify(&resolve(&home, id)?),
+    }
+}
+
+fn resolve(home: &Path, id: &str) -> Result<PathBuf, Failure> {
+    sessions::resolve(home, id).map_err(Failure::usage)
+}
+
+fn write_out(lines: impl IntoIterator<Item = String>) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        if let Err(e) = writeln!(out, "{line}") {
+            // A closed pipe (`| head`) is not an error worth a message.
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(());
+            }
+            return Err(Failure::harness(e));
+        }
+    }
+    out.flush().map_err(Failure::harness)
+}
+
+fn list(common: &Common, home: &Path) -> Result<u8, Failure> {
+    let filter = if common.workspace_given {
+        Some(common.workspace.canonicalize().map_err(|e| {
+            Failure::usage(anyhow!("--workspace {}: {e}", common.workspace.display()))
+        })?)
+    } else {
+        None
+    };
+    let (summaries, unreadable) = sessions::list(home);
+    for e in &unreadable {
+        eprintln!("dsh: skipped {e}");
+    }
+    let shown = summaries.iter().filter(|s| match &filter {
+        Some(dir) => s.workspace.canonicalize().as_ref().unwrap_or(&s.workspace) == dir,
+        None => true,
+    });
+    if common.json {
+        write_out(shown.map(|s| summary_json(s).to_string()))?;
+    } else {
+        let mut lines = vec![format!(
+            "{:<25}  {:<20}  {:<16}  {:>5}  {:>15}  {:<24}  WORKSPACE",
+            "ID", "STARTED", "MODEL", "STEPS", "TOKENS IN+OUT", "END"
+        )];
+        lines.extend(shown.map(summary_line));
+        write_out(lines)?;
+    }
+    Ok(exit::OK)
+}
+
+/// DESIGN §4's object, plus `end`: `session_end`'s reason, `did_not_end` or `running`.
+fn summary_json(s: &Summary) -> Value {
+    json!({
+        "id": s.id,
+        "started": s.started,
+        "workspace": s.workspace,
+        "provider": s.provider,
+        "model": s.model,
+        "steps": s.totals.steps,
+        "prompt_tokens": s.totals.prompt_tokens,
+        "completion_tokens": s.totals.completion_tokens,
+        "cost_usd": s.totals.cost_usd,
+        "stop": s.stop,
+        "resumed_from": s.resumed_from,
+        "end": s.end.as_str(),
+    })
+}
+
+pub(crate) fn summary_line(s: &Summary) -> String {
+    let end = match (&s.end, &s.stop) {
+        (End::Ended(r), Some(stop)) => format!("{r} ({stop})"),
+        (End::Ended(r), None) => r.clone(),
+        (End::DidNotEnd, _) => "did not end".to_owned(),
+        (End::Running, _) => "running".to_owned(),
+    };
+    // 2026-11-30T03:15:02.123Z → 2026-11-30 03:15:02Z
+    let started = match s.started.get(..19) {
+        Some(t) => format!("{}Z", t.replacen('T', " ", 1)),
+        None => s.started.clone(),
+    };
+    format!(
+        "{:<25}  {:<20}  {:<16}  {:>5}  {:>15}  {:<24}  {}",
+        s.id,
+        started,
+        s.model.as_deref().unwrap_or("-"),
+        s.totals.steps,
+        format!("{}+{}", s.totals.prompt_tokens, s.totals.completion_tokens),
+        end,
+        s.workspace.display()
+    )
+}
+
+fn show(common: &Common, path: &Path) -> Result<u8, Failure> {
+    let transcript = read_journal(path)
+        .map_err(|e| Failure::harness(anyhow!("{e} (`dsh sessions verify` says more)")))?;
+    if let Some(torn) = &transcript.torn_tail {
+        eprintln!(
+            "dsh: {}: the last line ({} bytes) has no newline: a torn write, ignored",
+            path.display(),
+            torn.len()
+        );
+    }
+    if common.json {
+        write_out(
+            transcript
+                .records
+                .iter()
+                .map(|e| Value::Object(e.json.clone()).to_string()),
+        )?;
+        return Ok(exit::OK);
+    }
+    let mut lines = lines_of(&transcript);
+    if transcript
+        .records
+        .last()
+        .is_none_or(|e| !matches!(e.record, Record::SessionEnd { .. }))
+    {
+        lines.push("(the session did not end: no session_end record)".to_owned());
+    }
+    write_out(lines)?;
+    Ok(exit::OK)
+}
+
+fn verify(path: &Path) -> Result<u8, Failure> {
+    let checks = sessions::verify(path);
+    let mut lines = Vec::new();
+    let mut broken = false;
+    for c in &checks {
+        lines.push(check_line(c));
+        broken |= c.problem.is_some();
+    }
+    write_out(lines)?;
+    Ok(if broken { exit::HARNESS } else { exit::OK })
+}
+
+fn check_line(c: &FileCheck) -> String {
+    let file = c.path.display();
+    let mut line = match &c.problem {
+        Some(p) if p.line == 0 => format!("{file}: BROKEN: {}", p.what),
+        Some(p) => format!(
+            "{file}: BROKEN at line {} (seq {}): {} ({} records before it verify)",
+            p.line,
+            p.line,
+            p.what,
+            p.line - 1
+        ),
+        None => format!("{file}: intact, {} records", c.records),
+    };
+    if c.problem.is_none() && c.did_not_end {
+        line.push_str("; notice: the session did not end (no session_end), or is still running");
+    }
+    if let Some((n, bytes)) = c.torn_tail {
+        line.push_str(&format!(
+            "; notice: line {n} is torn ({bytes} bytes without a newline: a write cut off by a crash), ignored"
+        ));
+    }
+    line
+}
