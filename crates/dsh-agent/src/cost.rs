@@ -14,6 +14,9 @@ use dsh_model::Usage;
 pub struct Spend {
     pub usage: Usage,
     pub cost_usd: Option<f64>,
+    /// What the calls whose cost is known cost: a lower bound a cost budget is held to even
+    /// when `cost_usd` is unknown (one reply without usage must not switch the budget off).
+    pub known_cost_usd: f64,
 }
 
 impl Default for Spend {
@@ -22,6 +25,7 @@ impl Default for Spend {
         Spend {
             usage: Usage::default(),
             cost_usd: Some(0.0),
+            known_cost_usd: 0.0,
         }
     }
 }
@@ -37,11 +41,16 @@ impl Spend {
             (Some(total), Some(c)) => Some(total + c),
             _ => None,
         };
+        self.known_cost_usd += cost_usd.unwrap_or(0.0);
     }
 
     /// Adds everything `other` spent.
     pub fn add_spend(&mut self, other: &Spend) {
         self.add(&other.usage, other.cost_usd);
+        // `add` counted `other`'s known part only if all of it was known.
+        if other.cost_usd.is_none() {
+            self.known_cost_usd += other.known_cost_usd;
+        }
     }
 
     /// Prompt and completion tokens together (what a token budget counts).

@@ -864,3 +864,120 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .unwrap()
         .block_on(f)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_started_after_its_siblings_spent_the_budget_asks_its_model_nothing() {
+    let w = world(|s| s.approval = Approval::Yolo);
+    let server = ScriptedServer::start(vec![
+        Turn::default()
+            .call("m1", "call_sub_agent", r#"{"profile":"code","task":"a"}"#)
+            .call("m2", "call_sub_agent", r#"{"profile":"code","task":"b"}"#)
+            .call("m3", "call_sub_agent", r#"{"profile":"code","task":"c"}"#)
+            .usage(100, 0)
+            .into(),
+        // A spends past the budget in its one step; B and C must not ask their model.
+        Turn::text("A done").usage(950, 0).into(),
+        Turn::text("done").usage(10, 0).into(),
+    ]);
+    let config = LoopConfig {
+        max_tokens: 1000,
+        ..LoopConfig::default()
+    };
+    let mut agent = Agent::new(w.session.clone(), provider(&server), config);
+    let out = agent.run("go", &CancellationToken::new()).await.unwrap();
+    assert_eq!(out.stop, StopReason::TokenBudget);
+    assert_eq!(server.requests().len(), 2, "B and C made no model call");
+    let recs = w.records();
+    let ends: Vec<(&Value, &Value)> = recs
+        .iter()
+        .filter(|r| r["kind"] == "sub_agent_end")
+        .map(|r| (&r["stop"], &r["steps"]))
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            (&json!("final_answer"), &json!(1)),
+            (&json!("token_budget"), &json!(0)),
+            (&json!("token_budget"), &json!(0)),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_reply_without_usage_does_not_switch_the_cost_budget_off() {
+    let w = world(|_| {});
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("m1", "call_sub_agent", r#"{"profile":"search","task":"x"}"#)
+            .usage(100, 0)
+            .into(),
+        // No usage reported: its cost is unknown, the total with it.
+        Turn::text("child answer").into(),
+        // Far past the budget at the known prices.
+        Turn::tool_call("m2", "list_dir", r#"{"path":"."}"#)
+            .usage(2_000_000, 0)
+            .into(),
+        Turn::text("never").into(),
+    ]);
+    let config = LoopConfig {
+        price: Some(dsh_config::Price {
+            input: 1.0,
+            cached_input: None,
+            output: 1.0,
+        }),
+        max_cost_usd: 1.0,
+        ..LoopConfig::default()
+    };
+    let mut agent = Agent::new(w.session.clone(), provider(&server), config);
+    let out = agent.run("go", &CancellationToken::new()).await.unwrap();
+    assert_eq!(out.stop, StopReason::CostBudget);
+    // The total is still shown as unknown: part of it is.
+    assert_eq!(agent.totals().cost_usd, None);
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_gets_no_tool_its_parent_does_not_have() {
+    let w = world(|s| s.approval = Approval::Yolo);
+    let server = ScriptedServer::start(vec![
+        calls(&[sub_agent_call("m1", "code", "write")]),
+        Turn::tool_call("c1", "write_file", r#"{"path":"x.txt","content":"x"}"#).into(),
+        Reply::text("could not"),
+        Reply::text("done"),
+    ]);
+    // A parent that may read and start sub-agents, nothing else.
+    let spec = dsh_agent::AgentSpec {
+        tools: dsh_core::ToolSet::only(["call_sub_agent", "read_file", "list_dir"]),
+        ..dsh_agent::AgentSpec::main()
+    };
+    let mut parent = Agent::with_spec(
+        w.session.clone(),
+        spec,
+        provider(&server),
+        LoopConfig::default(),
+    );
+    parent.run("go", &CancellationToken::new()).await.unwrap();
+    // The `code` child is offered only what its parent has of its profile...
+    assert_eq!(offered(&server.requests()[1]), ["list_dir", "read_file"]);
+    // ...and the write its model names anyway is refused at the registry.
+    assert!(!w.ws.path().join("x.txt").exists());
+    let recs = w.records();
+    let c1 = find(&recs, "tool_result", |r| r["call_id"] == "c1");
+    assert_eq!(c1["failure_kind"], "unknown_tool", "{c1}");
+    assert_eq!(c1["decided_by"]["gate"], "registry");
+}
+
+#[test]
+fn a_user_profile_must_list_its_tools() {
+    let ws = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut settings = SessionSettings::new(ws.path(), home.path());
+    settings.agents = vec![ProfileSpec {
+        tools: None,
+        ..profile("helper", &[])
+    }];
+    let err = Session::assemble_dry(&settings).unwrap_err().to_string();
+    assert!(
+        err.starts_with("test: agents.helper: the `helper` profile does not list its tools"),
+        "{err}"
+    );
+}

@@ -682,7 +682,8 @@ impl Default for VerifyConfig {
 pub struct AgentProfile {
     pub description: Option<String>,
     /// Each tool name with where it is written (`agents.NAME.tools[i]`), for the error when
-    /// the session has no such tool. `None`: every tool of the session but `call_sub_agent`.
+    /// the session has no such tool. Required when the session is assembled (a profile is
+    /// its permission: leaving the list out gives no tools, and is an error).
     pub tools: Option<Vec<Sourced<String>>>,
     pub system: Option<String>,
     pub model: Option<String>,

@@ -8,8 +8,15 @@
 //! one [`crate::Budget`] and takes one again afterwards, so a parent waiting on its sub-calls
 //! never holds a slot they need. One submission at a time per parent call: a second waits
 //! for the first to finish.
+//!
+//! Once cancelled, a submission's calls get the same grace as any batch's before they are
+//! dropped, and the batch around the parent does not drop the parent while it waits on a
+//! submission (it is given another grace each time the grace ends): the sub-calls are
+//! recorded, then the parent records its own ending, and a dropped call never outlives its
+//! grace as a zombie.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -27,8 +34,10 @@ pub struct Dispatch {
     scope: Scope,
     /// The parent's execution slot, given back while a submission runs.
     permit: Arc<Mutex<Option<Permit>>>,
-    /// The cancel grace of the batch the parent call runs in (see [`Dispatch::new`]).
-    grace: std::time::Duration,
+    /// How many submissions of the parent are running: while any is, the batch the parent
+    /// runs in does not drop the parent when its cancel grace ends (the submission's calls
+    /// have their own grace, and the parent records its ending after them).
+    nesting: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -40,24 +49,19 @@ impl std::fmt::Debug for Dispatch {
 }
 
 impl Dispatch {
-    /// A handle for `parent`, which runs in a batch whose cancel grace is `grace` (G). Once
-    /// cancelled, a submission's calls have G/2 to stop before they are dropped and
-    /// recorded, and the parent then waits at most G/4 for its slot: G/2 + G/4 < G, so a
-    /// cancelled submission has recorded its calls, and the parent its own ending, before
-    /// the batch around the parent gives up on it.
     pub(crate) fn new(
         pipeline: Arc<Pipeline>,
         parent: ToolCall,
         scope: Scope,
         permit: Arc<Mutex<Option<Permit>>>,
-        grace: std::time::Duration,
+        nesting: Arc<AtomicUsize>,
     ) -> Self {
         Dispatch {
             pipeline,
             parent,
             scope,
             permit,
-            grace,
+            nesting,
         }
     }
 
@@ -110,18 +114,19 @@ impl Dispatch {
                     .with_agent(agent)
             })
             .collect();
+        // Counted until the parent holds a slot again, its submission recorded.
+        let _waiting = Waiting::on(&self.nesting);
         let mut slot = self.permit.lock().await;
         if let Some(p) = slot.as_mut() {
             p.suspend();
         }
-        let outcome =
-            crate::scheduler::run_batch(&self.pipeline, scope, calls, cancel, self.grace / 2).await;
+        let outcome = crate::scheduler::run_batch(&self.pipeline, scope, calls, cancel).await;
         if let Some(p) = slot.as_mut() {
             // The parent takes a slot again before it goes on — even when it was cancelled,
-            // so its winding-down never overlaps an exclusive call. Bounded once cancelled
-            // (G/4, see `new`): running calls stop within their grace, so a slot frees up.
+            // so its winding-down never overlaps an exclusive call. Bounded by the cancel
+            // grace: running calls stop within it, so a slot frees up.
             let never = CancellationToken::new();
-            let limit = self.grace / 4;
+            let limit = self.pipeline.config.cancel_grace;
             if tokio::time::timeout(limit, p.resume(&never)).await.is_err()
                 && !cancel.is_cancelled()
             {
@@ -130,5 +135,21 @@ impl Dispatch {
             }
         }
         outcome
+    }
+}
+
+/// A submission in progress, counted for as long as it lives (dropped with its future too).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn on(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }

@@ -311,7 +311,7 @@ impl Pipeline {
         calls: Vec<ToolCall>,
         cancel: &CancellationToken,
     ) -> Result<BatchOutcome, BatchError> {
-        crate::scheduler::run_batch(self, scope, calls, cancel, self.config.cancel_grace).await
+        crate::scheduler::run_batch(self, scope, calls, cancel).await
     }
 
     /// The gate sequence of one call, top to bottom: the registry, gate 1, gate 2 (only on

@@ -11,6 +11,7 @@
 //! state is [`Batch`].
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -84,6 +85,9 @@ struct Batch<'a> {
     token: CancellationToken,
     slots: Vec<Slot>,
     aborts: Vec<Option<Abort>>,
+    /// For each running call, how many submissions of its own it is waiting on (see
+    /// [`Dispatch`]): such a call is not dropped when the grace ends.
+    nesting: Vec<Option<Arc<AtomicUsize>>>,
     /// Whether each call is parallel-safe, classified once, when it is next in line.
     class: Vec<Option<bool>>,
     running: FuturesUnordered<Running>,
@@ -92,9 +96,6 @@ struct Batch<'a> {
     next_commit: usize,
     results: Vec<Arc<FrozenResult>>,
     attached: Vec<AttachedContext>,
-    /// How long running calls have to stop once the batch is cancelled before they are
-    /// dropped (a nested batch's is shorter: see [`Dispatch`]).
-    grace: Duration,
 }
 
 /// A batch dropped before it finished (its caller timed out or was aborted: a nested batch
@@ -122,7 +123,6 @@ impl<'a> Batch<'a> {
         scope: &'a Scope,
         calls: &'a [ToolCall],
         cancel: &CancellationToken,
-        grace: Duration,
     ) -> Self {
         let n = calls.len();
         Batch {
@@ -132,6 +132,7 @@ impl<'a> Batch<'a> {
             token: cancel.child_token(),
             slots: (0..n).map(|_| Slot::NotStarted).collect(),
             aborts: (0..n).map(|_| None).collect(),
+            nesting: (0..n).map(|_| None).collect(),
             class: vec![None; n],
             running: FuturesUnordered::new(),
             exclusive_running: false,
@@ -139,7 +140,6 @@ impl<'a> Batch<'a> {
             next_commit: 0,
             results: Vec::with_capacity(n),
             attached: Vec::new(),
-            grace,
         }
     }
 
@@ -202,15 +202,12 @@ impl<'a> Batch<'a> {
         let Admitted { entry, allowed_by } = admitted;
         let call = self.calls[idx].clone();
         let permit = Arc::new(tokio::sync::Mutex::new(None));
-        let dispatch = self.p.me.upgrade().map(|p| {
-            Dispatch::new(
-                p,
-                call.clone(),
-                self.scope.clone(),
-                permit.clone(),
-                self.grace,
-            )
-        });
+        let nesting = Arc::new(AtomicUsize::new(0));
+        self.nesting[idx] = Some(nesting.clone());
+        let dispatch =
+            self.p.me.upgrade().map(|p| {
+                Dispatch::new(p, call.clone(), self.scope.clone(), permit.clone(), nesting)
+            });
         let cx = ExecContext {
             call,
             spec: entry.spec.clone(),
@@ -268,6 +265,7 @@ impl<'a> Batch<'a> {
     /// A running call ended: gate 6 turns what it produced into its candidate.
     fn finished(&mut self, idx: usize, joined: Result<Executed, Stop>) {
         self.aborts[idx] = None;
+        self.nesting[idx] = None;
         if self.running.is_empty() {
             self.exclusive_running = false;
         }
@@ -288,9 +286,8 @@ pub(crate) async fn run_batch(
     scope: &Scope,
     calls: Vec<ToolCall>,
     cancel: &CancellationToken,
-    grace: Duration,
 ) -> Result<BatchOutcome, BatchError> {
-    let mut b = Batch::new(p, scope, &calls, cancel, grace);
+    let mut b = Batch::new(p, scope, &calls, cancel);
     let mut force_at: Option<tokio::time::Instant> = None;
     let mut forced = false;
 
@@ -307,7 +304,7 @@ pub(crate) async fn run_batch(
                 // Stop: nothing more may run unrecorded. Running calls are cancelled and
                 // awaited so no work outlives the batch.
                 b.token.cancel();
-                drain(&mut b.running, &b.aborts, b.grace).await;
+                drain(&mut b.running, &b.aborts, p.config.cancel_grace).await;
                 return Err(BatchError {
                     source,
                     committed: std::mem::take(&mut b.results),
@@ -323,15 +320,27 @@ pub(crate) async fn run_batch(
         let done = tokio::select! {
             d = b.running.next() => d,
             () = b.token.cancelled(), if force_at.is_none() => {
-                force_at = Some(tokio::time::Instant::now() + b.grace);
+                force_at = Some(tokio::time::Instant::now() + p.config.cancel_grace);
                 continue;
             }
             () = sleep_until(force_at), if force_at.is_some() && !forced => {
                 // The grace is over: drop what has not stopped. The slot is still held until
-                // the task reports back below.
-                forced = true;
-                for a in b.aborts.iter().flatten() {
-                    a.abort();
+                // the task reports back below. A call waiting on calls it submitted is given
+                // another grace instead: those have a grace of their own, and once they are
+                // recorded the call records its own ending (a sub-agent's `sub_agent_end`).
+                let mut waiting = false;
+                for (a, nesting) in b.aborts.iter().zip(&b.nesting) {
+                    let Some(a) = a else { continue };
+                    if nesting.as_ref().is_some_and(|n| n.load(Ordering::SeqCst) > 0) {
+                        waiting = true;
+                    } else {
+                        a.abort();
+                    }
+                }
+                if waiting {
+                    force_at = Some(tokio::time::Instant::now() + p.config.cancel_grace);
+                } else {
+                    forced = true;
                 }
                 continue;
             }

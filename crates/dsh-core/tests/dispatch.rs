@@ -345,3 +345,75 @@ async fn a_dropped_submission_stops_its_sub_calls() {
     .await
     .expect("the sub-call's work outlived its dropped batch");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_parent_waiting_on_a_stubborn_sub_call_is_not_dropped_before_it_records_it() {
+    let started = Arc::new(tokio::sync::Notify::new());
+    let mut registry = Registry::new();
+    let s = started.clone();
+    registry
+        .register(FnTool::new("stubborn", move |_, _cx: ExecContext| {
+            let s = s.clone();
+            async move {
+                s.notify_one();
+                // Ignores its cancellation token: dropped when the grace ends.
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok(ok_output(1))
+            }
+        }))
+        .unwrap();
+    registry
+        .register(FnTool::new("parent", |_, cx: ExecContext| async move {
+            let sub = ToolCall::new("sub", "stubborn", json!({}));
+            let out = cx
+                .submit(CallSource::Code, vec![sub])
+                .await
+                .map_err(|e| ToolError::failed(e.to_string()))?;
+            // Winding down takes a moment (a sub-agent records its ending).
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Err(ToolError::failed(format!(
+                "the parent saw its sub-call end as {:?}",
+                out.results[0].failure_kind()
+            )))
+        }))
+        .unwrap();
+    let journal = Arc::new(MemoryJournal::new("stubborn"));
+    let p = Pipeline::builder(registry, journal.clone())
+        .pre_policy(FnPolicy::new("all", |_, _| Vote::allow(Tier::Rule, "ok")))
+        .build();
+    let cancel = CancellationToken::new();
+    let batch = p.run_batch(vec![ToolCall::new("p", "parent", json!({}))], &cancel);
+    let trigger = async {
+        started.notified().await;
+        cancel.cancel();
+    };
+    let (out, ()) = tokio::join!(batch, trigger);
+    let out = out.unwrap();
+    // The sub-call was dropped at the end of its grace and recorded; the parent, waiting on
+    // it, was not dropped with it: it went on to record its own ending.
+    let recs = records(&journal);
+    let sub = recs
+        .iter()
+        .find(|r| r["kind"] == "tool_result" && r["call_id"] == "sub")
+        .unwrap();
+    assert_eq!(sub["failure_kind"], "cancelled_after", "{sub}");
+    assert!(
+        sub["content"]
+            .as_str()
+            .unwrap()
+            .contains("stopped by force"),
+        "{sub}"
+    );
+    let parent = &out.results[0];
+    assert_eq!(
+        parent.failure_kind(),
+        Some(dsh_core::FailureKind::CancelledAfter)
+    );
+    assert!(
+        parent
+            .content()
+            .contains("the parent saw its sub-call end as Some(CancelledAfter)"),
+        "{}",
+        parent.content()
+    );
+}

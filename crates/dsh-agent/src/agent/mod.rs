@@ -269,8 +269,8 @@ impl Agent {
             events,
             price,
             spent: Spend {
-                usage: Usage::default(),
                 cost_usd: price.map(|_| 0.0),
+                ..Spend::default()
             },
             window: crate::context::window_for(
                 config.context_window,
@@ -544,6 +544,13 @@ impl Agent {
             if self.step + 1 - first_step >= self.config.max_steps {
                 return self.stop(StopReason::MaxSteps, last_text);
             }
+            // A sub-agent's budgets are shared with its parent's other children, who may
+            // have spent them since its last step: checked before each request too.
+            if self.spends_for.is_some()
+                && let Some(stop) = self.budget_spent_up()
+            {
+                return self.stop(stop, last_text);
+            }
             self.step += 1;
             let step = self.step;
             match self.make_room(cancel).await {
@@ -693,13 +700,8 @@ impl Agent {
             if cancel.is_cancelled() {
                 return self.stop(StopReason::Interrupted, last_text);
             }
-            let (tokens, cost) = self.budget_spent();
-            if self.config.max_tokens > 0 && tokens >= self.config.max_tokens {
-                return self.stop(StopReason::TokenBudget, last_text);
-            }
-            if self.config.max_cost_usd > 0.0 && cost.is_some_and(|c| c >= self.config.max_cost_usd)
-            {
-                return self.stop(StopReason::CostBudget, last_text);
+            if let Some(stop) = self.budget_spent_up() {
+                return self.stop(stop, last_text);
             }
         }
     }

@@ -68,11 +68,21 @@ impl Agent {
 
     /// The spend its budgets are checked against: its own, or for a sub-agent its parent's
     /// with everything the parent's children have spent so far.
-    pub(super) fn budget_spent(&self) -> (u64, Option<f64>) {
+    fn budget_spent(&self) -> (u64, f64) {
         match &self.spends_for {
             Some(parent) => self.session.roster.used(parent),
-            None => (self.spent.tokens(), self.spent.cost_usd),
+            None => (self.spent.tokens(), self.spent.known_cost_usd),
         }
+    }
+
+    /// The budget stop line this agent has reached, if any: tokens, then known cost.
+    pub(super) fn budget_spent_up(&self) -> Option<super::StopReason> {
+        let (tokens, cost) = self.budget_spent();
+        if self.config.max_tokens > 0 && tokens >= self.config.max_tokens {
+            return Some(super::StopReason::TokenBudget);
+        }
+        (self.config.max_cost_usd > 0.0 && cost >= self.config.max_cost_usd)
+            .then_some(super::StopReason::CostBudget)
     }
 
     /// Counts what this agent's sub-agents spent since the last batch into its own account

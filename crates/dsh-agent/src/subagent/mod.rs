@@ -148,9 +148,14 @@ impl Drop for Running {
     fn drop(&mut self) {
         if !self.ended {
             let stop = StopReason::Interrupted.as_str();
-            let _ = self.child.record_stop(
-                stop,
-                Some("the call that started it was stopped before the sub-agent finished"),
+            let why = "the call that started it was stopped before the sub-agent finished";
+            let _ = self.child.record_stop(stop, Some(why));
+            self.session.events.send(
+                &self.child.spec().id,
+                EventKind::Stop {
+                    reason: stop.to_owned(),
+                    text: why.to_owned(),
+                },
             );
             let _ = self.end(stop);
         }

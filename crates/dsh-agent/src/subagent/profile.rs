@@ -23,8 +23,8 @@ pub const DEFAULT_MAX_STEPS: u32 = 40;
 pub struct ProfileSpec {
     pub name: String,
     pub description: Option<String>,
-    /// Each tool name with where it is written (`file:line: agents.NAME.tools[i]`);
-    /// `None`: every tool of the session but `call_sub_agent`.
+    /// Each tool name with where it is written (`file:line: agents.NAME.tools[i]`). Required:
+    /// `None` (the key left out) is an error, not "every tool".
     pub tools: Option<Vec<(String, String)>>,
     pub system: Option<String>,
     /// Another model of the parent's provider.
@@ -184,7 +184,17 @@ impl Profiles {
                 });
             }
             let names = match &spec.tools {
-                None => None,
+                None => {
+                    return Err(SubAgentConfigError {
+                        at: spec.at.clone(),
+                        message: format!(
+                            "the `{}` profile does not list its tools (`tools = [\"read_file\", \
+                             …]`): a profile is its permission, so it has none by default; the \
+                             built-in `general` profile has every tool",
+                            spec.name
+                        ),
+                    });
+                }
                 Some(listed) => {
                     let mut names = Vec::with_capacity(listed.len());
                     for (name, at) in listed {

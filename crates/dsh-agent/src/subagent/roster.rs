@@ -93,16 +93,16 @@ impl Roster {
         }
     }
 
-    /// What `parent`'s budgets have been spent on so far, in tokens and cost: its own spend
-    /// and what its children have spent that it has not counted yet.
-    pub(crate) fn used(&self, parent: &AgentId) -> (u64, Option<f64>) {
+    /// What `parent`'s budgets have been spent on so far, in tokens and known cost: its own
+    /// spend and what its children have spent that it has not counted yet.
+    pub(crate) fn used(&self, parent: &AgentId) -> (u64, f64) {
         let members = self.members();
         let Some(m) = members.get(parent) else {
-            return (0, Some(0.0));
+            return (0, 0.0);
         };
         let mut all = m.spent;
         all.add_spend(&m.owed);
-        (all.tokens(), all.cost_usd)
+        (all.tokens(), all.known_cost_usd)
     }
 
     /// What `id`'s children spent since the last call, for it to count; `None` when `id` is

@@ -186,6 +186,9 @@ impl Render {
                 screen.line(&self.st.dim(&visible(&line, false)));
             }
             EventKind::SubAgentFinished { child, stop } => {
+                // Calls of a child stopped by force never report their end.
+                self.open
+                    .retain(|o| o.call.agent() != Some(&*child));
                 let line = format!("sub-agent {child} stops: {stop}");
                 screen.line(&self.st.dim(&visible(&line, false)));
             }

@@ -39,6 +39,9 @@ pub(crate) fn lines_of(transcript: &Transcript) -> Vec<String> {
     out.lines
 }
 
+/// The deepest nesting shown (sub-agents cannot start sub-agents: one level is real).
+const MAX_DEPTH: usize = 4;
+
 /// What prefixes a sub-agent's lines, once per level of nesting.
 const NESTED: &str = "  │ ";
 
@@ -133,7 +136,12 @@ impl<'a> Out<'a> {
                 continue;
             };
             let child = child.as_ref();
-            if layout.starts.get(child) != Some(&i) || !self.opened.insert(child) {
+            // Sub-agents cannot nest; a deeper chain is a forged file, and its records are
+            // shown after the rest instead of recursing without bound.
+            if depth >= MAX_DEPTH
+                || layout.starts.get(child) != Some(&i)
+                || !self.opened.insert(child)
+            {
                 continue;
             }
             if let Some(own) = layout.children.get(child) {
