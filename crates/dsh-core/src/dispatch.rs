@@ -11,9 +11,9 @@
 //!
 //! Once cancelled, a submission's calls get the same grace as any batch's before they are
 //! dropped, and the batch around the parent does not drop the parent while it waits on a
-//! submission (it is given another grace each time the grace ends): the sub-calls are
-//! recorded, then the parent records its own ending, and a dropped call never outlives its
-//! grace as a zombie.
+//! submission, nor in the grace after one ended ([`Nesting`]): the sub-calls are recorded,
+//! then the parent records its own ending, and a dropped call never outlives its grace as a
+//! zombie.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,10 +34,9 @@ pub struct Dispatch {
     scope: Scope,
     /// The parent's execution slot, given back while a submission runs.
     permit: Arc<Mutex<Option<Permit>>>,
-    /// How many submissions of the parent are running: while any is, the batch the parent
-    /// runs in does not drop the parent when its cancel grace ends (the submission's calls
-    /// have their own grace, and the parent records its ending after them).
-    nesting: Arc<AtomicUsize>,
+    /// The parent's submissions, as the batch it runs in sees them when its cancel grace
+    /// ends (see [`Nesting`]).
+    nesting: Arc<Nesting>,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -54,7 +53,7 @@ impl Dispatch {
         parent: ToolCall,
         scope: Scope,
         permit: Arc<Mutex<Option<Permit>>>,
-        nesting: Arc<AtomicUsize>,
+        nesting: Arc<Nesting>,
     ) -> Self {
         Dispatch {
             pipeline,
@@ -114,8 +113,8 @@ impl Dispatch {
                     .with_agent(agent)
             })
             .collect();
-        // Counted until the parent holds a slot again, its submission recorded.
-        let _waiting = Waiting::on(&self.nesting);
+        // Open until the parent holds a slot again, its submission recorded.
+        let _open = self.nesting.open();
         let mut slot = self.permit.lock().await;
         if let Some(p) = slot.as_mut() {
             p.suspend();
@@ -138,17 +137,39 @@ impl Dispatch {
     }
 }
 
-/// A submission in progress, counted for as long as it lives (dropped with its future too).
-struct Waiting<'a>(&'a AtomicUsize);
+/// A running call's submissions, for the batch it runs in: when the batch's cancel grace
+/// ends, a call that is waiting on a submission, or has had one since the grace last ended,
+/// is given another grace instead of being dropped — its sub-calls have a grace of their own,
+/// and once they are recorded the call records its own ending (a sub-agent's `stop` and
+/// `sub_agent_end`) in the time after.
+#[derive(Debug, Default)]
+pub(crate) struct Nesting {
+    open: AtomicUsize,
+    begun: AtomicUsize,
+}
 
-impl<'a> Waiting<'a> {
-    fn on(count: &'a AtomicUsize) -> Self {
-        count.fetch_add(1, Ordering::SeqCst);
-        Waiting(count)
+impl Nesting {
+    fn open(&self) -> Open<'_> {
+        self.begun.fetch_add(1, Ordering::SeqCst);
+        self.open.fetch_add(1, Ordering::SeqCst);
+        Open(&self.open)
+    }
+
+    /// Whether the call deserves another grace: a submission is open, or one began since
+    /// `seen` (the count at the last check, updated).
+    pub(crate) fn busy_since(&self, seen: &mut usize) -> bool {
+        let open = self.open.load(Ordering::SeqCst) > 0;
+        let begun = self.begun.load(Ordering::SeqCst);
+        let fresh = begun > *seen;
+        *seen = begun;
+        open || fresh
     }
 }
 
-impl Drop for Waiting<'_> {
+/// A submission in progress, open for as long as it lives (dropped with its future too).
+struct Open<'a>(&'a AtomicUsize);
+
+impl Drop for Open<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }

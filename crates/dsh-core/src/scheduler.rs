@@ -11,7 +11,6 @@
 //! state is [`Batch`].
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -21,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::budget::Kind;
 use crate::call::ToolCall;
-use crate::dispatch::Dispatch;
+use crate::dispatch::{Dispatch, Nesting};
 use crate::journal::{JournalError, Record};
 use crate::pipeline::{Admitted, BatchError, BatchOutcome, Pipeline};
 use crate::registry::Entry;
@@ -85,9 +84,9 @@ struct Batch<'a> {
     token: CancellationToken,
     slots: Vec<Slot>,
     aborts: Vec<Option<Abort>>,
-    /// For each running call, how many submissions of its own it is waiting on (see
-    /// [`Dispatch`]): such a call is not dropped when the grace ends.
-    nesting: Vec<Option<Arc<AtomicUsize>>>,
+    /// For each running call, its submissions (see [`crate::dispatch::Nesting`]), and how
+    /// many had begun when the grace last ended.
+    nesting: Vec<Option<(Arc<Nesting>, usize)>>,
     /// Whether each call is parallel-safe, classified once, when it is next in line.
     class: Vec<Option<bool>>,
     running: FuturesUnordered<Running>,
@@ -202,8 +201,8 @@ impl<'a> Batch<'a> {
         let Admitted { entry, allowed_by } = admitted;
         let call = self.calls[idx].clone();
         let permit = Arc::new(tokio::sync::Mutex::new(None));
-        let nesting = Arc::new(AtomicUsize::new(0));
-        self.nesting[idx] = Some(nesting.clone());
+        let nesting = Arc::new(Nesting::default());
+        self.nesting[idx] = Some((nesting.clone(), 0));
         let dispatch =
             self.p.me.upgrade().map(|p| {
                 Dispatch::new(p, call.clone(), self.scope.clone(), permit.clone(), nesting)
@@ -325,13 +324,12 @@ pub(crate) async fn run_batch(
             }
             () = sleep_until(force_at), if force_at.is_some() && !forced => {
                 // The grace is over: drop what has not stopped. The slot is still held until
-                // the task reports back below. A call waiting on calls it submitted is given
-                // another grace instead: those have a grace of their own, and once they are
-                // recorded the call records its own ending (a sub-agent's `sub_agent_end`).
+                // the task reports back below. A call busy with calls it submitted is given
+                // another grace instead (see `Nesting`).
                 let mut waiting = false;
-                for (a, nesting) in b.aborts.iter().zip(&b.nesting) {
+                for (a, nesting) in b.aborts.iter().zip(b.nesting.iter_mut()) {
                     let Some(a) = a else { continue };
-                    if nesting.as_ref().is_some_and(|n| n.load(Ordering::SeqCst) > 0) {
+                    if nesting.as_mut().is_some_and(|(n, seen)| n.busy_since(seen)) {
                         waiting = true;
                     } else {
                         a.abort();

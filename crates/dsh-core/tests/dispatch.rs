@@ -346,8 +346,12 @@ async fn a_dropped_submission_stops_its_sub_calls() {
     .expect("the sub-call's work outlived its dropped batch");
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_parent_waiting_on_a_stubborn_sub_call_is_not_dropped_before_it_records_it() {
+/// A parent whose sub-call ignores its cancellation for `sub_runs`, then winds down for a
+/// second after its submission returned; the batch is cancelled once the sub-call runs.
+/// The journal's records, and the parent's result.
+async fn cancel_a_parent_with_a_slow_sub_call(
+    sub_runs: Duration,
+) -> (Vec<Value>, Arc<FrozenResult>) {
     let started = Arc::new(tokio::sync::Notify::new());
     let mut registry = Registry::new();
     let s = started.clone();
@@ -356,8 +360,8 @@ async fn a_parent_waiting_on_a_stubborn_sub_call_is_not_dropped_before_it_record
             let s = s.clone();
             async move {
                 s.notify_one();
-                // Ignores its cancellation token: dropped when the grace ends.
-                tokio::time::sleep(Duration::from_secs(3600)).await;
+                // Ignores its cancellation token.
+                tokio::time::sleep(sub_runs).await;
                 Ok(ok_output(1))
             }
         }))
@@ -388,14 +392,22 @@ async fn a_parent_waiting_on_a_stubborn_sub_call_is_not_dropped_before_it_record
         cancel.cancel();
     };
     let (out, ()) = tokio::join!(batch, trigger);
-    let out = out.unwrap();
-    // The sub-call was dropped at the end of its grace and recorded; the parent, waiting on
-    // it, was not dropped with it: it went on to record its own ending.
-    let recs = records(&journal);
-    let sub = recs
-        .iter()
-        .find(|r| r["kind"] == "tool_result" && r["call_id"] == "sub")
-        .unwrap();
+    let parent = out.unwrap().results[0].clone();
+    (records(&journal), parent)
+}
+
+fn result_of<'a>(recs: &'a [Value], id: &str) -> &'a Value {
+    recs.iter()
+        .find(|r| r["kind"] == "tool_result" && r["call_id"] == id)
+        .unwrap_or_else(|| panic!("no tool_result for {id}: {recs:?}"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_parent_waiting_on_a_stubborn_sub_call_is_not_dropped_before_it_records_it() {
+    // The sub-call outlives its grace: it is dropped and recorded; the parent, waiting on
+    // it, is not dropped with it and records its own ending after.
+    let (recs, parent) = cancel_a_parent_with_a_slow_sub_call(Duration::from_secs(3600)).await;
+    let sub = result_of(&recs, "sub");
     assert_eq!(sub["failure_kind"], "cancelled_after", "{sub}");
     assert!(
         sub["content"]
@@ -404,7 +416,6 @@ async fn a_parent_waiting_on_a_stubborn_sub_call_is_not_dropped_before_it_record
             .contains("stopped by force"),
         "{sub}"
     );
-    let parent = &out.results[0];
     assert_eq!(
         parent.failure_kind(),
         Some(dsh_core::FailureKind::CancelledAfter)
@@ -413,6 +424,21 @@ async fn a_parent_waiting_on_a_stubborn_sub_call_is_not_dropped_before_it_record
         parent
             .content()
             .contains("the parent saw its sub-call end as Some(CancelledAfter)"),
+        "{}",
+        parent.content()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_parent_whose_submission_just_ended_gets_a_grace_to_wind_down() {
+    // The sub-call ends on its own just before the grace does; the parent, winding down
+    // past the grace's end, is not dropped: its submission had begun within that grace.
+    let (recs, parent) = cancel_a_parent_with_a_slow_sub_call(Duration::from_millis(4500)).await;
+    assert_eq!(result_of(&recs, "sub")["ok"], true);
+    assert!(
+        parent
+            .content()
+            .contains("the parent saw its sub-call end as None"),
         "{}",
         parent.content()
     );
