@@ -8,15 +8,16 @@
 use dsh_config::Price;
 use dsh_model::Usage;
 
-/// Tokens used and what they cost: `None` once any part's cost was unknown (a guess is never
-/// shown as a fact, so neither is a total with a guess in it).
+/// Tokens used and what they cost. The cost is the sum of the calls whose cost is known,
+/// shown as a fact only when every call's was ([`Spend::cost_usd`]); a cost budget is held
+/// to the known sum either way ([`Spend::known_cost_usd`]), so one reply without usage does
+/// not switch it off.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Spend {
     pub usage: Usage,
-    pub cost_usd: Option<f64>,
-    /// What the calls whose cost is known cost: a lower bound a cost budget is held to even
-    /// when `cost_usd` is unknown (one reply without usage must not switch the budget off).
-    pub known_cost_usd: f64,
+    known_cost_usd: f64,
+    /// Every call's cost was known.
+    cost_complete: bool,
 }
 
 impl Default for Spend {
@@ -24,32 +25,56 @@ impl Default for Spend {
     fn default() -> Self {
         Spend {
             usage: Usage::default(),
-            cost_usd: Some(0.0),
             known_cost_usd: 0.0,
+            cost_complete: true,
         }
     }
 }
 
 impl Spend {
+    /// Nothing spent, by a model whose prices are unknown (so is every cost it adds).
+    pub fn unpriced() -> Self {
+        Spend {
+            cost_complete: false,
+            ..Spend::default()
+        }
+    }
+
     /// Adds one call's `usage` and `cost_usd` (`None`: unknown).
     pub fn add(&mut self, usage: &Usage, cost_usd: Option<f64>) {
         self.usage.prompt_tokens += usage.prompt_tokens;
         self.usage.completion_tokens += usage.completion_tokens;
         self.usage.cached_tokens += usage.cached_tokens;
         self.usage.cache_write_tokens += usage.cache_write_tokens;
-        self.cost_usd = match (self.cost_usd, cost_usd) {
-            (Some(total), Some(c)) => Some(total + c),
-            _ => None,
-        };
         self.known_cost_usd += cost_usd.unwrap_or(0.0);
+        self.cost_complete &= cost_usd.is_some();
     }
 
     /// Adds everything `other` spent.
     pub fn add_spend(&mut self, other: &Spend) {
-        self.add(&other.usage, other.cost_usd);
-        // `add` counted `other`'s known part only if all of it was known.
-        if other.cost_usd.is_none() {
-            self.known_cost_usd += other.known_cost_usd;
+        self.add(&other.usage, Some(other.known_cost_usd));
+        self.cost_complete &= other.cost_complete;
+    }
+
+    /// What it cost, when every call's cost is known.
+    pub fn cost_usd(&self) -> Option<f64> {
+        self.cost_complete.then_some(self.known_cost_usd)
+    }
+
+    /// What the calls whose cost is known cost.
+    pub fn known_cost_usd(&self) -> f64 {
+        self.known_cost_usd
+    }
+
+    /// From now on the prices are unknown, and so is the total.
+    pub fn lose_prices(&mut self) {
+        self.cost_complete = false;
+    }
+
+    /// Prices became known: the total is known again if nothing has been spent yet.
+    pub fn gain_prices(&mut self) {
+        if self.usage.prompt_tokens == 0 {
+            self.cost_complete = true;
         }
     }
 

@@ -340,6 +340,23 @@ mod tests {
         }
     }
 
+    /// The assistant message of `step` asking for `calls` (id, tool).
+    fn asked(step: u32, calls: &[(&str, &str)]) -> Record<'static> {
+        Record::AssistantMessage {
+            step,
+            content: "".into(),
+            tool_calls: calls
+                .iter()
+                .map(|(id, name)| RequestedCall {
+                    id: (*id).to_owned().into(),
+                    name: (*name).to_owned().into(),
+                    arguments: "{}".into(),
+                })
+                .collect(),
+            reasoning: None,
+        }
+    }
+
     fn call(id: &str) -> Record<'static> {
         Record::ToolCall {
             call_id: id.to_owned().into(),
@@ -360,17 +377,7 @@ mod tests {
             j.append(&start()).unwrap();
             j.append(&Record::UserMessage { text: "go".into() })
                 .unwrap();
-            j.append(&Record::AssistantMessage {
-                step: 1,
-                content: "".into(),
-                tool_calls: vec![RequestedCall {
-                    id: "a".into(),
-                    name: "run_code".into(),
-                    arguments: "{}".into(),
-                }],
-                reasoning: None,
-            })
-            .unwrap();
+            j.append(&asked(1, &[("a", "run_code")])).unwrap();
             j.append(&call("a")).unwrap();
             let nested = Record::ToolCall {
                 call_id: "a.0".into(),
@@ -439,18 +446,9 @@ mod tests {
             j.append(&start()).unwrap();
             j.append(&Record::UserMessage { text: "go".into() })
                 .unwrap();
-            let requested = |id: &'static str| RequestedCall {
-                id: id.into(),
-                name: "run_shell".into(),
-                arguments: "{}".into(),
-            };
-            j.append(&Record::AssistantMessage {
-                step: 4,
-                content: "".into(),
-                tool_calls: vec![requested("a"), requested("b"), requested("c")],
-                reasoning: None,
-            })
-            .unwrap();
+            let shell = "run_shell";
+            j.append(&asked(4, &[("a", shell), ("b", shell), ("c", shell)]))
+                .unwrap();
             // `a` started, `b` passed no gate, `c` was never even recorded as a call.
             j.append(&call("a")).unwrap();
             j.append(&Record::ToolStarted {
@@ -492,17 +490,7 @@ mod tests {
             j.append(&start()).unwrap();
             j.append(&Record::UserMessage { text: "go".into() })
                 .unwrap();
-            j.append(&Record::AssistantMessage {
-                step: 1,
-                content: "".into(),
-                tool_calls: vec![RequestedCall {
-                    id: "m1".into(),
-                    name: "call_sub_agent".into(),
-                    arguments: "{}".into(),
-                }],
-                reasoning: None,
-            })
-            .unwrap();
+            j.append(&asked(1, &[("m1", "call_sub_agent")])).unwrap();
             j.append(&call("m1")).unwrap();
             j.append(&Record::ToolStarted {
                 call_id: "m1".into(),

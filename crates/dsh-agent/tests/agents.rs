@@ -3,23 +3,15 @@
 //! its own identity in the journal and the event stream.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 
+use common::provider;
 use dsh_agent::{Agent, AgentSpec, EventKind, EventSink, LoopConfig, Session, SessionSettings};
 use dsh_core::{CancellationToken, ToolSet};
-use dsh_model::{OpenAiProvider, Provider, ProviderConfig};
-use dsh_testkit::model_server::{ScriptedServer, ServerHandle, Turn};
+use dsh_testkit::model_server::{ScriptedServer, Turn};
 use serde_json::Value;
-
-fn provider(server: &ServerHandle) -> Arc<dyn Provider> {
-    Arc::new(
-        OpenAiProvider::new(ProviderConfig {
-            api_key: Some("sk-test".into()),
-            ..ProviderConfig::new("openai", &server.url, "scripted")
-        })
-        .unwrap(),
-    )
-}
 
 fn records(session: &Session) -> Vec<Value> {
     dsh_core::journal::read_journal(session.journal_path.as_ref().unwrap())

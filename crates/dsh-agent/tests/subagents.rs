@@ -5,28 +5,20 @@
 //! model's replies are scripted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 
+use common::provider;
 use dsh_agent::subagent::ProfileSpec;
 use dsh_agent::{
     Agent, Approval, EventKind, EventSink, EventStream, LoopConfig, Session, SessionSettings,
     StopReason,
 };
 use dsh_core::{ApprovalOutcome, CancellationToken};
-use dsh_model::{OpenAiProvider, Provider, ProviderConfig};
 use dsh_policy::RuleKind;
 use dsh_testkit::model_server::{Gate, Rendezvous, Reply, ScriptedServer, ServerHandle, Turn};
 use serde_json::{Value, json};
-
-fn provider(server: &ServerHandle) -> Arc<dyn Provider> {
-    Arc::new(
-        OpenAiProvider::new(ProviderConfig {
-            api_key: Some("sk-test".into()),
-            ..ProviderConfig::new("openai", &server.url, "scripted")
-        })
-        .unwrap(),
-    )
-}
 
 struct World {
     ws: tempfile::TempDir,
@@ -64,11 +56,19 @@ impl World {
     }
 
     fn agent(&self, server: &ServerHandle) -> Agent {
-        Agent::new(
-            self.session.clone(),
-            provider(server),
-            LoopConfig::default(),
-        )
+        self.agent_with(server, LoopConfig::default())
+    }
+
+    fn agent_with(&self, server: &ServerHandle, config: LoopConfig) -> Agent {
+        Agent::new(self.session.clone(), provider(server), config)
+    }
+
+    /// The main agent with default limits runs `prompt` to its stop line.
+    async fn run(&self, server: &ServerHandle, prompt: &str) -> dsh_agent::Outcome {
+        self.agent(server)
+            .run(prompt, &CancellationToken::new())
+            .await
+            .unwrap()
     }
 }
 
@@ -140,11 +140,7 @@ async fn a_search_child_is_offered_no_write_tool_and_cannot_dispatch_one() {
         Reply::text("requests is used in a.txt line 1"),
         Reply::text("done"),
     ]);
-    let out = w
-        .agent(&server)
-        .run("look", &CancellationToken::new())
-        .await
-        .unwrap();
+    let out = w.run(&server, "look").await;
     assert_eq!(out.text, "done");
 
     let requests = server.requests();
@@ -256,11 +252,7 @@ async fn a_child_cannot_start_a_child_and_is_refused_before_any_policy() {
         Reply::text("could not delegate"),
         Reply::text("done"),
     ]);
-    let out = w
-        .agent(&server)
-        .run("go", &CancellationToken::new())
-        .await
-        .unwrap();
+    let out = w.run(&server, "go").await;
     assert_eq!(out.text, "done");
     let requests = server.requests();
     // Not even offered to the child (a `general` child has every other tool).
@@ -303,11 +295,7 @@ async fn two_search_children_overlap() {
         Reply::text("found").together(&rendezvous),
         Reply::text("done"),
     ]);
-    let out = w
-        .agent(&server)
-        .run("look", &CancellationToken::new())
-        .await
-        .unwrap();
+    let out = w.run(&server, "look").await;
     assert!(rendezvous.met(), "the two search children did not overlap");
     assert_eq!(out.text, "done");
     let recs = w.records();
@@ -366,11 +354,7 @@ async fn two_code_children_never_overlap() {
         Reply::text("wrote two"),
         Reply::text("done"),
     ]);
-    let out = w
-        .agent(&server)
-        .run("write", &CancellationToken::new())
-        .await
-        .unwrap();
+    let out = w.run(&server, "write").await;
     assert_eq!(out.text, "done");
     let recs = w.records();
     one_after_the_other(&recs, "m1", "m2");
@@ -433,11 +417,7 @@ async fn parallelism_is_read_from_the_tools_declarations_not_the_profile_name() 
         Reply::text("two done"),
         Reply::text("done"),
     ]);
-    let out = w
-        .agent(&server)
-        .run("go", &CancellationToken::new())
-        .await
-        .unwrap();
+    let out = w.run(&server, "go").await;
     assert_eq!(out.text, "done");
     one_after_the_other(&w.records(), "m1", "m2");
 }
@@ -463,10 +443,7 @@ async fn approvals_name_the_sub_agent_that_asks() {
         Reply::text("written"),
         Reply::text("done"),
     ]);
-    w.agent(&server)
-        .run("go", &CancellationToken::new())
-        .await
-        .unwrap();
+    w.run(&server, "go").await;
     let asked: Vec<_> = asked_rx.try_iter().collect();
     assert_eq!(asked, [("sub-1".to_owned(), Some("sub-1".to_owned()))]);
     assert_eq!(
@@ -583,7 +560,7 @@ async fn a_childs_spend_rolls_up_into_the_parents_account_and_stop_record() {
         }),
         ..LoopConfig::default()
     };
-    let mut agent = Agent::new(w.session.clone(), provider(&server), config);
+    let mut agent = w.agent_with(&server, config);
     agent.run("go", &CancellationToken::new()).await.unwrap();
     let totals = agent.totals();
     // The parent's own tokens plus its child's; its steps are its own.
@@ -624,10 +601,7 @@ async fn a_child_that_hits_its_step_limit_returns_what_it_has_saying_so() {
             .into(),
         Reply::text("done"),
     ]);
-    w.agent(&server)
-        .run("go", &CancellationToken::new())
-        .await
-        .unwrap();
+    w.run(&server, "go").await;
     let recs = w.records();
     let m1 = find(&recs, "tool_result", |r| r["call_id"] == "m1");
     let content = m1["content"].as_str().unwrap();
@@ -672,10 +646,7 @@ async fn replay_judges_a_childs_calls_by_its_profile() {
         Reply::text("seen"),
         Reply::text("done"),
     ]);
-    w.agent(&server)
-        .run("go", &CancellationToken::new())
-        .await
-        .unwrap();
+    w.run(&server, "go").await;
     let entries = dsh_core::journal::read_journal(w.session.journal_path.as_ref().unwrap())
         .unwrap()
         .records;
@@ -726,7 +697,7 @@ async fn children_share_their_parents_token_budget_as_they_spend_it() {
         max_tokens: 1000,
         ..LoopConfig::default()
     };
-    let mut agent = Agent::new(w.session.clone(), provider(&server), config);
+    let mut agent = w.agent_with(&server, config);
     let out = agent.run("go", &CancellationToken::new()).await.unwrap();
     let recs = w.records();
     let ends: Vec<&Value> = recs
@@ -764,7 +735,7 @@ async fn a_child_whose_spend_cannot_be_priced_is_not_started_under_a_cost_budget
         max_cost_usd: 0.5,
         ..LoopConfig::default()
     };
-    let mut agent = Agent::new(w.session.clone(), provider(&server), config);
+    let mut agent = w.agent_with(&server, config);
     agent.run("go", &CancellationToken::new()).await.unwrap();
     let recs = w.records();
     let m1 = find(&recs, "tool_result", |r| r["call_id"] == "m1");
@@ -883,7 +854,7 @@ async fn a_child_started_after_its_siblings_spent_the_budget_asks_its_model_noth
         max_tokens: 1000,
         ..LoopConfig::default()
     };
-    let mut agent = Agent::new(w.session.clone(), provider(&server), config);
+    let mut agent = w.agent_with(&server, config);
     let out = agent.run("go", &CancellationToken::new()).await.unwrap();
     assert_eq!(out.stop, StopReason::TokenBudget);
     assert_eq!(server.requests().len(), 2, "B and C made no model call");
@@ -927,7 +898,7 @@ async fn a_child_reply_without_usage_does_not_switch_the_cost_budget_off() {
         max_cost_usd: 1.0,
         ..LoopConfig::default()
     };
-    let mut agent = Agent::new(w.session.clone(), provider(&server), config);
+    let mut agent = w.agent_with(&server, config);
     let out = agent.run("go", &CancellationToken::new()).await.unwrap();
     assert_eq!(out.stop, StopReason::CostBudget);
     // The total is still shown as unknown: part of it is.

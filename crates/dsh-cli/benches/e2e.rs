@@ -30,8 +30,9 @@
 //! DSH_BASELINE_BIN=/path/to/old/dsh cargo bench -p dsh-cli --bench e2e -- summary-only
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
-// One `wait4(2)` call: std's `Child::wait` does not return the child's resource usage.
 
+#[path = "common/env.rs"]
+mod env;
 #[path = "common/process.rs"]
 mod process;
 
@@ -41,97 +42,11 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use dsh_testkit::model_server::{Reply, ScriptedServer, ServerHandle, Turn};
+use env::{BIN, Env};
 use process::{Usage, median, peak_rss_kib, run};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_dsh");
 const TOOL_CALLS: usize = 20;
-
-/// A throwaway workspace, state dir and config dir (under the system temp dir).
-struct Env {
-    _root: tempfile::TempDir,
-    ws: PathBuf,
-    home: PathBuf,
-    cfg: PathBuf,
-}
-
-impl Env {
-    /// The workspace and config in the system temp dir; the state dir (journals) under
-    /// `state_in` when given (e.g. a tmpfs, to see what the journal's fsyncs cost).
-    fn new(state_in: Option<&Path>) -> Env {
-        let root = tempfile::tempdir().unwrap();
-        let ws = root.path().join("ws");
-        std::fs::create_dir_all(ws.join("src")).unwrap();
-        for i in 0..TOOL_CALLS {
-            std::fs::write(
-                ws.join(format!("src/m{i}.rs")),
-                format!("pub fn f{i}() -> usize {{\n    {i}\n}}\n"),
-            )
-            .unwrap();
-        }
-        let cfg = root.path().join("cfg");
-        std::fs::create_dir_all(&cfg).unwrap();
-        std::fs::write(cfg.join("config.toml"), "").unwrap();
-        let home = match state_in {
-            Some(dir) => tempfile::Builder::new()
-                .prefix("dsh-bench-home")
-                .tempdir_in(dir)
-                .unwrap()
-                .keep(),
-            None => root.path().join("home"),
-        };
-        Env {
-            ws: ws.canonicalize().unwrap(),
-            home,
-            cfg,
-            _root: root,
-        }
-    }
-
-    fn exec(&self, url: &str) -> Command {
-        self.exec_with(Path::new(BIN), url)
-    }
-
-    /// [`Env::exec`] with another `dsh` binary (the baseline of the before/after pass).
-    fn exec_with(&self, bin: &Path, url: &str) -> Command {
-        let mut cmd = Command::new(bin);
-        cmd.arg("--workspace")
-            .arg(&self.ws)
-            .arg("exec")
-            .args([
-                "--provider",
-                "openai",
-                "--base-url",
-                url,
-                "--model",
-                "scripted",
-            ])
-            .arg("look at every module")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("DSH_HOME", &self.home)
-            .env("DSH_CONFIG_HOME", &self.cfg)
-            .env("OPENAI_API_KEY", "sk-bench")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        cmd
-    }
-
-    /// The newest session journal's records.
-    fn last_journal(&self) -> Vec<Value> {
-        let newest = std::fs::read_dir(self.home.join("sessions"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
-            .unwrap();
-        let t = dsh_core::journal::read_journal(&newest).unwrap();
-        t.records
-            .into_iter()
-            .map(|e| Value::Object(e.json))
-            .collect()
-    }
-}
 
 /// `steps` tool-call turns, then a final answer.
 fn script(steps: usize) -> Vec<Reply> {
@@ -175,7 +90,7 @@ fn exec_once(env: &Env, steps: usize) -> (Usage, ServerHandle) {
 }
 
 fn criterion_benches(c: &mut Criterion) {
-    let env = Env::new(None);
+    let env = Env::new(TOOL_CALLS, "", None);
     let mut group = c.benchmark_group("e2e");
     group
         .sample_size(10)
@@ -283,7 +198,7 @@ fn print_task(label: &str, t: &Task) {
 
 /// The figures criterion does not give: CPU time, peak RSS, per-step overhead, request size.
 fn summary(runs: usize) {
-    let env = Env::new(None);
+    let env = Env::new(TOOL_CALLS, "", None);
     let version: Vec<Usage> = (0..runs * 3).map(|_| run(version_cmd())).collect();
     let disk = task(&env, runs);
 
@@ -329,7 +244,7 @@ fn summary(runs: usize) {
     // The same task with the journals on a tmpfs: what the per-batch fsync costs.
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
-        let env = Env::new(Some(shm));
+        let env = Env::new(TOOL_CALLS, "", Some(shm));
         let t = task(&env, runs);
         print_task("state on tmpfs", &t);
         let _ = std::fs::remove_dir_all(&env.home);
@@ -374,7 +289,10 @@ fn kinds_in_newest(home: &Path) -> (usize, usize) {
 /// its own state dir (under `state_in` when given).
 fn before_after(baseline: &Path, runs: usize, state_in: Option<&Path>) -> (Side, Side) {
     let bins = [Path::new(BIN), baseline];
-    let envs = [Env::new(state_in), Env::new(state_in)];
+    let envs = [
+        Env::new(TOOL_CALLS, "", state_in),
+        Env::new(TOOL_CALLS, "", state_in),
+    ];
     let mut sides = [Side::default(), Side::default()];
     for steps in [0, TOOL_CALLS] {
         for _ in 0..runs {
@@ -459,7 +377,7 @@ fn baseline_summary() {
     let (after, before) = before_after(&baseline, runs, None);
     print_before_after("state on ext4", &after, &before);
     let rss = |bin: &Path, steps: usize| {
-        let env = Env::new(None);
+        let env = Env::new(TOOL_CALLS, "", None);
         let server = ScriptedServer::start(script(steps));
         peak_rss_kib(&env.exec_with(bin, &server.url))
             .map_or("n/a (no /usr/bin/time)".into(), |k| format!("{k} KiB"))

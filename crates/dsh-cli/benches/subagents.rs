@@ -20,108 +20,26 @@
 //! cargo bench -p dsh-cli --bench subagents --locked
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
-// One `wait4(2)` call: std's `Child::wait` does not return the child's resource usage.
 
+#[path = "common/env.rs"]
+mod env;
 #[path = "common/process.rs"]
 mod process;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use dsh_testkit::model_server::{Rendezvous, Reply, ScriptedServer, ServerHandle, Turn};
+use env::Env;
 use process::{Usage, median, peak_rss_kib, run};
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_dsh");
 /// Children (and twice as many plain steps) in the overhead tasks.
 const CHILDREN: usize = 20;
 /// Files in the workspace's `src`.
 const FILES: usize = 20;
-
-/// A throwaway workspace, state dir and config dir.
-struct Env {
-    _root: tempfile::TempDir,
-    ws: PathBuf,
-    home: PathBuf,
-    cfg: PathBuf,
-    /// The state dir is outside `_root` (a tmpfs): removed on drop.
-    home_elsewhere: bool,
-}
-
-impl Env {
-    /// The state dir (journals) under `state_in` when given, else in the system temp dir.
-    fn new(state_in: Option<&Path>) -> Env {
-        let root = tempfile::tempdir().unwrap();
-        let ws = root.path().join("ws");
-        std::fs::create_dir_all(ws.join("src")).unwrap();
-        for i in 0..FILES {
-            std::fs::write(
-                ws.join(format!("src/m{i}.rs")),
-                format!("pub fn f{i}() -> usize {{\n    {i}\n}}\n"),
-            )
-            .unwrap();
-        }
-        let cfg = root.path().join("cfg");
-        std::fs::create_dir_all(&cfg).unwrap();
-        std::fs::write(cfg.join("config.toml"), "[limits]\nmax_parallel = 64\n").unwrap();
-        let home = match state_in {
-            Some(dir) => tempfile::Builder::new()
-                .prefix("dsh-bench-home")
-                .tempdir_in(dir)
-                .unwrap()
-                .keep(),
-            None => root.path().join("home"),
-        };
-        Env {
-            ws: ws.canonicalize().unwrap(),
-            home,
-            cfg,
-            home_elsewhere: state_in.is_some(),
-            _root: root,
-        }
-    }
-
-    fn exec(&self, url: &str) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.arg("--workspace")
-            .arg(&self.ws)
-            .args(["exec", "--provider", "openai", "--base-url", url])
-            .args(["--model", "scripted", "look at every module"])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("DSH_HOME", &self.home)
-            .env("DSH_CONFIG_HOME", &self.cfg)
-            .env("OPENAI_API_KEY", "sk-bench")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        cmd
-    }
-
-    /// The newest session journal's records.
-    fn last_journal(&self) -> Vec<Value> {
-        let newest = std::fs::read_dir(self.home.join("sessions"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
-            .unwrap();
-        dsh_core::journal::read_journal(&newest)
-            .unwrap()
-            .records
-            .into_iter()
-            .map(|e| Value::Object(e.json))
-            .collect()
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        if self.home_elsewhere {
-            let _ = std::fs::remove_dir_all(&self.home);
-        }
-    }
-}
+/// The default `max_parallel` (8) would hold back the K = 32 and K = 64 rows.
+const CONFIG: &str = "[limits]\nmax_parallel = 64\n";
 
 fn sub_agent_args(task: &str) -> String {
     json!({"profile": "search", "task": task}).to_string()
@@ -294,7 +212,7 @@ fn gaps(server: &ServerHandle) -> Vec<Duration> {
 /// Part 1: the children task and the two plain ones, alternated, `runs` times each.
 /// Prints its table rows; returns its row of request gaps.
 fn overhead(label: &str, state_in: Option<&Path>, runs: usize) -> String {
-    let env = Env::new(state_in);
+    let env = Env::new(FILES, CONFIG, state_in);
     let (mut kids, mut plain2, mut plain1) = (Vec::new(), Vec::new(), Vec::new());
     let (mut starts, mut ends, mut steps) = (Vec::new(), Vec::new(), Vec::new());
     let mut sizes = (0, 0, 0);
@@ -375,7 +293,7 @@ fn overhead(label: &str, state_in: Option<&Path>, runs: usize) -> String {
 
 /// Part 2: peak RSS with `k` live children (median of `runs`), and the median wall.
 fn live(k: usize, runs: usize) -> (Option<u64>, Duration) {
-    let env = Env::new(None);
+    let env = Env::new(FILES, CONFIG, None);
     let mut rss = Vec::new();
     let mut wall = Vec::new();
     for _ in 0..runs {
@@ -401,7 +319,7 @@ fn live(k: usize, runs: usize) -> (Option<u64>, Duration) {
 
 /// Part 3: the four children at once and one by one, alternated, `runs` times each.
 fn pair(latency: Duration, runs: usize) {
-    let env = Env::new(None);
+    let env = Env::new(FILES, CONFIG, None);
     let (mut par, mut seq) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         let (u, server) = exec_once(&env, parallel_script(latency), PAIR);

@@ -1,7 +1,7 @@
 //! `dsh check` and `dsh batch` (DESIGN §4). Both assemble the same session; `check` stops
 //! after gates 1 and 3, `batch` runs everything.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 
 use anyhow::{Context, anyhow};
 use dsh_agent::{Ending, Session, Totals};
@@ -41,7 +41,7 @@ pub(crate) async fn check(common: &Common, tool: &str, args_json: &str) -> Resul
         .check(&ToolCall::new("check", tool, args))
         .await;
     let line = serde_json::to_string(&report).map_err(Failure::harness)?;
-    print_lines([line])?;
+    crate::print_lines([line])?;
     Ok(exit::OK)
 }
 
@@ -75,7 +75,7 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
         .and_then(|_| session.finish(ending, Totals::none()));
     mirror::drain(mirror.as_ref(), &signals).await;
     if !common.json {
-        print_lines(results.iter().map(|r| r.to_json()))?;
+        crate::print_lines(results.iter().map(|r| r.to_json()))?;
     }
     if let Some(e) = error {
         return Err(Failure::harness(anyhow::Error::new(e)));
@@ -128,21 +128,4 @@ fn read_calls(file: &str) -> Result<Vec<ToolCall>, Failure> {
         );
     }
     Ok(calls)
-}
-
-/// Prints lines to stdout; a closed pipe is not an error.
-fn print_lines(lines: impl IntoIterator<Item = String>) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    for line in lines {
-        if let Err(e) = writeln!(out, "{line}") {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return Ok(());
-            }
-            return Err(Failure::harness(e));
-        }
-    }
-    match out.flush() {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::harness(e)),
-        _ => Ok(()),
-    }
 }

@@ -110,6 +110,25 @@ pub(crate) mod exit {
     pub const HUNG_UP: u8 = 129;
 }
 
+/// Prints lines to stdout, one `writeln` each (so a reader sees them as they come); a closed
+/// pipe (`| head`) is not an error worth a message.
+pub(crate) fn print_lines(lines: impl IntoIterator<Item = String>) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        if let Err(e) = writeln!(out, "{line}") {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(());
+            }
+            return Err(Failure::harness(e));
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::harness(e)),
+        _ => Ok(()),
+    }
+}
+
 /// A failure with the exit code it maps to.
 #[derive(Debug)]
 pub(crate) struct Failure {

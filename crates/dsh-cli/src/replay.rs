@@ -1,7 +1,6 @@
 //! `dsh replay SESSION` (DESIGN §4): choosing the journal, the workspace and the
 //! configuration, and rendering; what is decided is `dsh_agent::replay`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
@@ -86,7 +85,7 @@ pub(crate) async fn replay(common: &Common, given: &str) -> Result<u8, Failure> 
         lines.push(summary_line(&rows, changed));
         lines
     };
-    write_out(lines)?;
+    crate::print_lines(lines)?;
     Ok(if changed > 0 { exit::CHANGED } else { exit::OK })
 }
 
@@ -160,20 +159,4 @@ fn summary_line(rows: &[Row], changed: usize) -> String {
         line.push_str(&format!(", {unreached} never reached gate 1"));
     }
     line
-}
-
-fn write_out(lines: Vec<String>) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    for line in lines {
-        if let Err(e) = writeln!(out, "{line}") {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return Ok(());
-            }
-            return Err(Failure::harness(e));
-        }
-    }
-    match out.flush() {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::harness(e)),
-        _ => Ok(()),
-    }
 }

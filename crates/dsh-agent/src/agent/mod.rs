@@ -268,9 +268,10 @@ impl Agent {
             scope,
             events,
             price,
-            spent: Spend {
-                cost_usd: price.map(|_| 0.0),
-                ..Spend::default()
+            spent: if price.is_some() {
+                Spend::default()
+            } else {
+                Spend::unpriced()
             },
             window: crate::context::window_for(
                 config.context_window,
@@ -410,9 +411,9 @@ impl Agent {
         }
         self.price = crate::cost::price_for(self.config.price, provider.name(), provider.model());
         if self.price.is_none() {
-            self.spent.cost_usd = None;
-        } else if self.spent.cost_usd.is_none() && self.spent.usage.prompt_tokens == 0 {
-            self.spent.cost_usd = Some(0.0);
+            self.spent.lose_prices();
+        } else {
+            self.spent.gain_prices();
         }
         self.window = crate::context::window_for(
             self.config.context_window,
@@ -458,7 +459,7 @@ impl Agent {
             steps: self.step - self.steps_before,
             prompt_tokens: self.spent.usage.prompt_tokens,
             completion_tokens: self.spent.usage.completion_tokens,
-            cost_usd: self.spent.cost_usd,
+            cost_usd: self.spent.cost_usd(),
         }
     }
 

@@ -71,7 +71,7 @@ impl Agent {
     fn budget_spent(&self) -> (u64, f64) {
         match &self.spends_for {
             Some(parent) => self.session.roster.used(parent),
-            None => (self.spent.tokens(), self.spent.known_cost_usd),
+            None => (self.spent.tokens(), self.spent.known_cost_usd()),
         }
     }
 

@@ -102,7 +102,7 @@ impl Roster {
         };
         let mut all = m.spent;
         all.add_spend(&m.owed);
-        (all.tokens(), all.known_cost_usd)
+        (all.tokens(), all.known_cost_usd())
     }
 
     /// What `id`'s children spent since the last call, for it to count; `None` when `id` is

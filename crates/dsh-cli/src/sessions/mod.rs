@@ -1,7 +1,6 @@
 //! `dsh sessions list | show | verify` (DESIGN §4): rendering only; finding, summarizing and
 //! verifying journals is `dsh_agent::sessions`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
@@ -70,20 +69,6 @@ fn resolve(home: &Path, id: &str) -> Result<PathBuf, Failure> {
     sessions::resolve(home, id).map_err(Failure::usage)
 }
 
-fn write_out(lines: impl IntoIterator<Item = String>) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    for line in lines {
-        if let Err(e) = writeln!(out, "{line}") {
-            // A closed pipe (`| head`) is not an error worth a message.
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return Ok(());
-            }
-            return Err(Failure::harness(e));
-        }
-    }
-    out.flush().map_err(Failure::harness)
-}
-
 fn list(common: &Common, home: &Path) -> Result<u8, Failure> {
     let filter = if common.workspace_given {
         Some(common.workspace.canonicalize().map_err(|e| {
@@ -101,14 +86,14 @@ fn list(common: &Common, home: &Path) -> Result<u8, Failure> {
         None => true,
     });
     if common.json {
-        write_out(shown.map(|s| summary_json(s).to_string()))?;
+        crate::print_lines(shown.map(|s| summary_json(s).to_string()))?;
     } else {
         let mut lines = vec![format!(
             "{:<25}  {:<20}  {:<16}  {:>5}  {:>15}  {:<24}  WORKSPACE",
             "ID", "STARTED", "MODEL", "STEPS", "TOKENS IN+OUT", "END"
         )];
         lines.extend(shown.map(summary_line));
-        write_out(lines)?;
+        crate::print_lines(lines)?;
     }
     Ok(exit::OK)
 }
@@ -166,7 +151,7 @@ fn show(common: &Common, path: &Path) -> Result<u8, Failure> {
         );
     }
     if common.json {
-        write_out(
+        crate::print_lines(
             transcript
                 .records
                 .iter()
@@ -182,7 +167,7 @@ fn show(common: &Common, path: &Path) -> Result<u8, Failure> {
     {
         lines.push("(the session did not end: no session_end record)".to_owned());
     }
-    write_out(lines)?;
+    crate::print_lines(lines)?;
     Ok(exit::OK)
 }
 
@@ -194,7 +179,7 @@ fn verify(path: &Path) -> Result<u8, Failure> {
         lines.push(check_line(c));
         broken |= c.problem.is_some();
     }
-    write_out(lines)?;
+    crate::print_lines(lines)?;
     Ok(if broken { exit::HARNESS } else { exit::OK })
 }
 
