@@ -106,6 +106,9 @@ pub struct SessionSettings {
     /// The session this one resumes: the old file's last intact record (`session_start`'s
     /// `resumed_from`, DESIGN §6).
     pub resumed_from: Option<journal::ResumedFrom<'static>>,
+    /// The sessions of the chain this one resumes, newest first (`Resumed::chain`): their
+    /// spilled outputs stay pageable with `read_output`, since the history names them.
+    pub earlier_sessions: Vec<String>,
     /// Where an "always allow" rule is written (`dsh_config::Loaded::rule_target`): the
     /// project file of a trusted workspace, else the user file's section for it.
     pub rule_target: Option<(PathBuf, dsh_config::RuleScope)>,
@@ -151,6 +154,7 @@ impl SessionSettings {
             model: None,
             events: EventSink::none(),
             resumed_from: None,
+            earlier_sessions: Vec::new(),
             rule_target: None,
             agents: Vec::new(),
         }
@@ -288,6 +292,13 @@ impl Session {
                 source,
             }
         })?;
+        // Room for the closing records on a full disk (best effort; see dsh_core's jsonl.rs);
+        // the sweep of dead sessions removes what a killed process left here.
+        let reserve_dir = settings.dsh_home.join(crate::leftovers::RESERVE_DIR);
+        let journal = match create_private_dir(&reserve_dir) {
+            Ok(()) => journal.with_reserve(&reserve_dir.join(&id)),
+            Err(_) => journal,
+        };
         let journal = match mirror {
             Some(m) => journal.with_mirror(m),
             None => journal,
@@ -335,7 +346,11 @@ impl Session {
                 source,
             })?;
         let workspace = Arc::new(workspace);
-        let spill = Arc::new(SpillStore::new(settings.dsh_home.join("spill").join(&id)));
+        let spill_dir = |id: &str| settings.dsh_home.join("spill").join(id);
+        let spill = Arc::new(
+            SpillStore::new(spill_dir(&id))
+                .with_earlier(settings.earlier_sessions.iter().map(|s| spill_dir(s))),
+        );
 
         let mut registry = Registry::new();
         let seam = Arc::new(dsh_tools::FileSeam::new());

@@ -79,6 +79,10 @@ pub struct Resumed {
     pub steps: u32,
     /// How many leading turns are compacted (the last `context_compacted`'s `turns`).
     pub compacted_turns: usize,
+    /// Every session of the chain, newest first (the old session first): the history still
+    /// names their spilled outputs, which the new session pages back from their spill
+    /// directories ([`SessionSettings::earlier_sessions`](crate::SessionSettings)).
+    pub chain: Vec<String>,
 }
 
 /// Rebuilds the session at `path` for resuming it from `dsh_home`: only a journal in
@@ -167,12 +171,19 @@ pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
             path: shown.clone(),
             reason: "it has no complete record".to_owned(),
         })?;
+    let chain: Vec<String> = transcripts
+        .iter()
+        .filter_map(|t| t.records.first().map(|e| e.session.clone()))
+        .collect();
     let entries: Vec<Entry> = transcripts
         .into_iter()
         .rev()
         .flat_map(|t| t.records)
         .collect();
-    Ok(rebuild(&entries, link))
+    Ok(Resumed {
+        chain,
+        ..rebuild(&entries, link)
+    })
 }
 
 /// The newest session of `workspace` (canonical) under `dsh_home` that has a user message
@@ -314,6 +325,7 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
         last_child,
         steps,
         compacted_turns,
+        chain: Vec::new(),
     }
 }
 

@@ -17,8 +17,9 @@ use crate::{Approval, LoopConfig, RuleSpec, SessionSettings};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SettingsError {
-    #[error("cannot find a home directory for dsh's state; set DSH_HOME")]
-    NoHome,
+    /// `DSH_HOME` is empty, or unset with no home directory to fall back to.
+    #[error(transparent)]
+    Home(#[from] dsh_config::ConfigError),
 }
 
 /// Session settings from configuration, with one-line notices for the user.
@@ -37,7 +38,7 @@ impl SessionSettings {
         env: &BTreeMap<String, String>,
         yolo: bool,
     ) -> Result<Configured, SettingsError> {
-        let home = dsh_config::dsh_home(env).ok_or(SettingsError::NoHome)?;
+        let home = dsh_config::dsh_home(env)?;
         let c = &loaded.config;
         let mut notices = Vec::new();
         let mut s = SessionSettings::new(&loaded.workspace, home);

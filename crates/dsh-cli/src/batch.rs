@@ -3,7 +3,7 @@
 
 use std::io::BufRead;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 use dsh_agent::{Ending, Session, Totals};
 use dsh_core::{CallSource, ToolCall};
 use serde::Deserialize;
@@ -56,19 +56,19 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
         Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::assembly)?;
     let outcome = session.pipeline.run_batch(calls, signals.token()).await;
     let (results, error) = match outcome {
-        Ok(out) => (out.results, None),
-        Err(e) => (e.committed.clone(), Some(e)),
+        Ok(out) => (out.results, Ok(())),
+        Err(e) => (e.committed.clone(), Err(e)),
     };
     let ending = match &error {
-        Some(_) => Ending::Error,
-        None => signals.ending(Ending::Finished),
+        Err(_) => Ending::Error,
+        Ok(()) => signals.ending(Ending::Finished),
     };
     let stop = match (&error, ending) {
-        (Some(_), _) => "journal_error",
-        (None, Ending::Finished) => "batch_complete",
-        (None, _) => "interrupted",
+        (Err(_), _) => "journal_error",
+        (Ok(()), Ending::Finished) => "batch_complete",
+        (Ok(()), _) => "interrupted",
     };
-    let detail = error.as_ref().map(ToString::to_string);
+    let detail = error.as_ref().err().map(ToString::to_string);
     // The closing records are tried even after a journal fault (see dsh_agent's ending.rs).
     let closed = session
         .record_stop(stop, detail.as_deref(), Totals::none())
@@ -77,12 +77,7 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
     if !common.json {
         crate::print_lines(results.iter().map(|r| r.to_json()))?;
     }
-    if let Some(e) = error {
-        return Err(Failure::harness(anyhow::Error::new(e)));
-    }
-    closed
-        .context("closing the session journal")
-        .map_err(Failure::harness)?;
+    crate::settle("the batch", error, closed)?;
     // A signal during the drain still says the output was cut short.
     Ok(signals::exit_code(signals.ending(ending)).unwrap_or(exit::OK))
 }

@@ -73,8 +73,7 @@ pub(crate) async fn exec(
     // The session's sink closes with the session: the renderer then has every event.
     drop(session);
     let answer = render.await.unwrap_or_default();
-    let outcome = outcome.map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
-    closed.map_err(|e| Failure::harness(anyhow::Error::new(e)))?;
+    let outcome = crate::settle("the run", outcome, closed)?;
     if !common.json && !answer.is_empty() {
         println!("{answer}");
     }

@@ -216,6 +216,32 @@ fn main() -> ExitCode {
     }
 }
 
+/// How a verb's run ends once its journal was closed, or tried to be: `outcome`'s error
+/// said as what stopped (`what`: "the batch", "the run"), and a journal that could not take
+/// its closing records said as such — after the error that caused it, since that is what a
+/// person acts on.
+pub(crate) fn settle<T, E>(
+    what: &str,
+    outcome: Result<T, E>,
+    closed: Result<(), dsh_core::journal::JournalError>,
+) -> Result<T, Failure>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let outcome = outcome
+        .map_err(|e| Failure::harness(anyhow::Error::new(e).context(format!("{what} stopped"))));
+    let Err(unclosed) = closed else {
+        return outcome;
+    };
+    if let Err(f) = &outcome {
+        eprintln!("dsh: {}", render_chain(&f.error));
+    }
+    Err(Failure::harness(anyhow::anyhow!(
+        "the journal ends without its closing records (stop, session_end): {unclosed}; \
+         `dsh sessions verify` and `--resume` still work with it"
+    )))
+}
+
 /// An error and its causes, `: `-separated, each said once: a cause whose text its wrapper
 /// already quotes is not repeated.
 pub(crate) fn render_chain(error: &anyhow::Error) -> String {

@@ -35,11 +35,11 @@ usage or configuration error (an unknown or ambiguous session id).";
 pub(crate) async fn replay(common: &Common, given: &str) -> Result<u8, Failure> {
     // A journal's path needs no DSH_HOME; an id is looked up under it.
     let path = match dsh_config::dsh_home(&dsh_config::process_env()) {
-        Some(home) => sessions::resolve(&home, given).map_err(Failure::usage)?,
-        None if Path::new(given).is_file() => PathBuf::from(given),
-        None => {
-            return Err(Failure::harness(anyhow!(
-                "cannot find a home directory for dsh's state to look `{given}` up in; set DSH_HOME or give the journal's path"
+        Ok(home) => sessions::resolve(&home, given).map_err(Failure::usage)?,
+        Err(_) if Path::new(given).is_file() => PathBuf::from(given),
+        Err(e) => {
+            return Err(Failure::usage(anyhow!(
+                "{e} (needed to look `{given}` up; or give the journal's path)"
             )));
         }
     };

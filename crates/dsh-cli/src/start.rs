@@ -105,6 +105,7 @@ pub(crate) fn start(
     let resumed = resume(args, &settings.dsh_home, &loaded.workspace)?;
     if let Some(r) = &resumed {
         settings.resumed_from = Some(r.link.clone());
+        settings.earlier_sessions.clone_from(&r.chain);
     }
     settings.provider = Some(provider.name().to_owned());
     settings.model = Some(provider.model().to_owned());

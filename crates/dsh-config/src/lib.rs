@@ -197,7 +197,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             }
             Some(path.clone())
         }
-        None => default_user_config(&opts.env),
+        None => default_user_config(&opts.env)?,
     };
     let mut trusted_list = Vec::new();
     if let Some(path) = &user_config
@@ -332,25 +332,49 @@ pub fn default_managed_path() -> PathBuf {
 /// The default user file: `$DSH_CONFIG_HOME/config.toml` when `env` sets
 /// `DSH_CONFIG_HOME`, else `<platform config dir>/dsh/config.toml` (XDG on Linux and
 /// macOS, `%APPDATA%` on Windows — this fallback consults the process's home
-/// directory). `None` when no home directory can be found.
-pub fn default_user_config(env: &BTreeMap<String, String>) -> Option<PathBuf> {
-    if let Some(dir) = env.get("DSH_CONFIG_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir).join("config.toml"));
+/// directory). `Ok(None)` when no home directory can be found; an error when
+/// `DSH_CONFIG_HOME` is set but empty (an empty path is never "the default").
+pub fn default_user_config(env: &BTreeMap<String, String>) -> Result<Option<PathBuf>, ConfigError> {
+    if let Some(dir) = env_dir(env, "DSH_CONFIG_HOME")? {
+        return Ok(Some(dir.join("config.toml")));
     }
     use etcetera::BaseStrategy as _;
-    let base = etcetera::choose_base_strategy().ok()?;
-    Some(base.config_dir().join("dsh").join("config.toml"))
+    Ok(etcetera::choose_base_strategy()
+        .ok()
+        .map(|base| base.config_dir().join("dsh").join("config.toml")))
+}
+
+/// A directory named by the environment variable `name`: `None` when it is unset, an
+/// error when it is set but empty — a typo such as `DSH_HOME=$UNSET_VAR` must not send
+/// dsh's state (or its configuration) quietly to the real default directory.
+fn env_dir(env: &BTreeMap<String, String>, name: &str) -> Result<Option<PathBuf>, ConfigError> {
+    match env.get(name) {
+        None => Ok(None),
+        Some(dir) if dir.is_empty() => Err(ConfigError::new(
+            ErrorKind::InvalidValue,
+            "is set but empty; give it a directory, or unset it to use the default",
+        )
+        .with_key(format!("environment variable {name}"))),
+        Some(dir) => Ok(Some(PathBuf::from(dir))),
+    }
 }
 
 /// Where dsh keeps its state (sessions, spill files, history): `DSH_HOME` when `env`
-/// sets it, else `<platform data dir>/dsh`. `None` when no home directory can be found.
-pub fn dsh_home(env: &BTreeMap<String, String>) -> Option<PathBuf> {
-    if let Some(dir) = env.get("DSH_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir));
+/// sets it, else `<platform data dir>/dsh`. An error when `DSH_HOME` is set but empty
+/// or when no home directory can be found.
+pub fn dsh_home(env: &BTreeMap<String, String>) -> Result<PathBuf, ConfigError> {
+    if let Some(dir) = env_dir(env, "DSH_HOME")? {
+        return Ok(dir);
     }
     use etcetera::BaseStrategy as _;
-    let base = etcetera::choose_base_strategy().ok()?;
-    Some(base.data_dir().join("dsh"))
+    let base = etcetera::choose_base_strategy().map_err(|_| {
+        ConfigError::new(
+            ErrorKind::InvalidValue,
+            "is not set and no home directory was found for dsh's state; set it",
+        )
+        .with_key("environment variable DSH_HOME")
+    })?;
+    Ok(base.data_dir().join("dsh"))
 }
 
 /// The process environment as a map for [`LoadOptions::env`] (variables whose name or

@@ -38,7 +38,7 @@ fn user_config_defaults_to_dsh_config_home() {
     let loaded = w.load();
     assert_eq!(loaded.user_config, Some(w.user_path()));
     assert_eq!(
-        dsh_config::dsh_home(&w.env),
+        dsh_config::dsh_home(&w.env).ok(),
         Some(w.dir.path().join("dsh-home"))
     );
 }

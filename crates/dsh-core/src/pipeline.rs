@@ -91,9 +91,10 @@ pub struct BatchOutcome {
 }
 
 /// A harness fault that stopped a batch: the journal could not record. No call runs after its
-/// record failed; the results already committed are kept here.
+/// record failed; the results already committed are kept here. Its message is the journal's
+/// own: the front end says what stopped (`dsh batch`'s batch, `dsh exec`'s run, a turn).
 #[derive(Debug, thiserror::Error)]
-#[error("the batch stopped: {source}")]
+#[error("{source}")]
 pub struct BatchError {
     #[source]
     pub source: JournalError,

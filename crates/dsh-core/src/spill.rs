@@ -4,6 +4,10 @@
 //! Each spill is one file `<dir>/<id>.txt`, mode 0600, where `dir` is per session (e.g.
 //! `DSH_HOME/spill/<session-id>`). Ids are generated here and checked strictly when read back,
 //! so an id the model sends can never name another path.
+//!
+//! A resumed session's history still names the outputs its earlier sessions spilled, so a store
+//! may also read (never write) the spill directories of the chain it continues. New ids skip
+//! every id an earlier directory holds, so an id names one output across the whole chain.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -15,7 +19,7 @@ use std::path::{Path, PathBuf};
 pub enum SpillError {
     #[error("`{0}` is not an output id (ids look like `out-call-3`)")]
     BadId(String),
-    #[error("there is no saved output `{0}` in this session")]
+    #[error("there is no saved output `{0}` in this session or the sessions it resumes")]
     Unknown(String),
     #[error("the spill store {path}: {source}")]
     Io {
@@ -42,17 +46,35 @@ impl SpillPage {
     }
 }
 
-/// The spill directory of one session.
+/// The spill directory of one session, and those of the sessions it resumes.
 #[derive(Debug)]
 pub struct SpillStore {
     dir: PathBuf,
+    /// The spill directories of the resumed chain, newest first: read, never written.
+    earlier: Vec<PathBuf>,
 }
 
 impl SpillStore {
     /// A store in `dir` (created on first save).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
-        SpillStore { dir }
+        SpillStore {
+            dir,
+            earlier: Vec::new(),
+        }
+    }
+
+    /// Also reads the outputs saved in `dirs` (the spill directories of the sessions this
+    /// one resumes, newest first).
+    #[must_use]
+    pub fn with_earlier(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.earlier = dirs.into_iter().collect();
+        self
+    }
+
+    /// Every directory an id is looked up in, this session's first.
+    fn dirs(&self) -> impl Iterator<Item = &Path> {
+        std::iter::once(self.dir.as_path()).chain(self.earlier.iter().map(PathBuf::as_path))
     }
 
     pub fn dir(&self) -> &Path {
@@ -98,7 +120,11 @@ impl SpillStore {
             } else {
                 format!("out-{stem}-{n}")
             };
-            match options.open(self.dir.join(format!("{id}.txt"))) {
+            let name = format!("{id}.txt");
+            if self.earlier.iter().any(|d| d.join(&name).exists()) {
+                continue;
+            }
+            match options.open(self.dir.join(&name)) {
                 Ok(mut file) => {
                     file.write_all(content.as_bytes()).map_err(io)?;
                     return Ok(id);
@@ -122,14 +148,25 @@ impl SpillStore {
         if !valid {
             return Err(SpillError::BadId(id.to_owned()));
         }
-        let path = self.dir.join(format!("{id}.txt"));
-        let text = std::fs::read_to_string(&path).map_err(|source| match source.kind() {
-            std::io::ErrorKind::NotFound => SpillError::Unknown(id.to_owned()),
-            _ => SpillError::Io {
-                path: path.display().to_string(),
-                source,
-            },
-        })?;
+        let name = format!("{id}.txt");
+        let mut found = None;
+        for dir in self.dirs() {
+            let path = dir.join(&name);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    found = Some(text);
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(SpillError::Io {
+                        path: path.display().to_string(),
+                        source,
+                    });
+                }
+            }
+        }
+        let text = found.ok_or_else(|| SpillError::Unknown(id.to_owned()))?;
         let total_chars = text.chars().count();
         let page: String = text.chars().skip(offset).take(limit).collect();
         Ok(SpillPage {
@@ -182,6 +219,28 @@ mod tests {
         }
         assert!(matches!(
             store.read("out-never-saved", 0, 10),
+            Err(SpillError::Unknown(_))
+        ));
+    }
+
+    #[test]
+    fn a_resumed_session_reads_its_chains_outputs_and_never_reuses_their_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let oldest = SpillStore::new(dir.path().join("s1"));
+        assert_eq!(oldest.save("c1", "first").unwrap(), "out-c1");
+        let older = SpillStore::new(dir.path().join("s2"));
+        assert_eq!(older.save("c2", "second").unwrap(), "out-c2");
+        let store = SpillStore::new(dir.path().join("s3"))
+            .with_earlier([dir.path().join("s2"), dir.path().join("s1")]);
+        assert_eq!(store.read("out-c1", 0, 10).unwrap().text, "first");
+        assert_eq!(store.read("out-c2", 0, 10).unwrap().text, "second");
+        // A call id the chain already spilled gets an id of its own.
+        assert_eq!(store.save("c1", "third").unwrap(), "out-c1-2");
+        assert_eq!(store.read("out-c1", 0, 10).unwrap().text, "first");
+        assert_eq!(store.read("out-c1-2", 0, 10).unwrap().text, "third");
+        assert!(!dir.path().join("s1/out-c1-2.txt").exists());
+        assert!(matches!(
+            store.read("out-c9", 0, 10),
             Err(SpillError::Unknown(_))
         ));
     }

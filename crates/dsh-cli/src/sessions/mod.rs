@@ -53,11 +53,7 @@ a session that did not end. Neither can be told from a crash; the chain only sho
 record before the last was changed, removed or inserted.";
 
 pub(crate) fn run(common: &Common, command: &SessionsCommand) -> Result<u8, Failure> {
-    let home = dsh_config::dsh_home(&dsh_config::process_env()).ok_or_else(|| {
-        Failure::harness(anyhow!(
-            "cannot find a home directory for dsh's state; set DSH_HOME"
-        ))
-    })?;
+    let home = dsh_config::dsh_home(&dsh_config::process_env()).map_err(Failure::usage)?;
     match command {
         SessionsCommand::List => list(common, &home),
         SessionsCommand::Show { id } => show(common, &resolve(&home, id)?),

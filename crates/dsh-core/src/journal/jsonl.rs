@@ -1,5 +1,11 @@
 //! The JSONL file journal: `DSH_HOME/sessions/<session-id>.jsonl`, mode 0600, locked
 //! (`File::try_lock`) by the process writing it.
+//!
+//! A full disk must not cost a session its ending: a small *reserve* file on the same disk
+//! ([`JsonlJournal::with_reserve`], [`RESERVE_BYTES`] of real blocks) holds space for the
+//! closing records. When a closing record cannot be written, the reserve is deleted and the
+//! record tried once more. The reserve goes when the journal is dropped; a process killed
+//! before that leaves it for its owner to sweep (dsh-agent removes those of dead sessions).
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
@@ -30,8 +36,14 @@ enum Health {
     Torn,
 }
 
+/// The space set aside for `stop` and `session_end` (a few hundred bytes each, with room
+/// for a long error text and a file system's block size).
+pub const RESERVE_BYTES: usize = 16 * 1024;
+
 struct State {
     file: File,
+    /// The reserve file, until it was given up for a closing record.
+    reserve: Option<PathBuf>,
     /// Where every line is copied too (`--json`); it never makes the journal wait.
     mirror: Option<Arc<Mirror>>,
     chain: Chain,
@@ -93,6 +105,7 @@ impl JsonlJournal {
             policy,
             state: Mutex::new(State {
                 file,
+                reserve: None,
                 mirror: None,
                 chain: Chain::new(),
                 len: 0,
@@ -104,6 +117,18 @@ impl JsonlJournal {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Sets [`RESERVE_BYTES`] aside in a new file at `path` (in an existing directory on the
+    /// journal's disk, so that deleting it makes room there) for the closing records. Best
+    /// effort: when the file cannot be made — the disk is already full — there is no reserve.
+    #[must_use]
+    pub fn with_reserve(self, path: &Path) -> Self {
+        let reserve = make_reserve(path);
+        if let Ok(mut state) = self.state.lock() {
+            state.reserve = reserve;
+        }
+        self
     }
 
     /// Copies every line, as written, to `mirror` too (`--json` streams the journal to stdout
@@ -137,13 +162,18 @@ impl JsonlJournal {
         }
         let (line, hash, seq) = state.chain.line(&self.session, body)?;
         // One write of the whole line. When it fails, whatever part of it reached the file is
-        // cut off again, so the file still ends with a whole record.
-        if let Err(e) = state.file.write_all(line.as_bytes()) {
-            let len = state.len;
-            state.health = match state.file.set_len(len) {
-                Ok(()) => Health::Failed,
-                Err(_) => Health::Torn,
-            };
+        // cut off again, so the file still ends with a whole record. A closing record gets one
+        // more try after the reserve's space is given back.
+        let mut written = state.write_whole(line.as_bytes());
+        if written.is_err()
+            && closing
+            && state.health == Health::Failed
+            && let Some(reserve) = state.reserve.take()
+        {
+            let _ = std::fs::remove_file(reserve);
+            written = state.write_whole(line.as_bytes());
+        }
+        if let Err(e) = written {
             return Err(self.io(e));
         }
         state.chain.commit(hash, seq);
@@ -160,6 +190,54 @@ impl JsonlJournal {
             state.dirty = false;
         }
         Ok(seq)
+    }
+}
+
+impl State {
+    /// Writes `line` whole, or leaves the file as it was (health `Failed`) or, when even that
+    /// fails, marks it torn.
+    fn write_whole(&mut self, line: &[u8]) -> std::io::Result<()> {
+        let e = match self.file.write_all(line) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        self.health = match self.file.set_len(self.len) {
+            Ok(()) => Health::Failed,
+            Err(_) => Health::Torn,
+        };
+        Err(e)
+    }
+}
+
+/// Creates the reserve file at `path` with real blocks (zeros written, not a sparse length);
+/// `None` when that fails — the disk is already full, or the directory refuses it — and the
+/// journal then simply has no reserve.
+fn make_reserve(path: &Path) -> Option<PathBuf> {
+    let mut options = OpenOptions::new();
+    options.create_new(true).write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path).ok()?;
+    if file.write_all(&[0; RESERVE_BYTES]).is_err() {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return None;
+    }
+    Some(path.to_path_buf())
+}
+
+impl Drop for JsonlJournal {
+    fn drop(&mut self) {
+        let reserve = match self.state.get_mut() {
+            Ok(state) => state.reserve.take(),
+            Err(poisoned) => poisoned.into_inner().reserve.take(),
+        };
+        if let Some(reserve) = reserve {
+            let _ = std::fs::remove_file(reserve);
+        }
     }
 }
 

@@ -33,7 +33,7 @@ use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
-pub use jsonl::{JsonlJournal, SyncPolicy};
+pub use jsonl::{JsonlJournal, RESERVE_BYTES, SyncPolicy};
 pub use mirror::{DEFAULT_CAPACITY as MIRROR_CAPACITY, Mirror};
 pub use read::{Entry, ReadError, Transcript, read_journal};
 pub use record::{Held, Record, RequestedCall, ResumedFrom, Totals};
