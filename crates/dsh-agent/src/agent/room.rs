@@ -64,6 +64,11 @@ impl Agent {
             tools: Vec::new(),
             max_tokens: Some(context::SUMMARY_MAX_TOKENS),
         };
+        // A sub-agent's summary request is reserved against its parent's budgets like its
+        // steps; when it does not fit, the turn goes on uncompacted.
+        let Ok(reservation) = self.reserve(&request) else {
+            return Ok(false);
+        };
         let begun = Instant::now();
         // Tried once for these turns, whatever comes of it: a failed or empty summary is not
         // asked again every step (it costs a model call each time).
@@ -74,7 +79,13 @@ impl Agent {
             // No summary: the turn goes on uncompacted (the main request may still fit).
             Err(_) => return Ok(false),
         };
-        self.record_model_call(self.step, &request, &completion, begun.elapsed())?;
+        self.record_model_call(
+            self.step,
+            &request,
+            &completion,
+            begun.elapsed(),
+            reservation,
+        )?;
         let summary = completion.message.content.trim().to_owned();
         if summary.is_empty() {
             return Ok(false);
