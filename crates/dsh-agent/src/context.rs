@@ -15,7 +15,10 @@
 //! summary in place of their work, keeping each turn's first user message verbatim (a turn
 //! is a `user_message` and everything after it; whole turns go, so a call is never separated
 //! from its results). The system prompt, which holds the memory files, is never touched.
-//! Compaction runs again only when more turns can go. If there is still no room, the request
+//! A summary is held to its request's bound whatever the model did with `max_tokens`
+//! ([`bound_summary`]): cut to [`SUMMARY_MAX_TOKENS`], then refused unless it is at most
+//! half of what it would replace — the turn then goes on uncompacted, with a notice, and
+//! nothing is journaled. Compaction runs again only when more turns can go. If there is still no room, the request
 //! is sent as it is and the provider's refusal ends the run.
 
 use dsh_core::SpillStore;
@@ -307,6 +310,73 @@ pub fn transcript(messages: &[Message], window: Option<u64>) -> String {
     out
 }
 
+/// A summary is kept only when it is at most 1 / `SUMMARY_MAX_SHARE` of what it replaces.
+pub const SUMMARY_MAX_SHARE: u64 = 2;
+
+/// Why a summary was not put in place of the turns it summarizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SummaryRefused {
+    /// The summary's message, cut to its bound, in estimated tokens.
+    pub summary_tokens: u64,
+    /// What it would have replaced, in estimated tokens.
+    pub replaced_tokens: u64,
+}
+
+impl std::fmt::Display for SummaryRefused {
+    /// What a front end says of it, after "N old turns not summarized: ".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "their summary ({} tokens, cut to its bound of {SUMMARY_MAX_TOKENS}) is more than half \
+             of what it would replace ({} tokens); the turn goes on without it",
+            self.summary_tokens, self.replaced_tokens
+        )
+    }
+}
+
+/// The summary as it may stand for the work of the turns before `history[end]`, or why it
+/// may not. The rule, whatever the model made of the request's `max_tokens`: a summary
+/// longer than [`SUMMARY_MAX_TOKENS`] (four characters a token) is cut to it, saying so;
+/// then its message must be at most half (1 / [`SUMMARY_MAX_SHARE`]) of the messages it
+/// replaces — the turns' work, their first user messages being kept — or it is refused.
+/// So a compaction always shrinks the history by at least half of what it touches, and no
+/// summary journaled is longer than its bound.
+pub fn bound_summary(
+    summary: &str,
+    history: &[Message],
+    turn_starts: &[usize],
+    turns: usize,
+) -> Result<String, SummaryRefused> {
+    let bound = usize::try_from(SUMMARY_MAX_TOKENS).unwrap_or(usize::MAX) * 4;
+    let total = summary.chars().count();
+    let text = if total <= bound {
+        summary.to_owned()
+    } else {
+        let note = format!(
+            "\n[… the summary was cut to its bound of {SUMMARY_MAX_TOKENS} tokens; the model \
+             wrote about {} tokens]",
+            (total as u64).div_ceil(4)
+        );
+        let keep = bound.saturating_sub(note.chars().count());
+        let head: String = summary.chars().take(keep).collect();
+        format!("{}{note}", head.trim_end())
+    };
+    let end = turn_starts.get(turns).copied().unwrap_or(history.len());
+    let kept: Vec<Message> = turn_starts[..turns.min(turn_starts.len())]
+        .iter()
+        .map(|&i| history[i].clone())
+        .collect();
+    let replaced_tokens = estimate(&history[..end]).saturating_sub(estimate(&kept));
+    let summary_tokens = estimate(&[summary_message(&text)]);
+    if summary_tokens.saturating_mul(SUMMARY_MAX_SHARE) > replaced_tokens {
+        return Err(SummaryRefused {
+            summary_tokens,
+            replaced_tokens,
+        });
+    }
+    Ok(text)
+}
+
 /// The message that stands for the compacted work.
 pub fn summary_message(summary: &str) -> Message {
     Message::assistant(
@@ -388,5 +458,44 @@ mod compaction_tests {
         let t = transcript(&long, Some(1_000));
         assert!(t.chars().count() <= 2_100, "{}", t.len());
         assert!(t.starts_with("USER: yyy"));
+    }
+
+    #[test]
+    fn a_summary_is_cut_to_its_bound_then_refused_unless_it_halves_what_it_replaces() {
+        // One old turn of 20,000 characters of work (about 5,000 tokens), one kept.
+        let history = vec![
+            Message::user("first task"),
+            Message::assistant("w".repeat(20_000), Vec::new()),
+            Message::user("second task"),
+            Message::user("third task"),
+        ];
+        let starts = [0, 2, 3];
+        // A model that ignored max_tokens: cut to the bound, saying so.
+        let huge = "s".repeat(2_000_000);
+        let kept = bound_summary(&huge, &history, &starts, 1).unwrap();
+        assert!(
+            estimate_tokens(&kept) <= u64::from(SUMMARY_MAX_TOKENS),
+            "{}",
+            kept.len()
+        );
+        assert!(
+            kept.ends_with("the model wrote about 500000 tokens]"),
+            "{kept}"
+        );
+        // A short one stays as it is.
+        assert_eq!(
+            bound_summary("did it", &history, &starts, 1).unwrap(),
+            "did it"
+        );
+        // With less to replace, even the cut summary is more than half of it: refused.
+        let small = vec![
+            Message::user("first task"),
+            Message::assistant("w".repeat(6_000), Vec::new()),
+            Message::user("second task"),
+            Message::user("third task"),
+        ];
+        let refused = bound_summary(&huge, &small, &starts, 1).unwrap_err();
+        assert!(refused.summary_tokens > 1_000, "{refused:?}");
+        assert_eq!(refused.replaced_tokens, 1_504);
     }
 }

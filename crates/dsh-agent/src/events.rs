@@ -83,6 +83,12 @@ pub enum EventKind {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// The oldest turns were not summarized: the summary, cut to its bound, was more than
+    /// half of what it would replace (nothing is journaled; the turn goes on uncompacted).
+    CompactionRefused {
+        turns: usize,
+        refused: crate::context::SummaryRefused,
+    },
     /// A disposition attached context for the model's next input.
     ContextAttached { policy: String, text: String },
     /// A sub-agent started (its own events follow, with its id).

@@ -686,15 +686,17 @@ async fn children_share_their_parents_token_budget_as_they_spend_it() {
             .call("m2", "call_sub_agent", r#"{"profile":"code","task":"b"}"#)
             .usage(100, 0)
             .into(),
-        Turn::text("A done").usage(800, 0).into(),
+        Turn::text("A done").usage(8_000, 0).into(),
         Turn::tool_call("c1", "list_dir", r#"{"path":"."}"#)
-            .usage(200, 0)
+            .usage(12_000, 0)
             .into(),
         Turn::text("B never gets here").usage(10, 0).into(),
         Turn::text("done").usage(10, 0).into(),
     ]);
+    // Far above what one request is estimated at (its text and 1,024 tokens of output),
+    // which a child must have room for before it asks its model.
     let config = LoopConfig {
-        max_tokens: 1000,
+        max_tokens: 20_000,
         ..LoopConfig::default()
     };
     let mut agent = w.agent_with(&server, config);
@@ -704,12 +706,13 @@ async fn children_share_their_parents_token_budget_as_they_spend_it() {
         .iter()
         .filter(|r| r["kind"] == "sub_agent_end")
         .collect();
-    // After A, 1000 - 100 - 800 = 100 tokens are left: B's first step spends them, and B
-    // stops there; so does the parent, its budget spent by its children.
+    // After A, 20,000 - 100 - 8,000 = 11,900 tokens are left: room for B's first request,
+    // whose reply spends them (more than it was estimated at), and B stops there; so does
+    // the parent, its budget spent by its children.
     assert_eq!(ends[0]["stop"], "final_answer");
     assert_eq!(ends[1]["stop"], "token_budget", "{:?}", ends[1]);
     assert_eq!(out.stop, StopReason::TokenBudget);
-    assert_eq!(agent.totals().prompt_tokens, 1100);
+    assert_eq!(agent.totals().prompt_tokens, 20_100);
     assert_eq!(server.requests().len(), 3);
 }
 
@@ -847,11 +850,11 @@ async fn a_child_started_after_its_siblings_spent_the_budget_asks_its_model_noth
             .usage(100, 0)
             .into(),
         // A spends past the budget in its one step; B and C must not ask their model.
-        Turn::text("A done").usage(950, 0).into(),
+        Turn::text("A done").usage(20_000, 0).into(),
         Turn::text("done").usage(10, 0).into(),
     ]);
     let config = LoopConfig {
-        max_tokens: 1000,
+        max_tokens: 20_000,
         ..LoopConfig::default()
     };
     let mut agent = w.agent_with(&server, config);

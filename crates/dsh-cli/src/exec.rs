@@ -99,8 +99,8 @@ pub(crate) async fn exec(
     Ok(code)
 }
 
-/// What `dsh exec` shows of the events: each retry of a model call on stderr as it happens,
-/// and the main agent's final answer, printed once the run is over (headless: no live text,
+/// What `dsh exec` shows of the events: each retry of a model call and each compaction
+/// refused for its summary's size on stderr as they happen, and the main agent's final answer, printed once the run is over (headless: no live text,
 /// no approval prompts — none are asked, see DESIGN §4).
 async fn render(mut stream: EventStream) -> String {
     let mut answer = String::new();
@@ -108,6 +108,9 @@ async fn render(mut stream: EventStream) -> String {
         match event.kind {
             EventKind::ModelRetry { attempt, reason } => {
                 eprintln!("dsh: the model call failed, attempt {attempt} follows: {reason}");
+            }
+            EventKind::CompactionRefused { turns, refused } => {
+                eprintln!("dsh: context: {turns} old turns not summarized: {refused}");
             }
             EventKind::Stop { text, .. } if &*event.agent == dsh_agent::events::MAIN => {
                 answer = text;

@@ -6,9 +6,10 @@
 //! - `max_steps`: the step limit was reached;
 //! - `token_budget`: the tokens used (as the provider reported them, estimated where it did
 //!   not) reached the budget — a sub-agent's count its parent's spend, the parent's other
-//!   children's included;
+//!   children's included, and a sub-agent also stops before a request whose estimate
+//!   would not fit in what its siblings left unspent and unreserved (`spend.rs`);
 //! - `cost_budget`: what the calls cost (from the model's prices) reached `max_cost_usd`
-//!   (for a sub-agent, likewise its parent's);
+//!   (for a sub-agent, likewise its parent's, with the same reservation);
 //! - `repeated_call`: the model asked for the same call(s) `repeat_limit` times in a row —
 //!   the repetition is not executed;
 //! - `interrupted`: the user interrupted (running tools are cancelled and recorded).
@@ -545,13 +546,14 @@ impl Agent {
             if self.step + 1 - first_step >= self.config.max_steps {
                 return self.stop(StopReason::MaxSteps, last_text);
             }
-            // A sub-agent's budgets are shared with its parent's other children, who may
-            // have spent them since its last step: checked before each request too.
-            if self.spends_for.is_some()
-                && let Some(stop) = self.budget_spent_up()
-            {
-                return self.stop(stop, last_text);
-            }
+            // A sub-agent's budgets are shared with its parent's other children, who may be
+            // spending them right now: its request reserves its estimate first and is not
+            // sent when that would pass a budget (`spend.rs`). Estimated before room is
+            // made, which only shrinks the request.
+            let reservation = match self.reserve(&self.request()) {
+                Ok(r) => r,
+                Err(stop) => return self.stop(stop, last_text),
+            };
             self.step += 1;
             let step = self.step;
             match self.make_room(cancel).await {
@@ -605,7 +607,8 @@ impl Agent {
                 }
             };
             let elapsed = begun.elapsed();
-            let (usage, cost) = self.record_model_call(step, &request, &completion, elapsed)?;
+            let (usage, cost) =
+                self.record_model_call(step, &request, &completion, elapsed, reservation)?;
             let message = completion.message;
             self.emit(EventKind::ModelCall {
                 step,

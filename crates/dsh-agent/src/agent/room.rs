@@ -40,7 +40,8 @@ impl Agent {
     /// Compaction: asks the model for a summary of the oldest turns (all but the last
     /// `context::KEEP_TURNS`) in a bounded request of its own, journaled as an `llm_call`,
     /// and puts it in their place; journals `context_compacted`. `Ok(false)`: nothing to
-    /// compact, or the summary came back empty.
+    /// compact, the summary came back empty, or it was refused for its size
+    /// (`context::bound_summary`; reported as `CompactionRefused`, nothing journaled).
     pub(super) async fn compact(&mut self, cancel: &CancellationToken) -> Result<bool, AgentError> {
         use crate::context;
         let turns = context::compactable(&self.turn_starts);
@@ -64,6 +65,11 @@ impl Agent {
             tools: Vec::new(),
             max_tokens: Some(context::SUMMARY_MAX_TOKENS),
         };
+        // A sub-agent's summary request is reserved against its parent's budgets like its
+        // steps; when it does not fit, the turn goes on uncompacted.
+        let Ok(reservation) = self.reserve(&request) else {
+            return Ok(false);
+        };
         let begun = Instant::now();
         // Tried once for these turns, whatever comes of it: a failed or empty summary is not
         // asked again every step (it costs a model call each time).
@@ -74,11 +80,26 @@ impl Agent {
             // No summary: the turn goes on uncompacted (the main request may still fit).
             Err(_) => return Ok(false),
         };
-        self.record_model_call(self.step, &request, &completion, begun.elapsed())?;
-        let summary = completion.message.content.trim().to_owned();
+        self.record_model_call(
+            self.step,
+            &request,
+            &completion,
+            begun.elapsed(),
+            reservation,
+        )?;
+        let summary = completion.message.content.trim();
         if summary.is_empty() {
             return Ok(false);
         }
+        // Held to its bound: cut to it, then refused unless it halves what it replaces.
+        let summary = match context::bound_summary(summary, &self.history, &self.turn_starts, turns)
+        {
+            Ok(s) => s,
+            Err(refused) => {
+                self.emit(EventKind::CompactionRefused { turns, refused });
+                return Ok(false);
+            }
+        };
         // This file's records of the replaced turns: from the first compacted turn written
         // here (else just after `session_start`) to the first kept turn's `user_message`.
         let replaced: Vec<u64> = match self.turn_seqs.get(turns).copied().flatten() {

@@ -1,14 +1,56 @@
 //! What an agent spends (SPEC A11): each model call accounted and journaled, its cost from
 //! the model's prices; a sub-agent's spend charged to its parent as it goes, and the
 //! parent's children's spend counted into the parent's account after each batch.
+//!
+//! A sub-agent under a budget reserves each request's estimate against its parent's budgets
+//! before sending it ([`Agent::reserve`], see `subagent/roster.rs`), and the reply settles
+//! the reservation with the real usage: parallel children then pass the budget by no more
+//! than what their replies in flight use beyond their estimates.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use dsh_core::journal::{JournalError, Record};
 use dsh_model::{ChatRequest, Message, Usage};
 use serde_json::json;
 
-use super::{Agent, estimate_tokens};
+use super::{Agent, StopReason, estimate_tokens};
+use crate::Session;
+use crate::events::AgentId;
+use crate::subagent::{Estimate, Limits};
+
+/// The output a request is expected to produce when it sets no `max_tokens` (a sub-agent's
+/// step requests do not): a stated estimate, not a cap. Most steps answer with tool calls
+/// or a short text well under it; a reply that writes more passes its reservation by the
+/// difference.
+pub const OUTPUT_ESTIMATE_TOKENS: u64 = 1_024;
+
+/// Part of a parent's budgets held for one request of its child, until its reply settles
+/// it; dropped unsettled (no reply: an error, a cancellation), it is given back.
+pub(super) struct Reservation {
+    session: Arc<Session>,
+    parent: AgentId,
+    estimate: Estimate,
+    settled: bool,
+}
+
+impl Reservation {
+    /// Settles it with the reply's real `usage` at `cost_usd`, charged to the parent.
+    fn settle(mut self, usage: &Usage, cost_usd: Option<f64>) {
+        self.settled = true;
+        self.session
+            .roster
+            .settle(&self.parent, self.estimate, usage, cost_usd);
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.session.roster.release(&self.parent, self.estimate);
+        }
+    }
+}
 
 impl Agent {
     /// Accounts one model call and journals its `llm_call`: the provider's usage (estimated
@@ -19,13 +61,14 @@ impl Agent {
         request: &ChatRequest,
         completion: &dsh_model::Completion,
         elapsed: std::time::Duration,
+        reservation: Option<Reservation>,
     ) -> Result<(Usage, Option<f64>), JournalError> {
         let message = &completion.message;
         let (usage, estimated) = match completion.usage {
             Some(u) => (u, false),
             None => (estimated_usage(request, message), true),
         };
-        let cost = self.account(&usage, estimated);
+        let cost = self.account(&usage, estimated, reservation);
         self.record(&Record::LlmCall {
             step,
             provider: self.provider.name().into(),
@@ -44,8 +87,14 @@ impl Agent {
     }
 
     /// Adds a call's usage to the agent's, and its cost when the prices are known and the
-    /// counts are not estimates; the call's cost.
-    fn account(&mut self, usage: &Usage, estimated: bool) -> Option<f64> {
+    /// counts are not estimates; the call's cost. A sub-agent's is charged to its parent,
+    /// settling the call's `reservation` when it made one.
+    fn account(
+        &mut self,
+        usage: &Usage,
+        estimated: bool,
+        reservation: Option<Reservation>,
+    ) -> Option<f64> {
         // Estimated counts give no cost: a guess is never shown as a fact, and the total is
         // unknown from then on.
         let cost = self
@@ -53,11 +102,50 @@ impl Agent {
             .filter(|_| !estimated)
             .map(|p| crate::cost::cost_usd(usage, &p));
         self.spent.add(usage, cost);
-        match &self.spends_for {
-            Some(parent) => self.session.roster.charge(parent, usage, cost),
-            None => self.report_spent(),
+        match (&self.spends_for, reservation) {
+            (Some(_), Some(r)) => r.settle(usage, cost),
+            (Some(parent), None) => self.session.roster.charge(parent, usage, cost),
+            (None, _) => self.report_spent(),
         }
         cost
+    }
+
+    /// A sub-agent under a budget reserves `request`'s estimate against its parent's
+    /// budgets before sending it: its text at four characters a token (tools included),
+    /// plus its `max_tokens` or else [`OUTPUT_ESTIMATE_TOKENS`], and their cost at the
+    /// model's prices. `Ok(None)`: nothing to reserve (the main agent, whose budgets are
+    /// checked after each step, or no budget set); `Err`: the budget the request would
+    /// pass — it is not sent.
+    pub(super) fn reserve(&self, request: &ChatRequest) -> Result<Option<Reservation>, StopReason> {
+        let Some(parent) = &self.spends_for else {
+            return Ok(None);
+        };
+        let limits = Limits {
+            max_tokens: self.config.max_tokens,
+            max_cost_usd: self.config.max_cost_usd,
+        };
+        if limits.max_tokens == 0 && limits.max_cost_usd <= 0.0 {
+            return Ok(None);
+        }
+        let usage = Usage {
+            prompt_tokens: crate::context::estimate(&request.messages)
+                + estimate_tokens(&serde_json::to_string(&request.tools).unwrap_or_default()),
+            completion_tokens: request.max_tokens.map_or(OUTPUT_ESTIMATE_TOKENS, u64::from),
+            ..Usage::default()
+        };
+        let estimate = Estimate {
+            tokens: usage.prompt_tokens + usage.completion_tokens,
+            cost_usd: self
+                .price
+                .map_or(0.0, |p| crate::cost::cost_usd(&usage, &p)),
+        };
+        self.session.roster.reserve(parent, estimate, limits)?;
+        Ok(Some(Reservation {
+            session: self.session.clone(),
+            parent: parent.clone(),
+            estimate,
+            settled: false,
+        }))
     }
 
     /// Tells the session's roster what this agent has spent (its children's budgets are

@@ -29,7 +29,7 @@ pub use profile::{
     CALL_SUB_AGENT, DEFAULT_MAX_STEPS, NO_NESTING, Profile, ProfileSpec, Profiles,
     SubAgentConfigError, check_rules,
 };
-pub(crate) use roster::Roster;
+pub(crate) use roster::{Estimate, Limits, Roster};
 pub(crate) use tool::SubAgentTool;
 
 use crate::agent::{Agent, AgentError, AgentSpec, CallCounts, LoopConfig};

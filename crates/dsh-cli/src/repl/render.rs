@@ -177,6 +177,9 @@ impl Render {
             } => screen.line(&self.st.dim(&format!(
                 "context: {turns} old turns summarized ({tokens_before} → {tokens_after} tokens)"
             ))),
+            EventKind::CompactionRefused { turns, refused } => screen.line(&self.st.dim(&format!(
+                "context: {turns} old turns not summarized: {refused}"
+            ))),
             EventKind::ContextAttached { policy, text } => screen.line(&self.st.dim(&format!(
                 "context from {policy}: {}",
                 visible(&text, false)
