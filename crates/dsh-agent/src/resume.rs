@@ -8,8 +8,9 @@
 //! the new journal, before anything else, as `cancelled_after` when its `tool_started` is on
 //! record and `cancelled_before` otherwise; its result tells the model it was cut off.
 //!
-//! Refused: a session still open in another process (its journal is locked), and a journal
-//! whose chain is broken anywhere but a torn last line (which is ignored).
+//! Refused: a session still open in another process (its journal is locked), a crash
+//! artefact (no complete first record: there is no session), and a journal whose chain is
+//! broken anywhere but a torn last line (which is ignored).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -31,6 +32,13 @@ pub enum ResumeError {
         "session {0} is still open in another dsh process (its journal is locked); wait for it to end or resume another"
     )]
     Open(String),
+    #[error(
+        "cannot resume {path}: it is a crash artefact with no session to resume ({what}: its process ended before its first record was complete); `dsh sessions prune` removes it"
+    )]
+    CrashArtefact {
+        path: String,
+        what: crate::leftovers::Artefact,
+    },
     #[error(
         "cannot resume {path}: record {line} is broken ({what}); `dsh sessions verify` shows the chain"
     )]
@@ -115,6 +123,9 @@ pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
             .file_stem()
             .map_or_else(|| shown.clone(), |s| s.to_string_lossy().into_owned());
         return Err(ResumeError::Open(id));
+    }
+    if let Ok(Some(what)) = crate::leftovers::crash_artefact(path) {
+        return Err(ResumeError::CrashArtefact { path: shown, what });
     }
     // Every file of the chain, and every link between them, must verify.
     for check in sessions::verify(path) {

@@ -81,7 +81,7 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Trust this workspace, so its .dsh/config.toml may widen permissions.
     Trust,
-    /// The recorded sessions under DSH_HOME: list, show, verify.
+    /// The recorded sessions under DSH_HOME: list, show, verify, prune.
     #[command(subcommand)]
     Sessions(sessions::SessionsCommand),
     /// Re-drive a recorded session's tool calls through today's gates 1 and 3: nothing runs,
