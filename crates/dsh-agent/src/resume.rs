@@ -11,6 +11,10 @@
 //! Refused: a session still open in another process (its journal is locked), a crash
 //! artefact (no complete first record: there is no session), and a journal whose chain is
 //! broken anywhere but a torn last line (which is ignored).
+//!
+//! The resumed session keeps its workspace: [`Resumed::workspace`] is the one the resumed
+//! file records, for the front end to start in (it decides what an explicit `--workspace`
+//! or a vanished directory changes).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -68,6 +72,9 @@ pub enum ResumeError {
 pub struct Resumed {
     /// The old session's id.
     pub session: String,
+    /// The workspace the resumed file's `session_start` records (the newest of the chain:
+    /// a resume that moved it on purpose recorded where to).
+    pub workspace: Option<PathBuf>,
     /// What the new `session_start` links to: the old file's last intact record.
     pub link: ResumedFrom<'static>,
     /// The main agent's conversation, oldest first, with the cut-off calls' results in place.
@@ -166,6 +173,10 @@ pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
             None => break,
         }
     }
+    let workspace = match transcripts[0].records.first().map(|e| &e.record) {
+        Some(Record::SessionStart { workspace, .. }) => Some(workspace.to_path_buf()),
+        _ => None,
+    };
     let link = transcripts[0]
         .records
         .last()
@@ -183,7 +194,10 @@ pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
         .rev()
         .flat_map(|t| t.records)
         .collect();
-    Ok(rebuild(&entries, link))
+    Ok(Resumed {
+        workspace,
+        ..rebuild(&entries, link)
+    })
 }
 
 /// The newest session of `workspace` (canonical) under `dsh_home` that has a user message
@@ -317,6 +331,7 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
     flush_attached(&mut history, &mut attached);
     Resumed {
         session: link.session.to_string(),
+        workspace: None,
         link,
         history,
         turn_starts,

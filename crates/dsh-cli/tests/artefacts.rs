@@ -1,8 +1,11 @@
-//! Issue 21, item 5, against the built binary:
+//! Issue 21, items 5 and 7, against the built binary:
 //! - a journal whose process died before its first record was complete is a crash artefact,
 //!   not a session (DESIGN §6): `sessions verify` says so once (exit 0), `sessions list` and
 //!   `--continue` leave it out without a word, `--resume` of it is refused as one (exit 2),
-//!   and `sessions prune` removes it — and nothing else.
+//!   and `sessions prune` removes it — and nothing else;
+//! - `--resume ID` keeps the workspace the session recorded, from whatever directory it is
+//!   run; `--workspace DIR` moves it on purpose, with a notice; a recorded workspace that is
+//!   gone means the current directory, with a notice.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -33,6 +36,32 @@ fn exec(d: &Dirs, url: &str, extra: &[&str], prompt: &str) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     c
+}
+
+/// `dsh ARGS…` run in `cwd`, with the isolated environment and no `--workspace`.
+fn dsh_in(d: &Dirs, cwd: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
+    c.current_dir(cwd)
+        .args(args)
+        .env("DSH_HOME", &d.home)
+        .env("DSH_CONFIG_HOME", &d.cfg)
+        .env("HOME", &d.user_home)
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn model_flags(url: &str) -> [&str; 6] {
+    [
+        "--provider",
+        "openai",
+        "--base-url",
+        url,
+        "--model",
+        "scripted",
+    ]
 }
 
 fn journals(home: &Path) -> Vec<PathBuf> {
@@ -245,4 +274,181 @@ fn crash_artefacts_are_named_once_by_verify_left_out_of_list_and_removed_by_prun
         kept
     });
     drop(lock);
+}
+
+/// A workspace holding a file only it has, a finished session of it, and a directory
+/// elsewhere to resume from.
+fn recorded_session(d: &Dirs) -> String {
+    std::fs::write(
+        d.ws.join("only-here.txt"),
+        "the recorded workspace's file\n",
+    )
+    .unwrap();
+    id_of(&finished_session(d, "remember this place"))
+}
+
+/// A model that reads `only-here.txt`, then answers "read".
+fn reader() -> dsh_testkit::model_server::ServerHandle {
+    ScriptedServer::start(vec![
+        Turn::tool_call("r1", "read_file", r#"{"path":"only-here.txt"}"#).into(),
+        Turn::text("read").into(),
+    ])
+}
+
+/// The new journal's workspace and its `read_file` result.
+fn workspace_and_read(d: &Dirs, before: &[PathBuf]) -> (Value, Value) {
+    let new = journals(&d.home)
+        .into_iter()
+        .find(|p| !before.contains(p))
+        .unwrap();
+    let recs = records(&new);
+    let result = recs
+        .iter()
+        .find(|r| r["kind"] == "tool_result" && r["call_id"] == "r1")
+        .unwrap()
+        .clone();
+    (recs[0]["workspace"].clone(), result)
+}
+
+#[test]
+fn resume_from_another_directory_keeps_the_recorded_workspace() {
+    let d = Dirs::new();
+    let id = recorded_session(&d);
+
+    // `dsh exec --resume`, from a directory without the file.
+    let before = journals(&d.home);
+    let server = reader();
+    let mut args = vec!["exec"];
+    args.extend(model_flags(&server.url));
+    args.extend(["--resume", &id, "read it"]);
+    let out = dsh_in(&d, &d.outside, &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("workspace"), "{}", stderr(&out));
+    let (workspace, read) = workspace_and_read(&d, &before);
+    assert_eq!(workspace, d.ws.to_str().unwrap());
+    assert_eq!(read["ok"], true, "{read}");
+    assert!(
+        read["content"]
+            .as_str()
+            .unwrap()
+            .contains("the recorded workspace's file"),
+        "{read}"
+    );
+
+    // The REPL (`dsh --resume`, stdin piped), resuming that resumed session in turn.
+    let resumed = id_of(
+        journals(&d.home)
+            .iter()
+            .find(|p| !before.contains(p))
+            .unwrap(),
+    );
+    let before = journals(&d.home);
+    let server = reader();
+    let mut args = model_flags(&server.url).to_vec();
+    args.extend(["--resume", &resumed]);
+    let mut child = dsh_in(&d, &d.outside, &args)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"read it again\n")
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("workspace"), "{}", stderr(&out));
+    let (workspace, read) = workspace_and_read(&d, &before);
+    assert_eq!(workspace, d.ws.to_str().unwrap());
+    assert_eq!(read["ok"], true, "{read}");
+
+    // --continue is still this directory's newest session: there is none here.
+    let server = ScriptedServer::start(vec![Turn::text("never asked").into()]);
+    let mut args = vec!["exec"];
+    args.extend(model_flags(&server.url));
+    args.extend(["--continue", "go on"]);
+    let out = dsh_in(&d, &d.outside, &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("can be continued"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn workspace_moves_a_resumed_session_on_purpose_with_a_notice() {
+    let d = Dirs::new();
+    let id = recorded_session(&d);
+    let before = journals(&d.home);
+    let server = reader();
+    let outside = d.outside.to_str().unwrap();
+    let mut args = vec!["exec", "--workspace", outside];
+    args.extend(model_flags(&server.url));
+    args.extend(["--resume", &id, "read it"]);
+    let out = dsh_in(&d, d.root(), &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let notice = format!(
+        "dsh: resuming in {outside}, not in the recorded workspace {} (--workspace moves it)",
+        d.ws.display()
+    );
+    let err = stderr(&out);
+    assert_eq!(err.lines().filter(|l| *l == notice).count(), 1, "{err}");
+    let (workspace, read) = workspace_and_read(&d, &before);
+    assert_eq!(workspace, outside);
+    // The file stayed behind with the old workspace.
+    assert_eq!(read["failure_kind"], "not_found", "{read}");
+
+    // Naming the recorded workspace itself moves nothing and says nothing.
+    let server = reader();
+    let ws = d.ws.to_str().unwrap();
+    let mut args = vec!["exec", "--workspace", ws];
+    args.extend(model_flags(&server.url));
+    args.extend(["--resume", &id, "read it"]);
+    let out = dsh_in(&d, d.root(), &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("workspace"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_resumed_session_whose_workspace_is_gone_runs_in_the_current_directory_with_a_notice() {
+    let d = Dirs::new();
+    let gone = d.root().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let gone = gone.canonicalize().unwrap();
+    let server = ScriptedServer::start(vec![Turn::text("done").into()]);
+    let mut args = vec!["exec", "--workspace", gone.to_str().unwrap()];
+    args.extend(model_flags(&server.url));
+    args.push("work here");
+    let out = dsh_in(&d, d.root(), &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let id = id_of(&journals(&d.home)[0]);
+    std::fs::remove_dir(&gone).unwrap();
+
+    let before = journals(&d.home);
+    let server = ScriptedServer::start(vec![Turn::text("here").into()]);
+    let mut args = vec!["exec"];
+    args.extend(model_flags(&server.url));
+    args.extend(["--resume", &id, "go on"]);
+    let out = dsh_in(&d, &d.outside, &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let notice = format!(
+        "dsh: resuming in the current directory {} because the recorded workspace {} does not exist (--workspace DIR chooses one)",
+        d.outside.display(),
+        gone.display()
+    );
+    assert!(
+        stderr(&out).lines().any(|l| l == notice),
+        "{}",
+        stderr(&out)
+    );
+    let new = journals(&d.home)
+        .into_iter()
+        .find(|p| !before.contains(p))
+        .unwrap();
+    assert_eq!(records(&new)[0]["workspace"], d.outside.to_str().unwrap());
 }
