@@ -17,7 +17,8 @@
 //! - **Long sessions**: whole-turn trimming (`trim.rs`), room by tokens — pruning and
 //!   compaction (`context.rs`) — and cost (`cost.rs`).
 //! - **Sessions on disk**: listing, showing and verifying (`sessions.rs`), resuming
-//!   (`resume.rs`), replaying under today's gates (`replay.rs`).
+//!   (`resume.rs`), replaying under today's gates (`replay.rs`), what dead sessions leave —
+//!   temporary directories and crash artefacts — and their removal (`leftovers.rs`).
 
 mod agent;
 mod always;
@@ -26,7 +27,7 @@ pub mod context;
 pub mod cost;
 mod ending;
 pub mod events;
-mod leftovers;
+pub mod leftovers;
 pub mod prompt;
 pub mod replay;
 pub mod resume;

@@ -8,8 +8,13 @@
 //! the new journal, before anything else, as `cancelled_after` when its `tool_started` is on
 //! record and `cancelled_before` otherwise; its result tells the model it was cut off.
 //!
-//! Refused: a session still open in another process (its journal is locked), and a journal
-//! whose chain is broken anywhere but a torn last line (which is ignored).
+//! Refused: a session still open in another process (its journal is locked), a crash
+//! artefact (no complete first record: there is no session), and a journal whose chain is
+//! broken anywhere but a torn last line (which is ignored).
+//!
+//! The resumed session keeps its workspace: [`Resumed::workspace`] is the one the resumed
+//! file records, for the front end to start in (it decides what an explicit `--workspace`
+//! or a vanished directory changes).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -31,6 +36,13 @@ pub enum ResumeError {
         "session {0} is still open in another dsh process (its journal is locked); wait for it to end or resume another"
     )]
     Open(String),
+    #[error(
+        "cannot resume {path}: it is a crash artefact with no session to resume ({what}: its process ended before its first record was complete); `dsh sessions prune` removes it"
+    )]
+    CrashArtefact {
+        path: String,
+        what: crate::leftovers::Artefact,
+    },
     #[error(
         "cannot resume {path}: record {line} is broken ({what}); `dsh sessions verify` shows the chain"
     )]
@@ -60,6 +72,9 @@ pub enum ResumeError {
 pub struct Resumed {
     /// The old session's id.
     pub session: String,
+    /// The workspace the resumed file's `session_start` records (the newest of the chain:
+    /// a resume that moved it on purpose recorded where to).
+    pub workspace: Option<PathBuf>,
     /// What the new `session_start` links to: the old file's last intact record.
     pub link: ResumedFrom<'static>,
     /// The main agent's conversation, oldest first, with the cut-off calls' results in place.
@@ -120,6 +135,9 @@ pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
             .map_or_else(|| shown.clone(), |s| s.to_string_lossy().into_owned());
         return Err(ResumeError::Open(id));
     }
+    if let Ok(Some(what)) = crate::leftovers::crash_artefact(path) {
+        return Err(ResumeError::CrashArtefact { path: shown, what });
+    }
     // Every file of the chain, and every link between them, must verify.
     for check in sessions::verify(path) {
         if let Some(p) = check.problem {
@@ -159,6 +177,10 @@ pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
             None => break,
         }
     }
+    let workspace = match transcripts[0].records.first().map(|e| &e.record) {
+        Some(Record::SessionStart { workspace, .. }) => Some(workspace.to_path_buf()),
+        _ => None,
+    };
     let link = transcripts[0]
         .records
         .last()
@@ -182,6 +204,7 @@ pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
         .collect();
     Ok(Resumed {
         chain,
+        workspace,
         ..rebuild(&entries, link)
     })
 }
@@ -317,6 +340,7 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
     flush_attached(&mut history, &mut attached);
     Resumed {
         session: link.session.to_string(),
+        workspace: None,
         link,
         history,
         turn_starts,

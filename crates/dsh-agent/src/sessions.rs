@@ -6,6 +6,9 @@
 //! backwards from the end: `stop` and `session_end` carry the totals (DESIGN §6), so a session
 //! that ended costs two small reads whatever its length. Only a file that did not end (no
 //! `session_end` last) is scanned whole, leniently, to count what it spent.
+//!
+//! A crash artefact (no complete first record, DESIGN §6; `leftovers.rs`) is no session: the
+//! listing leaves it out without a word, and verifying it says what it is.
 
 use std::collections::HashSet;
 use std::fs::{File, TryLockError};
@@ -15,6 +18,8 @@ use std::path::{Path, PathBuf};
 use dsh_core::journal::{ReadError, Record, ResumedFrom, Totals, read_journal};
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::leftovers::{Artefact, classify, crash_artefact};
 
 /// The directory holding the journals.
 pub fn sessions_dir(dsh_home: &Path) -> PathBuf {
@@ -37,6 +42,10 @@ pub enum SessionsError {
     },
     #[error("{path}: {reason}")]
     Bad { path: String, reason: String },
+    #[error(
+        "{path} is a crash artefact, not a session: {what} (its process ended before its first record was complete); `dsh sessions prune` removes it"
+    )]
+    CrashArtefact { path: String, what: Artefact },
 }
 
 /// The journal a command-line `ID` names: a journal file's path, a session id, or a unique
@@ -151,13 +160,14 @@ pub struct Summary {
 }
 
 /// Every session under `dsh_home`, newest first (by start time, then id), with the files that
-/// could not be summarized (not a journal, unreadable) apart.
+/// could not be summarized (not a journal, unreadable) apart. Crash artefacts are neither.
 pub fn list(dsh_home: &Path) -> (Vec<Summary>, Vec<SessionsError>) {
     let dir = sessions_dir(dsh_home);
     let (mut ok, mut bad) = (Vec::new(), Vec::new());
     for id in ids(&dir) {
         match summarize(&dir.join(format!("{id}.jsonl"))) {
             Ok(s) => ok.push(s),
+            Err(SessionsError::CrashArtefact { .. }) => {}
             Err(e) => bad.push(e),
         }
     }
@@ -200,11 +210,13 @@ pub fn summarize(path: &Path) -> Result<Summary, SessionsError> {
     };
     let mut file = File::open(path).map_err(io)?;
     let mut first = Vec::new();
-    BufReader::new(&mut file)
-        .read_until(b'\n', &mut first)
-        .map_err(io)?;
-    if first.last() != Some(&b'\n') {
-        return Err(bad("no complete first record"));
+    let mut reader = BufReader::new(&mut file);
+    reader.read_until(b'\n', &mut first).map_err(io)?;
+    if let Some(what) = classify(&first, &mut reader).map_err(io)? {
+        return Err(SessionsError::CrashArtefact {
+            path: display(),
+            what,
+        });
     }
     first.pop();
     let Some((
@@ -356,6 +368,11 @@ pub struct FileCheck {
     pub torn_tail: Option<(usize, usize)>,
     /// The file has no `session_end` (intact, but it did not end, or is still running).
     pub did_not_end: bool,
+    /// The file is a crash artefact, not a session (then `problem` is `None`).
+    pub artefact: Option<Artefact>,
+    /// Another process holds the file's lock (only looked at for a crash artefact: one still
+    /// open may yet get its first record).
+    pub open: bool,
 }
 
 /// The first broken record of a file.
@@ -421,7 +438,14 @@ fn verify_file(path: &Path) -> (FileCheck, Option<ResumedFrom<'static>>) {
         problem: None,
         torn_tail: None,
         did_not_end: false,
+        artefact: None,
+        open: false,
     };
+    if let Ok(Some(what)) = crash_artefact(path) {
+        check.artefact = Some(what);
+        check.open = is_open(path);
+        return (check, None);
+    }
     let transcript = match read_journal(path) {
         Ok(t) => t,
         Err(e) => {

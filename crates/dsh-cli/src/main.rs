@@ -10,6 +10,7 @@ mod sessions;
 mod settings;
 mod signals;
 mod start;
+mod workspace;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -35,11 +36,13 @@ struct Cli {
 /// Options every subcommand takes.
 #[derive(Debug, Args)]
 pub(crate) struct Common {
-    /// The workspace: the only directory tools may touch.
+    /// The workspace: the only directory tools may touch (default: the current directory;
+    /// `--resume` and `replay` keep the one the session recorded unless this is given).
     #[arg(long, global = true, default_value = ".", value_name = "DIR")]
     workspace: PathBuf,
     /// Whether `--workspace` was given on the command line (not defaulted): `sessions list`
-    /// filters by workspace, and `replay` uses it over the recorded one, only then.
+    /// filters by workspace, and `replay` and `--resume` use it over the recorded one, only
+    /// then.
     #[arg(skip)]
     workspace_given: bool,
     /// The user configuration file (default: the platform config dir's dsh/config.toml).
@@ -81,7 +84,7 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Trust this workspace, so its .dsh/config.toml may widen permissions.
     Trust,
-    /// The recorded sessions under DSH_HOME: list, show, verify.
+    /// The recorded sessions under DSH_HOME: list, show, verify, prune.
     #[command(subcommand)]
     Sessions(sessions::SessionsCommand),
     /// Re-drive a recorded session's tool calls through today's gates 1 and 3: nothing runs,

@@ -56,16 +56,10 @@ pub(crate) async fn replay(common: &Common, given: &str) -> Result<u8, Failure> 
         Record::SessionStart { workspace, .. } => Some(workspace.to_path_buf()),
         _ => None,
     });
-    let workspace = choose_workspace(common, recorded_workspace.as_deref())?;
-    let chosen = Common {
-        workspace,
-        workspace_given: true,
-        config: common.config.clone(),
-        // Nobody is asked: an approver would change nothing, so none is mounted.
-        yolo: false,
-        json: common.json,
-        sandbox: common.sandbox,
-    };
+    let mut chosen =
+        crate::workspace::for_recorded(common, recorded_workspace.as_deref(), "replaying")?;
+    // Nobody is asked: an approver would change nothing, so none is mounted.
+    chosen.yolo = false;
     let settings = settings::load(&chosen)?;
     let session = Session::assemble_dry(&settings).map_err(Failure::usage)?;
     let calls = replay::recorded_calls(&transcript.records);
@@ -87,30 +81,6 @@ pub(crate) async fn replay(common: &Common, given: &str) -> Result<u8, Failure> 
     };
     crate::print_lines(lines)?;
     Ok(if changed > 0 { exit::CHANGED } else { exit::OK })
-}
-
-/// `--workspace` when given, else the recorded workspace if it exists, else the current
-/// directory, saying so.
-fn choose_workspace(common: &Common, recorded: Option<&Path>) -> Result<PathBuf, Failure> {
-    if common.workspace_given {
-        return Ok(common.workspace.clone());
-    }
-    if let Some(dir) = recorded
-        && dir.is_dir()
-    {
-        return Ok(dir.to_path_buf());
-    }
-    let cwd = std::env::current_dir()
-        .map_err(|e| Failure::harness(anyhow!("cannot read the current directory: {e}")))?;
-    let why = match recorded {
-        Some(dir) => format!("the recorded workspace {} does not exist", dir.display()),
-        None => "the journal records no workspace".to_owned(),
-    };
-    eprintln!(
-        "dsh: replaying in the current directory {} because {why} (--workspace DIR chooses one)",
-        cwd.display()
-    );
-    Ok(cwd)
 }
 
 fn decision(d: Decision) -> &'static str {

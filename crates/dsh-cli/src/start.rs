@@ -27,8 +27,10 @@ pub(crate) struct ModelArgs {
     #[arg(long, value_name = "N", global = true)]
     pub max_steps: Option<u64>,
     /// Continue session ID (an id, a unique prefix, or a journal's path) in a new journal
-    /// linked to it. Nothing is re-run and no approval is reused; calls the old process never
-    /// finished are closed as cut off, and the model is told.
+    /// linked to it, in the workspace it records (`--workspace DIR` moves it; a recorded
+    /// directory that is gone means the current one). Nothing is re-run and no approval is
+    /// reused; calls the old process never finished are closed as cut off, and the model is
+    /// told.
     #[arg(long, value_name = "ID", conflicts_with = "continue_", global = true)]
     pub resume: Option<String>,
     /// Continue the newest session of this workspace that has a user message and is not
@@ -75,11 +77,27 @@ impl ResumedNote {
 /// Starts the session `common` and `args` describe. `approval` overrides who answers
 /// `ask` (the REPL's person); `None` keeps the flags' choice (`--yolo` or nobody). The
 /// signal handlers are the caller's, installed once per process (`Signals::install`).
+///
+/// `--resume ID` is read first: the session continues in the workspace it records (see
+/// `workspace.rs`), whose configuration is loaded. `--continue` is keyed on the workspace
+/// given (or the current directory), so it is found once that configuration is loaded.
 pub(crate) fn start(
     common: &Common,
     args: &ModelArgs,
     approval: Option<Approval>,
 ) -> Result<Started, Failure> {
+    let by_id = match &args.resume {
+        Some(id) => Some(resume_id(id)?),
+        None => None,
+    };
+    let moved;
+    let common = match &by_id {
+        Some(r) => {
+            moved = crate::workspace::for_recorded(common, r.workspace.as_deref(), "resuming")?;
+            &moved
+        }
+        None => common,
+    };
     let provider = match &args.provider {
         Some(p) => Some(
             p.parse()
@@ -102,7 +120,11 @@ pub(crate) fn start(
     if let Some(approval) = approval {
         settings.approval = approval;
     }
-    let resumed = resume(args, &settings.dsh_home, &loaded.workspace)?;
+    let resumed = match by_id {
+        Some(r) => Some(r),
+        None if args.continue_ => Some(continue_newest(&settings.dsh_home, &loaded.workspace)?),
+        None => None,
+    };
     if let Some(r) = &resumed {
         settings.resumed_from = Some(r.link.clone());
         settings.earlier_sessions.clone_from(&r.chain);
@@ -155,21 +177,19 @@ pub(crate) fn start(
     })
 }
 
-/// The conversation `--resume ID` or `--continue` names, rebuilt from its journal.
-fn resume(
-    args: &ModelArgs,
+/// The conversation `--resume ID` names, rebuilt from its journal under `DSH_HOME`.
+fn resume_id(id: &str) -> Result<dsh_agent::resume::Resumed, Failure> {
+    let home = dsh_config::dsh_home(&dsh_config::process_env()).map_err(Failure::usage)?;
+    let path = dsh_agent::sessions::resolve(&home, id).map_err(Failure::usage)?;
+    dsh_agent::resume::load_session(&home, &path).map_err(Failure::usage)
+}
+
+/// The conversation `--continue` names: the newest session of `workspace` that can go on.
+fn continue_newest(
     dsh_home: &Path,
     workspace: &Path,
-) -> Result<Option<dsh_agent::resume::Resumed>, Failure> {
+) -> Result<dsh_agent::resume::Resumed, Failure> {
     use dsh_agent::resume;
-    let path = match (&args.resume, args.continue_) {
-        (Some(id), _) => dsh_agent::sessions::resolve(dsh_home, id)
-            .map_err(|e| Failure::usage(anyhow::Error::new(e)))?,
-        (None, true) => resume::newest_for(dsh_home, workspace)
-            .map_err(|e| Failure::usage(anyhow::Error::new(e)))?,
-        (None, false) => return Ok(None),
-    };
-    resume::load_session(dsh_home, &path)
-        .map(Some)
-        .map_err(|e| Failure::usage(anyhow::Error::new(e)))
+    let path = resume::newest_for(dsh_home, workspace).map_err(Failure::usage)?;
+    resume::load_session(dsh_home, &path).map_err(Failure::usage)
 }

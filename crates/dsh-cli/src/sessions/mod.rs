@@ -1,10 +1,12 @@
-//! `dsh sessions list | show | verify` (DESIGN §4): rendering only; finding, summarizing and
-//! verifying journals is `dsh_agent::sessions`.
+//! `dsh sessions list | show | verify | prune` (DESIGN §4): rendering only; finding,
+//! summarizing and verifying journals is `dsh_agent::sessions`, recognising and removing
+//! crash artefacts `dsh_agent::leftovers`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use clap::Subcommand;
+use dsh_agent::leftovers::{self, Left};
 use dsh_agent::sessions::{self, End, FileCheck, Summary};
 use dsh_core::journal::{Record, read_journal};
 use serde_json::{Value, json};
@@ -34,7 +36,24 @@ pub(crate) enum SessionsCommand {
         /// A session id, a unique prefix of one, or a journal file's path.
         id: String,
     },
+    /// Remove crash artefacts: journals whose process died before their first record was
+    /// complete (an empty file, or a torn first line). Nothing else is removed.
+    #[command(long_about = PRUNE_HELP)]
+    Prune,
 }
+
+const PRUNE_HELP: &str = "\
+Remove crash artefacts under DSH_HOME/sessions: journals whose process died before their first \
+record was complete — an empty file, or a first line without its newline or that is no record \
+with nothing after it. They hold no session: `sessions list` leaves them out and `sessions \
+verify` names them. Prints one line per file removed, then a summary.
+
+Never removed: a journal with a complete first record, a file not named by a session id, a \
+file a running dsh process holds open (locked), and one changed in the last few seconds (it may \
+be a session that is just starting; run prune again later). A journal whose first line is \
+damaged but which goes on after it is no crash artefact: `sessions verify` reports it.
+
+Exit 0, or 1 when a crash artefact could not be removed.";
 
 const VERIFY_HELP: &str = "\
 Check a journal: every line is a record of a known kind with its fields, `seq` counts from 1 \
@@ -45,7 +64,9 @@ hash and is its last; the linked session is verified in turn. Names the first br
 readers ignore it).
 
 Exit 0 intact (also when the session did not end, or ends in a torn line: both are noticed), \
-1 broken, 2 unknown or ambiguous id.
+1 broken, 2 unknown or ambiguous id. A crash artefact (a file whose first record is missing or \
+torn: its process died before writing it) is no session: exit 0 with a notice saying so; \
+`dsh sessions prune` removes it.
 
 What a chain cannot prove: the last record can be edited and its hash recomputed, since no \
 later record quotes it, and a file cut after any whole record still verifies: it looks like \
@@ -58,6 +79,7 @@ pub(crate) fn run(common: &Common, command: &SessionsCommand) -> Result<u8, Fail
         SessionsCommand::List => list(common, &home),
         SessionsCommand::Show { id } => show(common, &resolve(&home, id)?),
         SessionsCommand::Verify { id } => verify(&resolve(&home, id)?),
+        SessionsCommand::Prune => prune(&home),
     }
 }
 
@@ -137,6 +159,14 @@ pub(crate) fn summary_line(s: &Summary) -> String {
 }
 
 fn show(common: &Common, path: &Path) -> Result<u8, Failure> {
+    if let Ok(Some(what)) = leftovers::crash_artefact(path) {
+        let path = path.display().to_string();
+        eprintln!(
+            "dsh: {}",
+            sessions::SessionsError::CrashArtefact { path, what }
+        );
+        return Ok(exit::OK);
+    }
     let transcript = read_journal(path)
         .map_err(|e| Failure::harness(anyhow!("{e} (`dsh sessions verify` says more)")))?;
     if let Some(torn) = &transcript.torn_tail {
@@ -181,6 +211,17 @@ fn verify(path: &Path) -> Result<u8, Failure> {
 
 fn check_line(c: &FileCheck) -> String {
     let file = c.path.display();
+    if let Some(what) = &c.artefact {
+        return if c.open {
+            format!(
+                "{file}: no session yet: {what}, and a running dsh process holds it open (it may still write its first record)"
+            )
+        } else {
+            format!(
+                "{file}: notice: a crash artefact, not a session: {what} (its process ended before its first record was complete); `dsh sessions prune` removes it"
+            )
+        };
+    }
     let mut line = match &c.problem {
         Some(p) if p.line == 0 => format!("{file}: BROKEN: {}", p.what),
         Some(p) => format!(
@@ -201,4 +242,45 @@ fn check_line(c: &FileCheck) -> String {
         ));
     }
     line
+}
+
+fn prune(home: &Path) -> Result<u8, Failure> {
+    let pruned = leftovers::prune(home);
+    let mut lines: Vec<String> = pruned
+        .removed
+        .iter()
+        .map(|(path, what)| format!("removed {}: a crash artefact ({what})", path.display()))
+        .collect();
+    lines.extend(pruned.left.iter().map(|(path, what, why)| {
+        let why = match why {
+            Left::Open => "a running dsh process holds it open".to_owned(),
+            Left::Recent => format!(
+                "changed less than {} s ago: it may be a session that is starting; run prune again later",
+                leftovers::PRUNE_GRACE.as_secs()
+            ),
+            _ => "it may be in use".to_owned(),
+        };
+        format!(
+            "left {}: a crash artefact ({what}), but {why}",
+            path.display()
+        )
+    }));
+    for (path, e) in &pruned.failed {
+        eprintln!("dsh: cannot remove {}: {e}", path.display());
+    }
+    let removed = pruned.removed.len();
+    lines.push(match (removed, pruned.left.len()) {
+        (0, 0) if pruned.failed.is_empty() => format!(
+            "no crash artefacts under {}",
+            sessions::sessions_dir(home).display()
+        ),
+        (n, 0) => format!("{n} crash artefact(s) removed"),
+        (n, left) => format!("{n} crash artefact(s) removed, {left} left"),
+    });
+    crate::print_lines(lines)?;
+    Ok(if pruned.failed.is_empty() {
+        exit::OK
+    } else {
+        exit::HARNESS
+    })
 }
