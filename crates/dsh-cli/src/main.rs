@@ -3,6 +3,7 @@
 
 mod batch;
 mod exec;
+mod hangup;
 mod mirror;
 mod repl;
 mod replay;

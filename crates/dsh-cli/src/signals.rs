@@ -5,7 +5,14 @@
 //! A second signal while the first is being handled is a person insisting: dsh then exits
 //! at most [`INSIST`] later whatever it is waiting for (a reader that does not read its
 //! output, say), with the first signal's exit code. The journal is whole up to its last
-//! complete line either way.
+//! complete line either way. So that nothing dsh waits for can stop that, signals are
+//! taken on a thread of their own, never on the async runtime (whose every worker may be
+//! the thing stuck), and the exit neither flushes nor waits for the terminal.
+//!
+//! A terminal that can no longer be read (end of file, a read error: its window closed) is
+//! a hang-up wherever that is seen, SIGHUP or not ([`Signals::hang_up`]); as crossterm's
+//! reads may never tell, the REPL also watches its terminal for the hang-up
+//! ([`Signals::watch_terminal`], `crate::hangup`).
 //!
 //! SIGXFSZ (a write past `ulimit -f`) is caught and ignored, so the write fails with `EFBIG`
 //! and the journal reports it like a full disk, instead of the signal killing dsh without a
@@ -24,7 +31,7 @@ pub(crate) struct Signals {
     cancel: CancellationToken,
     first: Arc<AtomicU8>,
     count: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
+    listener: Listener,
 }
 
 /// How long a second signal lets the orderly end go on before dsh exits anyway.
@@ -41,13 +48,36 @@ impl Signals {
         let cancel = CancellationToken::new();
         let first = Arc::new(AtomicU8::new(NONE));
         let count = Arc::new(AtomicUsize::new(0));
-        let task = listen(cancel.clone(), first.clone(), count.clone())?;
+        let listener = listen(cancel.clone(), first.clone(), count.clone())?;
         Ok(Signals {
             cancel,
             first,
             count,
-            task,
+            listener,
         })
+    }
+
+    /// The terminal is gone: the run ends as on SIGHUP, whether one comes or not. Not a
+    /// signal itself, so a SIGHUP that does come is not taken for a person insisting.
+    pub fn hang_up(&self) {
+        hung_up(&self.cancel, &self.first);
+    }
+
+    /// Watches stdin, a terminal, from a thread of its own and hangs up ([`Self::hang_up`])
+    /// when it does: the reads of the terminal may never tell (`crate::hangup`). Unix only.
+    pub fn watch_terminal(&self) -> std::io::Result<()> {
+        #[cfg(unix)]
+        {
+            let (cancel, first) = (self.cancel.clone(), self.first.clone());
+            std::thread::Builder::new()
+                .name("dsh-hangup".to_owned())
+                .spawn(move || {
+                    if crate::hangup::wait_for_stdin() {
+                        hung_up(&cancel, &first);
+                    }
+                })?;
+        }
+        Ok(())
     }
 
     /// Cancelled by the first signal.
@@ -72,8 +102,16 @@ impl Signals {
 
 impl Drop for Signals {
     fn drop(&mut self) {
-        self.task.abort();
+        #[cfg(unix)]
+        self.listener.close();
+        #[cfg(not(unix))]
+        self.listener.abort();
     }
+}
+
+fn hung_up(cancel: &CancellationToken, first: &AtomicU8) {
+    let _ = first.compare_exchange(NONE, HUP, Ordering::SeqCst, Ordering::SeqCst);
+    cancel.cancel();
 }
 
 /// The ending a received signal stands for.
@@ -97,28 +135,35 @@ pub(crate) fn exit_code(ending: Ending) -> Option<u8> {
 }
 
 #[cfg(unix)]
+type Listener = signal_hook::iterator::Handle;
+
+#[cfg(not(unix))]
+type Listener = tokio::task::JoinHandle<()>;
+
+#[cfg(unix)]
 fn listen(
     cancel: CancellationToken,
     first: Arc<AtomicU8>,
     count: Arc<AtomicUsize>,
-) -> std::io::Result<tokio::task::JoinHandle<()>> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut term = signal(SignalKind::terminate())?;
-    let mut hup = signal(SignalKind::hangup())?;
-    // Caught and dropped: see the module docs.
-    let mut xfsz = signal(SignalKind::from_raw(libc::SIGXFSZ))?;
-    Ok(tokio::spawn(async move {
-        loop {
-            let which = tokio::select! {
-                _ = int.recv() => INT,
-                _ = term.recv() => TERM,
-                _ = hup.recv() => HUP,
-                _ = xfsz.recv() => continue,
-            };
-            received(which, &cancel, &first, &count);
-        }
-    }))
+) -> std::io::Result<Listener> {
+    use libc::{SIGHUP, SIGINT, SIGTERM, SIGXFSZ};
+    // SIGXFSZ is caught and dropped: see the module docs.
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGXFSZ])?;
+    let handle = signals.handle();
+    std::thread::Builder::new()
+        .name("dsh-signals".to_owned())
+        .spawn(move || {
+            for signal in signals.forever() {
+                let which = match signal {
+                    SIGINT => INT,
+                    SIGTERM => TERM,
+                    SIGHUP => HUP,
+                    _ => continue,
+                };
+                received(which, &cancel, &first, &count);
+            }
+        })?;
+    Ok(handle)
 }
 
 #[cfg(not(unix))]
@@ -126,7 +171,7 @@ fn listen(
     cancel: CancellationToken,
     first: Arc<AtomicU8>,
     count: Arc<AtomicUsize>,
-) -> std::io::Result<tokio::task::JoinHandle<()>> {
+) -> std::io::Result<Listener> {
     Ok(tokio::spawn(async move {
         while tokio::signal::ctrl_c().await.is_ok() {
             received(INT, &cancel, &first, &count);
@@ -145,9 +190,44 @@ fn received(which: u8, cancel: &CancellationToken, first: &AtomicU8, count: &Ato
             .name("dsh-insist".to_owned())
             .spawn(move || {
                 std::thread::sleep(INSIST);
-                eprintln!("dsh: a second signal: exiting without waiting any longer");
-                std::process::exit(i32::from(code));
+                exit_now(code);
             });
     }
     cancel.cancel();
+}
+
+/// How long the insisting exit waits for stderr to take its message.
+const LAST_WORD: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Exits with `code` at once: the message goes out only if stderr takes it within
+/// [`LAST_WORD`] (a terminal nobody reads blocks writes; a closed one fails them), and
+/// nothing is flushed on the way out (`std::process::exit` would flush stdout, and that
+/// could block just the same).
+fn exit_now(code: u8) -> ! {
+    let (said, heard) = std::sync::mpsc::channel();
+    let _ = std::thread::Builder::new()
+        .name("dsh-last-word".to_owned())
+        .spawn(move || {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "dsh: a second signal: exiting without waiting any longer"
+            );
+            let _ = said.send(());
+        });
+    let _ = heard.recv_timeout(LAST_WORD);
+    immediate_exit(code)
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn immediate_exit(code: u8) -> ! {
+    // SAFETY: `_exit` takes a plain integer and ends the process; no Rust state is used
+    // after it.
+    unsafe { libc::_exit(i32::from(code)) }
+}
+
+#[cfg(not(unix))]
+fn immediate_exit(code: u8) -> ! {
+    std::process::exit(i32::from(code))
 }

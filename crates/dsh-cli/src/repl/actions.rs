@@ -66,7 +66,7 @@ pub(crate) async fn prompt(
         );
         let session = live.session.clone();
         let run = session.run_user_calls(vec![call], &cancel);
-        let outcome = turn::drive(run, &cancel, &session, &mut live.stream, ui).await;
+        let outcome = turn::drive(run, &cancel, signals, &session, &mut live.stream, ui).await;
         let Ok(outcome) = outcome else {
             break;
         };
@@ -131,7 +131,7 @@ async fn turn_once(
         text,
         &mut live.stream,
         ui,
-        signals.token(),
+        signals,
     )
     .await?;
     let note = match o.stop {
@@ -255,7 +255,7 @@ pub(crate) async fn run(
             }
         }
         Command::Memory(action) => memory(action, live, ui, signals).await,
-        Command::Model(choice) => model(choice, live, ui, input).await,
+        Command::Model(choice) => model(choice, live, ui, input, signals).await,
         Command::Reload => {
             return match live.session.id.clone() {
                 id if !id.is_empty() => {
@@ -411,7 +411,7 @@ async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, signals: &Si
     let cancel: CancellationToken = signals.token().child_token();
     let session = live.session.clone();
     let run = session.run_user_calls(calls, &cancel);
-    let outcome = turn::drive(run, &cancel, &session, &mut live.stream, ui).await;
+    let outcome = turn::drive(run, &cancel, signals, &session, &mut live.stream, ui).await;
     let written = outcome
         .ok()
         .and_then(|o| o.results.last().map(|r| r.ok()))
@@ -454,7 +454,15 @@ fn read_memory(live: &Live) -> Result<Option<String>, String> {
 
 /// `/model [PROVIDER/MODEL]`: switches the model of the next request. Without an argument,
 /// a picker of the configured and known models, then the endpoint and the key's variable.
-async fn model(choice: Option<String>, live: &mut Live, ui: &mut Ui, input: &mut Input) {
+/// The picker and the line editor read the terminal on threads of their own, which a
+/// hung-up terminal may keep spinning: they are not waited for once the session is over.
+async fn model(
+    choice: Option<String>,
+    live: &mut Live,
+    ui: &mut Ui,
+    input: &mut Input,
+    signals: &Signals,
+) {
     let st = ui.render.style();
     let env = dsh_config::process_env();
     let choices = dsh_agent::model_choices(&live.loaded, live.agent.model());
@@ -479,8 +487,10 @@ async fn model(choice: Option<String>, live: &mut Live, ui: &mut Ui, input: &mut
             ui.screen.flush();
             let items: Vec<String> = choices.iter().map(label).collect();
             let title = "pick a model (↑/↓, Enter; Esc leaves it as it is)".to_owned();
-            let picked =
-                tokio::task::spawn_blocking(move || model_pick::pick(&title, &items, 0, st)).await;
+            let picked = tokio::select! {
+                p = tokio::task::spawn_blocking(move || model_pick::pick(&title, &items, 0, st)) => p,
+                () = signals.token().cancelled() => return,
+            };
             let Ok(Ok(Some(i))) = picked else {
                 ui.screen.line(&st.dim("the model stays"));
                 return;
@@ -489,14 +499,22 @@ async fn model(choice: Option<String>, live: &mut Live, ui: &mut Ui, input: &mut
             let (base, key) = dsh_agent::choice_defaults(&live.loaded, &env, &c);
             ui.screen.line(&st.dim("base URL (Enter keeps it):"));
             ui.screen.flush();
-            if let Ok(Read::Line(url)) = input.read(&base).await {
+            let url = tokio::select! {
+                read = input.read(&base) => read,
+                () = signals.token().cancelled() => return,
+            };
+            if let Ok(Read::Line(url)) = url {
                 c.base_url = Some(url.trim().to_owned()).filter(|u| !u.is_empty());
             }
             ui.screen.line(&st.dim(
                 "the environment variable holding the API key (Enter keeps it; empty: none):",
             ));
             ui.screen.flush();
-            if let Ok(Read::Line(var)) = input.read(key.as_deref().unwrap_or("")).await {
+            let var = tokio::select! {
+                read = input.read(key.as_deref().unwrap_or("")) => read,
+                () = signals.token().cancelled() => return,
+            };
+            if let Ok(Read::Line(var)) = var {
                 c.api_key_env = Some(var.trim().to_owned());
             }
             c

@@ -4,7 +4,9 @@
 //!
 //! One thread reads the terminal, polling so it can be told to stop: it is stopped and
 //! joined before the line editor reads again, so the two never read at once (the editor's
-//! cursor-position query would lose its answer to this reader). It also drains on request:
+//! cursor-position query would lose its answer to this reader). Once the session is over
+//! (a signal, the terminal hung up) it is told to stop but not waited for: on a hung-up
+//! terminal crossterm's read never returns (`crate::hangup`), and nothing reads after it. It also drains on request:
 //! everything typed before the request was made comes back marked as such, which is how an
 //! approval question discards keys typed before it appeared.
 
@@ -12,6 +14,7 @@ use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use dsh_core::CancellationToken;
 use tokio::sync::mpsc;
 
 /// How often the reader looks for a request between keys.
@@ -54,18 +57,26 @@ pub(crate) struct TurnKeys {
     reports: mpsc::UnboundedReceiver<Report>,
     requests: std_mpsc::Sender<Request>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// Disconnected once the reader has returned.
+    finished: std_mpsc::Receiver<()>,
+    /// The session's token: once cancelled, the reader is not waited for.
+    session: CancellationToken,
     next_drain: u64,
 }
 
 impl TurnKeys {
-    /// Enters raw mode and starts reading keys.
-    pub(crate) fn start() -> std::io::Result<TurnKeys> {
+    /// Enters raw mode and starts reading keys; `session` is the session's token.
+    pub(crate) fn start(session: CancellationToken) -> std::io::Result<TurnKeys> {
         crossterm::terminal::enable_raw_mode()?;
         let (tx, reports) = mpsc::unbounded_channel();
         let (requests, rx) = std_mpsc::channel();
+        let (done, finished) = std_mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("dsh-keys".to_owned())
-            .spawn(move || read_keys(&tx, &rx));
+            .spawn(move || {
+                let _done = done;
+                read_keys(&tx, &rx);
+            });
         let thread = match thread {
             Ok(t) => t,
             Err(e) => {
@@ -77,6 +88,8 @@ impl TurnKeys {
             reports,
             requests,
             thread: Some(thread),
+            finished,
+            session,
             next_drain: 0,
         })
     }
@@ -108,7 +121,18 @@ impl TurnKeys {
 
     fn halt(&mut self) {
         let _ = self.requests.send(Request::Stop);
-        if let Some(t) = self.thread.take() {
+        // A live reader returns within `POLL`; one spinning on a hung-up terminal never
+        // does, and is left behind once the session is over (see the module docs).
+        let finished = loop {
+            match self.finished.recv_timeout(POLL) {
+                Err(std_mpsc::RecvTimeoutError::Timeout) if !self.session.is_cancelled() => {}
+                Err(std_mpsc::RecvTimeoutError::Timeout) => break false,
+                _ => break true,
+            }
+        };
+        if let Some(t) = self.thread.take()
+            && finished
+        {
             let _ = t.join();
         }
         let _ = crossterm::terminal::disable_raw_mode();

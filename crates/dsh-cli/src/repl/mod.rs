@@ -133,6 +133,11 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let color = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let signals = Signals::install().map_err(Failure::harness)?;
+    if terminal {
+        // The terminal closing ends the session even while the line editor or the key
+        // reader spin on it (`crate::hangup`).
+        signals.watch_terminal().map_err(Failure::harness)?;
+    }
     let mut start = Start {
         common,
         args: args.clone(),
@@ -203,6 +208,12 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
                         continue;
                     }
                     Ok(Read::Eof) => break,
+                    // A terminal that can no longer be read (its window closed) has hung
+                    // up, SIGHUP or not.
+                    Err(_) if terminal => {
+                        signals.hang_up();
+                        break;
+                    }
                     Err(e) => {
                         failure = Some(Failure::harness(anyhow!("cannot read the input: {e}")));
                         break;

@@ -16,6 +16,7 @@ use super::approval::{self, Action, Question};
 use super::keys::{Key, Report, TurnKeys};
 use super::render::{Ask, Render};
 use super::screen::Screen;
+use crate::signals::Signals;
 
 /// How often the spinner and elapsed times move.
 const TICK: Duration = Duration::from_millis(100);
@@ -77,26 +78,36 @@ pub(crate) struct Ui {
     pub(crate) typed: TypeAhead,
 }
 
-/// Runs `prompt` on `agent` to its stop line. `session_cancel` is the session's token
-/// (signals); the turn's own token is its child, cancelled by Esc or Ctrl-C.
+/// Runs `prompt` on `agent` to its stop line. The turn's own token is a child of the
+/// session's (`signals`), cancelled by Esc or Ctrl-C.
 pub(crate) async fn run(
     session: &Session,
     agent: &mut Agent,
     prompt: &str,
     stream: &mut EventStream,
     ui: &mut Ui,
-    session_cancel: &CancellationToken,
+    signals: &Signals,
 ) -> Result<Outcome, AgentError> {
-    let cancel = session_cancel.child_token();
-    drive(agent.run(prompt, &cancel), &cancel, session, stream, ui).await
+    let cancel = signals.token().child_token();
+    drive(
+        agent.run(prompt, &cancel),
+        &cancel,
+        signals,
+        session,
+        stream,
+        ui,
+    )
+    .await
 }
 
 /// Drives `work` (a turn, or a person's own calls such as `/memory add`) to its end while
 /// rendering the session's events, reading keys and asking approval questions; Esc or
-/// Ctrl-C cancels `cancel`.
+/// Ctrl-C cancels `cancel` (a child of `signals`' token). A terminal that can no longer be
+/// read is a hang-up: the whole session ends, as on SIGHUP.
 pub(crate) async fn drive<T>(
     work: impl Future<Output = T>,
     cancel: &CancellationToken,
+    signals: &Signals,
     session: &Session,
     stream: &mut EventStream,
     ui: &mut Ui,
@@ -108,7 +119,7 @@ pub(crate) async fn drive<T>(
         typed,
     } = ui;
     let mut keys = if screen.terminal() {
-        match TurnKeys::start() {
+        match TurnKeys::start(signals.token().clone()) {
             Ok(k) => Some(k),
             Err(e) => {
                 screen.line(&format!(
@@ -171,9 +182,10 @@ pub(crate) async fn drive<T>(
                         None
                     }
                     Report::Gone => {
-                        // The terminal is gone: stop reading it, end the turn.
+                        // The terminal is gone (its window closed): stop reading it; the
+                        // session ends as hung up, SIGHUP or not.
                         keys = None;
-                        cancel.cancel();
+                        signals.hang_up();
                         None
                     }
                 };

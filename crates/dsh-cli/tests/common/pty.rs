@@ -17,6 +17,11 @@
 //! removable with [`PtySpec::env_remove`]). Set `HOME` etc. yourself (or build the spec from a
 //! prepared `std::process::Command` with [`PtySpec::from_command`]).
 //!
+//! [`Pty::hang_up`] closes the terminal as closing its window does: the harness holds the
+//! master side through descriptors of its own (one read, one written), never through
+//! portable-pty's writer, whose drop would type a newline and Ctrl-D first, so closing them
+//! all is the whole hang-up.
+//!
 //! Tips: wait for the first prompt before typing (before the program enters raw mode the line
 //! discipline echoes and buffers input). Send a lone [`key::ESC`] in its own `send` and wait
 //! for its effect before sending more, or the program may read it together with the next bytes
@@ -25,9 +30,12 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -39,6 +47,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const SCROLLBACK: usize = 2000;
 /// How much of the raw output a timeout message shows.
 const RAW_TAIL: usize = 2048;
+/// How often the reader looks whether the terminal is being closed, between reads.
+const READ_POLL_MS: i32 = 20;
 
 /// Key sequences as a terminal in its default modes sends them.
 pub mod key {
@@ -471,6 +481,10 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     cond: Condvar,
+    /// [`Pty::hang_up`] asked the reader to close its descriptor and stop.
+    closing: AtomicBool,
+    /// [`Pty::stop_reading`]: the output is left unread.
+    frozen: AtomicBool,
 }
 
 impl Shared {
@@ -479,13 +493,16 @@ impl Shared {
     }
 }
 
-type Writer = Arc<Mutex<Box<dyn Write + Send>>>;
+/// The master side, for writing; `None` once the terminal is closed.
+type Writer = Arc<Mutex<Option<File>>>;
 
 /// A program running in a pseudo-terminal.
 pub struct Pty {
     shared: Arc<Shared>,
     writer: Writer,
-    master: Box<dyn MasterPty + Send>,
+    /// `None` once the terminal is closed.
+    master: Option<Box<dyn MasterPty + Send>>,
+    reader: Option<std::thread::JoinHandle<()>>,
     killer: Box<dyn ChildKiller + Send + Sync>,
     pid: Option<u32>,
     timeout: Duration,
@@ -528,8 +545,8 @@ impl Pty {
             .unwrap_or_else(|e| panic!("spawning {:?} in a pty: {e:#}", spec.program));
         // Our copy of the slave must go, or the reader never sees end of output.
         drop(pair.slave);
-        let reader = pair.master.try_clone_reader().expect("pty reader");
-        let writer: Writer = Arc::new(Mutex::new(pair.master.take_writer().expect("pty writer")));
+        let reader = dup_master(pair.master.as_ref());
+        let writer: Writer = Arc::new(Mutex::new(Some(dup_master(pair.master.as_ref()))));
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 parser: vt100::Parser::new(nz(spec.rows), nz(spec.cols), SCROLLBACK),
@@ -539,18 +556,20 @@ impl Pty {
                 answered: Vec::new(),
             }),
             cond: Condvar::new(),
+            closing: AtomicBool::new(false),
+            frozen: AtomicBool::new(false),
         });
         let killer = child.clone_killer();
         let pid = child.process_id();
 
-        {
+        let reader = {
             let shared = Arc::clone(&shared);
             let writer = Arc::clone(&writer);
             std::thread::Builder::new()
                 .name("pty-reader".into())
                 .spawn(move || read_loop(reader, &shared, &writer))
-                .expect("spawn pty reader thread");
-        }
+                .expect("spawn pty reader thread")
+        };
         {
             let shared = Arc::clone(&shared);
             let mut child = child;
@@ -569,7 +588,8 @@ impl Pty {
         Pty {
             shared,
             writer,
-            master: pair.master,
+            master: Some(pair.master),
+            reader: Some(reader),
             killer,
             pid,
             timeout: spec.timeout,
@@ -592,9 +612,16 @@ impl Pty {
     }
 
     pub fn send_bytes(&self, bytes: &[u8]) {
-        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = w.write_all(bytes).and_then(|()| w.flush()) {
-            drop(w);
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(w) = writer.as_mut() else {
+            panic!(
+                "writing {:?} to the pty: the terminal was closed (hang_up)",
+                String::from_utf8_lossy(bytes)
+            );
+        };
+        let written = w.write_all(bytes).and_then(|()| w.flush());
+        drop(writer);
+        if let Err(e) = written {
             panic!(
                 "writing {:?} to the pty: {e}\n{}",
                 String::from_utf8_lossy(bytes),
@@ -612,6 +639,8 @@ impl Pty {
     pub fn resize(&self, rows: u16, cols: u16) {
         self.shared.lock().parser.set_size(nz(rows), nz(cols));
         self.master
+            .as_ref()
+            .expect("resizing a terminal that was closed (hang_up)")
             .resize(PtySize {
                 rows,
                 cols,
@@ -619,6 +648,26 @@ impl Pty {
                 pixel_height: 0,
             })
             .expect("resize pty");
+    }
+
+    /// Closes the terminal, as closing its window does: every descriptor of the master side
+    /// is closed, so the kernel hangs the program's terminal up (SIGHUP to its session,
+    /// end-of-file to every read of it). What the program writes afterwards is lost; the
+    /// waits still see it exit. Returns when the master side is closed.
+    pub fn hang_up(&mut self) {
+        self.shared.closing.store(true, Ordering::SeqCst);
+        drop(self.writer.lock().unwrap_or_else(|e| e.into_inner()).take());
+        if let Some(reader) = self.reader.take() {
+            reader.join().expect("the pty reader panicked");
+        }
+        drop(self.master.take());
+    }
+
+    /// Stops reading the program's output, as a terminal that does not keep up: once the
+    /// kernel's buffer is full, the program's writes to the terminal block. Terminal queries
+    /// go unanswered meanwhile.
+    pub fn stop_reading(&self) {
+        self.shared.frozen.store(true, Ordering::SeqCst);
     }
 
     /// A snapshot of the screen now.
@@ -899,11 +948,46 @@ fn answer(q: Query, screen: &vt100::Screen) -> (&'static str, Vec<u8>) {
     }
 }
 
-fn read_loop(mut reader: Box<dyn Read + Send>, shared: &Shared, writer: &Writer) {
+/// A descriptor of the master side of its own (close-on-exec, like portable-pty's).
+fn dup_master(master: &dyn MasterPty) -> File {
+    let raw = master.as_raw_fd().expect("the pty master's descriptor");
+    #[allow(unsafe_code)]
+    // SAFETY: `raw` is the master's descriptor, open for as long as `master` is borrowed.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
+    File::from(fd.try_clone_to_owned().expect("duplicating the pty master"))
+}
+
+/// Whether `file` has something to read (or an error, or end of output) within `ms`.
+fn readable(file: &File, ms: i32) -> bool {
+    let mut fds = [libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    #[allow(unsafe_code)]
+    // SAFETY: one pollfd, valid for the call.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), 1, ms) };
+    n > 0
+}
+
+fn read_loop(mut reader: File, shared: &Shared, writer: &Writer) {
     let mut buf = vec![0u8; 8192];
     // Bytes not yet given to the parser: the start of what may be a query split across reads.
     let mut pending: Vec<u8> = Vec::new();
     loop {
+        // Waits in poll, not in read, so a hang-up can close this descriptor too.
+        if shared.closing.load(Ordering::SeqCst) {
+            break;
+        }
+        if shared.frozen.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(
+                READ_POLL_MS.unsigned_abs().into(),
+            ));
+            continue;
+        }
+        if !readable(&reader, READ_POLL_MS) {
+            continue;
+        }
         let n = match reader.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
@@ -938,8 +1022,9 @@ fn read_loop(mut reader: Box<dyn Read + Send>, shared: &Shared, writer: &Writer)
             st.parser.process(&pending[start..i]);
             pending.drain(..i);
         }
-        if !replies.is_empty() {
-            let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
+        if !replies.is_empty()
+            && let Some(w) = writer.lock().unwrap_or_else(|e| e.into_inner()).as_mut()
+        {
             for r in &replies {
                 let _ = w.write_all(r);
             }
