@@ -117,7 +117,8 @@ struct Seen {
 /// `recorded` is `None` for a call that never reached gate 1: its result was decided at the
 /// `registry` gate (`unknown_tool`, `invalid_args`, a tool outside its agent's set, or a
 /// crash while declaring its accesses), or it is `cancelled_before` at `normalize` (the batch
-/// was cancelled before the call reached gate 1).
+/// was cancelled before the call reached gate 1) — and for a call gate 1 or a guard could not
+/// decide (`tool_error` at `pre_policy` or `guard`: an OS error while resolving its path).
 ///
 /// A call with no `tool_result` at all (the process died while it was in flight) is judged
 /// by what exists: `ask` if an `approval` record was written, else `allow`, with no gate and
@@ -200,7 +201,11 @@ fn judge(seen: &Seen) -> Option<Recorded> {
     };
     let before_gate1 = *gate == Gate::Registry
         || (*kind == Some(FailureKind::CancelledBefore) && *gate == Gate::Normalize);
-    if before_gate1 {
+    // Gate 1 or a guard met an OS error (`EMFILE` resolving a path, a path that changed
+    // while being resolved) and decided nothing: there is no decision to compare with.
+    let undecided =
+        *kind == Some(FailureKind::ToolError) && matches!(gate, Gate::PrePolicy | Gate::Guard);
+    if before_gate1 || undecided {
         return None;
     }
     let decision = if !ok && *kind == Some(FailureKind::Denied) {
@@ -377,6 +382,28 @@ mod tests {
             result("c", false, Some("cancelled_before"), "normalize", None),
         ]);
         assert_eq!(d, [None, None, None]);
+    }
+
+    #[test]
+    fn calls_gate_1_or_a_guard_could_not_decide_have_no_recorded_decision() {
+        let d = decisions(&[
+            call("a", "write_file"),
+            result(
+                "a",
+                false,
+                Some("tool_error"),
+                "pre_policy",
+                Some("confinement"),
+            ),
+            call("b", "read_file"),
+            result("b", false, Some("tool_error"), "guard", Some("confinement")),
+            call("c", "read_file"),
+            result("c", false, Some("tool_error"), "execute", None),
+        ]);
+        assert_eq!(
+            d,
+            [None, None, Some((Decision::Allow, Some(Gate::Execute)))]
+        );
     }
 
     #[test]

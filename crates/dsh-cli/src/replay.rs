@@ -22,7 +22,8 @@ then {\"summary\":{\"calls\":N,\"changed\":K}}.
 
 The recorded decision is deny when the call's result was denied (at gate 1 or by a guard), \
 else ask when an approval record exists for it, else allow. A call that never reached gate 1 \
-(unknown tool, invalid arguments) has no recorded decision and never counts as changed.
+(unknown tool, invalid arguments), or that gate 1 or a guard could not decide (an OS error \
+while resolving its path), has no recorded decision and never counts as changed.
 
 The workspace is --workspace DIR if given, else the recorded one if that directory exists, \
 else the current directory (with a notice). The configuration is loaded for that workspace \

@@ -519,7 +519,8 @@ pub struct Limits {
     pub max_steps: u64,
     /// Token budget per session.
     pub max_tokens: u64,
-    /// Calls executing at once.
+    /// Calls executing at once, at most
+    /// [`LIMITS_MAX_PARALLEL_BOUND`](defaults::LIMITS_MAX_PARALLEL_BOUND).
     pub max_parallel: u64,
     /// Bytes `read_file` returns at most.
     pub max_read_bytes: u64,
@@ -558,6 +559,11 @@ impl Limits {
     /// Whether 0 means "no limit" for the value at `i` (`max_tokens`): the loosest value.
     pub(crate) fn zero_is_off(i: usize) -> bool {
         Self::NAMES[i] == "max_tokens"
+    }
+
+    /// The largest value accepted at `i`, if it has a bound (`max_parallel`).
+    pub(crate) fn upper_bound(i: usize) -> Option<u64> {
+        (Self::NAMES[i] == "max_parallel").then_some(defaults::LIMITS_MAX_PARALLEL_BOUND)
     }
 
     /// How tight the value `v` at `i` is, for comparisons: larger is looser.

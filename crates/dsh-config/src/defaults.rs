@@ -8,6 +8,14 @@ pub const LIMITS_MAX_STEPS: u64 = 1_000;
 pub const LIMITS_MAX_TOKENS: u64 = 0;
 /// `[limits] max_parallel`: calls executing at once.
 pub const LIMITS_MAX_PARALLEL: u64 = 8;
+/// The largest `[limits] max_parallel` accepted; a larger value is a config error. Every call
+/// running at once holds descriptors (a path being resolved, a search's directory handles and
+/// open files, a command's pipes — up to ten or so), so 64 of them stay well inside the usual
+/// soft limit of 1,024 open files (the unbounded value ran a process at `ulimit -n
+/// 256` out of descriptors); past a few dozen, parallel file tools on a machine's cores and
+/// disk gain nothing, and 64 parallel sub-agents is already more than any provider's rate
+/// limit lets progress.
+pub const LIMITS_MAX_PARALLEL_BOUND: u64 = 64;
 /// `[limits] max_read_bytes`: bytes `read_file` returns at most.
 pub const LIMITS_MAX_READ_BYTES: u64 = 262_144;
 /// `[limits] max_results`: results `grep`/`find_files` return at most.

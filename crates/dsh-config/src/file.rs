@@ -504,6 +504,16 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
                 if !Limits::zero_is_off(i) {
                     positive(v).map_err(|e| src.invalid(&at, e))?;
                 }
+                if let Some(bound) = Limits::upper_bound(i)
+                    && v > bound
+                {
+                    return Err(src.invalid(
+                        &at,
+                        format!(
+                            "{v} is more than {bound}, the most calls dsh runs at once (each running call holds open files); set {bound} or less"
+                        ),
+                    ));
+                }
                 part.note_line(&format!("limits.{name}"), src.line(&at));
                 part.limits[i] = Some(v);
             }

@@ -30,7 +30,9 @@ pub struct CheckVote {
 
 /// What gates 1 and 3 would decide for a call, without running it or asking anyone (DESIGN
 /// §4). `allow` ⇔ a batch without an approver runs it; `ask` ⇔ such a batch answers
-/// `unavailable`; `deny` ⇔ the batch refuses it whatever the approver says.
+/// `unavailable`; `deny` ⇔ the batch refuses it whatever the approver says — as `denied`, or
+/// as `tool_error` when a listener or guard could not decide for an OS error on the way
+/// ([`crate::Vote::failed`]; the reason names the error).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CheckReport {
     pub tool: String,

@@ -212,7 +212,7 @@ struct Gate1 {
 
 /// Where gate 1 sends a call; each carries gate 1's `decided_by`.
 enum Gate1Step {
-    /// Refused (a crashed policy's denial is `crashed`).
+    /// Refused (a crashed policy's denial is `crashed`, a failed one's `tool_error`).
     Deny(Candidate),
     /// To gate 2.
     Ask(DecidedBy),
@@ -525,13 +525,11 @@ impl Pipeline {
         let decided = gate1_decided_by(&votes, decider, call.name(), cx.spec.read_only);
         let step = match verdict {
             Verdict::Deny => {
-                let kind = if decider.is_some_and(|i| votes[i].1.crashed) {
-                    FailureKind::Crashed
-                } else {
-                    FailureKind::Denied
-                };
+                let kind = decider.map_or(FailureKind::Denied, |i| votes[i].1.refusal);
                 let mut c = Candidate::failure(call.id(), call.name(), kind, decided);
-                c.content = format!("denied: {}", c.decided_by.reason);
+                if kind != FailureKind::ToolError {
+                    c.content = format!("denied: {}", c.decided_by.reason);
+                }
                 Gate1Step::Deny(c)
             }
             Verdict::Ask => Gate1Step::Ask(decided),
@@ -540,12 +538,19 @@ impl Pipeline {
         Gate1 { votes, step }
     }
 
-    /// Gate 3: the first denial, or `None`. A panicking guard refuses.
+    /// Gate 3: the first denial, or `None`. A panicking guard refuses. A guard that could
+    /// not decide ([`crate::Denial::failed`]) refuses too, but a later guard's real denial is
+    /// named before it, as in gate 1.
     fn guards(&self, call: &ToolCall, cx: &PolicyContext<'_>) -> Option<Candidate> {
+        let mut failed = None;
         for g in &self.guards {
             let verdict = std::panic::catch_unwind(AssertUnwindSafe(|| g.check(call, cx)));
             let (kind, reason) = match verdict {
                 Ok(None) => continue,
+                Ok(Some(d)) if d.is_failure() => {
+                    failed.get_or_insert((g.name().to_owned(), d.reason));
+                    continue;
+                }
                 Ok(Some(d)) => (FailureKind::Denied, d.reason),
                 Err(p) => (
                     FailureKind::Crashed,
@@ -563,7 +568,14 @@ impl Pipeline {
                 DecidedBy::new(Gate::Guard, Some(g.name()), reason),
             ));
         }
-        None
+        failed.map(|(name, reason)| {
+            Candidate::failure(
+                call.id(),
+                call.name(),
+                FailureKind::ToolError,
+                DecidedBy::new(Gate::Guard, Some(&name), reason),
+            )
+        })
     }
 
     /// Starting a call in a batch: `tool_call` (SPEC P1), gates 1–3 ([`Pipeline::admit`]),

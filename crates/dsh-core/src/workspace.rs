@@ -12,6 +12,17 @@
 //!    real path (Linux: `/proc/self/fd`), its type and its link count — so a path swapped for
 //!    a symlink between check and use, or a hard link to a file outside, is refused.
 //!
+//! Judgements and failures. Most refusals are judgements about the path (outside, dangling,
+//! hard-linked, the wrong kind of file) and a policy denies on them. Two are not: an OS error
+//! on the way ([`PathError::Io`]: `EMFILE`, a directory that cannot be opened) and a path that
+//! changed while it was being resolved ([`PathError::Changed`]: a name was a symlink when
+//! looked up and is something else when read, a directory is a file a moment later). Both say
+//! nothing about where the path leads, so [`PathError::is_failure`] sets them apart: the call
+//! must not run unjudged, but its result is a `tool_error` naming the error, never a denial
+//! (DESIGN §4). A race is told from a real escape by what each step saw: a walk that
+//! completes is judged on where it ends, however the tree changed under it; only a step whose
+//! two looks at one name disagree is [`PathError::Changed`].
+//!
 //! Cost. A path longer than the platform's [`PATH_MAX`] names no file any system call would
 //! accept, so it is refused ([`PathError::TooLong`]) before any file-system call; the
 //! pipeline refuses such a declared path as `invalid_args` before gate 1, with the same
@@ -76,12 +87,29 @@ pub enum PathError {
         quote_capped(given)
     )]
     HardLinked { given: String, links: u64 },
+    /// An OS error on the way (`EMFILE`, a directory that cannot be opened): not a
+    /// judgement about the path ([`PathError::is_failure`]).
     #[error("{}: {source}", quote_capped(given))]
     Io {
         given: String,
         #[source]
         source: io::Error,
     },
+    /// A name on the way was one thing when looked up and another when read or opened (a
+    /// symlink swapped for a directory, a directory for a file): not a judgement about the
+    /// path ([`PathError::is_failure`]).
+    #[error("{} changed while being resolved; try again", quote_capped(given))]
+    Changed { given: String },
+}
+
+impl PathError {
+    /// Whether resolution *failed* rather than judged: an OS error on the way
+    /// ([`PathError::Io`]) or a path that changed under it ([`PathError::Changed`]). Nothing
+    /// is known about where such a path leads, so a caller must not touch it — but the
+    /// result is a `tool_error` naming the error, never a denial (DESIGN §4).
+    pub fn is_failure(&self) -> bool {
+        matches!(self, PathError::Io { .. } | PathError::Changed { .. })
+    }
 }
 
 /// Refuses a path longer than [`PATH_MAX`] bytes ([`PathError::TooLong`]), touching nothing.
@@ -107,6 +135,35 @@ pub struct ResolvedPath {
     pub abs: PathBuf,
     /// `abs` relative to the root (empty for the root itself).
     pub rel: PathBuf,
+    /// Whether the walk stopped at a name that is not a directory with names still below it
+    /// (`file.txt/x`): such a path cannot exist, so `ENOTDIR` on it later is no race.
+    below_file: bool,
+}
+
+impl ResolvedPath {
+    /// What an OS error met while using this path (an `lstat`, an `open`) means, given what
+    /// the resolution saw. `abs` has no symlink in it and every directory on it was entered,
+    /// so a symlink met now (`ELOOP` under `O_NOFOLLOW`) or a directory that is no longer one
+    /// (`ENOTDIR`, unless the walk already stopped below a file) means the path changed since
+    /// it was resolved ([`PathError::Changed`]); `ENOENT` is [`PathError::NotFound`]; anything
+    /// else is an OS error on the way ([`PathError::Io`]).
+    pub fn error(&self, e: io::Error) -> PathError {
+        let given = self.given.clone();
+        match e.raw_os_error() {
+            _ if e.kind() == io::ErrorKind::NotFound => PathError::NotFound { given },
+            Some(libc_errno::ENOTDIR) if self.below_file => PathError::NotFound { given },
+            Some(libc_errno::ELOOP | libc_errno::ENOTDIR) => PathError::Changed { given },
+            _ => PathError::Io { given, source: e },
+        }
+    }
+
+    /// [`PathError::Changed`] for this path: what `lstat` shows at `abs` is a symlink, which
+    /// the resolution followed away.
+    pub fn changed(&self) -> PathError {
+        PathError::Changed {
+            given: self.given.clone(),
+        }
+    }
 }
 
 /// The root a session is confined to. Cheap to share behind an `Arc`.
@@ -156,8 +213,11 @@ impl Workspace {
         let Ok(below) = lexical.strip_prefix(&self.root) else {
             return Err(outside(Some(lexical)));
         };
-        let abs = walk(&self.root, below).map_err(|e| match e {
+        let (abs, below_file) = walk(&self.root, below).map_err(|e| match e {
             Walk::Unresolvable => PathError::Unresolvable {
+                given: given.to_owned(),
+            },
+            Walk::Changed => PathError::Changed {
                 given: given.to_owned(),
             },
             Walk::Io(source) => PathError::Io {
@@ -176,6 +236,7 @@ impl Workspace {
             given: given.to_owned(),
             abs,
             rel,
+            below_file,
         })
     }
 
@@ -190,19 +251,9 @@ impl Workspace {
             // Never follow a symlink swapped in after `resolve`; never block on a FIFO.
             options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
         }
-        let file = options.open(&resolved.abs).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => PathError::NotFound {
-                given: given.to_owned(),
-            },
-            _ if e.raw_os_error() == Some(40) => PathError::Outside {
-                given: given.to_owned(),
-                resolved: None,
-            },
-            _ => PathError::Io {
-                given: given.to_owned(),
-                source: e,
-            },
-        })?;
+        // A symlink met now (`ELOOP`) was swapped in after `resolve`: the path changed. Where
+        // it leads is judged by resolving afresh, which the caller's retry does.
+        let file = options.open(&resolved.abs).map_err(|e| resolved.error(e))?;
         self.verify_file(&file, &resolved)?;
         Ok((file, resolved))
     }
@@ -300,6 +351,8 @@ fn lexical(root: &Path, path: &Path) -> PathBuf {
 enum Walk {
     /// A symlink on the way is dangling, or symlinks loop (more than [`MAX_SYMLINKS`]).
     Unresolvable,
+    /// A name changed between two looks at it ([`PathError::Changed`]).
+    Changed,
     Io(io::Error),
 }
 
@@ -324,7 +377,9 @@ enum Step {
 /// name after it are kept as they are, since nothing can exist below them. A symlink is
 /// followed at once: its target's steps are walked next (`..` physically, from the directory
 /// reached), and every one of them must exist — a target that does not is dangling.
-fn walk(root: &Path, below: &Path) -> Result<PathBuf, Walk> {
+///
+/// Also says whether the walk stopped at a non-directory with names still below it.
+fn walk(root: &Path, below: &Path) -> Result<(PathBuf, bool), Walk> {
     // The steps still to take, the next one last. A symlink's target goes on top, so every
     // step of a target is above every name of `below`.
     let mut steps: Vec<(Step, bool)> = below
@@ -355,7 +410,8 @@ fn walk(root: &Path, below: &Path) -> Result<PathBuf, Walk> {
                 });
             }
             // Nothing exists below a name that does not: keep it and the rest as given.
-            Err(Lookup::Missing(_)) => return Ok(at.rest(name, steps)),
+            Err(Lookup::Missing(_)) => return Ok((at.rest(name, steps), false)),
+            Err(Lookup::Changed) => return Err(Walk::Changed),
             Err(Lookup::Failed(e)) => return Err(Walk::Io(e)),
         };
         match kind {
@@ -365,13 +421,18 @@ fn walk(root: &Path, below: &Path) -> Result<PathBuf, Walk> {
                 if links > MAX_SYMLINKS {
                     return Err(Walk::Unresolvable);
                 }
-                let target = at.read_link(&name)?;
+                let target = at.read_link(&name).map_err(|e| match e.raw_os_error() {
+                    // Looked up as a symlink, gone or no longer a symlink when read.
+                    Some(libc_errno::EINVAL | libc_errno::ENOENT) => Walk::Changed,
+                    _ => Walk::Io(e),
+                })?;
                 steps.extend(target_steps(&target)?.into_iter().rev().map(|s| (s, true)));
             }
             Kind::Other => {
                 // A file (or FIFO, device, socket): nothing can be below it.
                 return match steps.last() {
-                    None | Some((_, false)) => Ok(at.rest(name, steps)),
+                    None => Ok((at.rest(name, steps), false)),
+                    Some((_, false)) => Ok((at.rest(name, steps), true)),
                     Some((_, true)) => Err(Walk::Io(io::Error::new(
                         io::ErrorKind::NotADirectory,
                         "a symlink's target goes through a file that is not a directory",
@@ -380,7 +441,7 @@ fn walk(root: &Path, below: &Path) -> Result<PathBuf, Walk> {
             }
         }
     }
-    Ok(at.path)
+    Ok((at.path, false))
 }
 
 /// The steps of a symlink's target, in order.
@@ -419,16 +480,23 @@ enum Lookup {
     /// The name exists but the walk cannot go on (a directory that cannot be opened): the
     /// resolution fails rather than guess.
     Failed(io::Error),
+    /// The two looks at the name disagree: `openat` found no directory, `fstatat` then found
+    /// one.
+    Changed,
 }
 
 /// The errno values the walk tells apart (`libc` is a Unix-only dependency).
 mod libc_errno {
     #[cfg(unix)]
-    pub(super) use libc::{ELOOP, ENOENT};
+    pub(super) use libc::{EINVAL, ELOOP, ENOENT, ENOTDIR};
     #[cfg(not(unix))]
     pub(super) const ENOENT: i32 = 2;
     #[cfg(not(unix))]
+    pub(super) const EINVAL: i32 = 22;
+    #[cfg(not(unix))]
     pub(super) const ELOOP: i32 = -1;
+    #[cfg(not(unix))]
+    pub(super) const ENOTDIR: i32 = -2;
 }
 
 /// Where a walk is: a directory, by its canonical path and (on Unix) an open handle on it,
@@ -476,6 +544,11 @@ impl Cursor {
         let st = rustix::fs::statat(&self.dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| Lookup::Missing(e.into()))?;
         match FileType::from_raw_mode(st.st_mode) {
+            // `openat` said "not a directory" (or "a symlink"), `fstatat` says directory: the
+            // name was swapped between the two calls.
+            FileType::Directory if matches!(opened, Errno::NOTDIR | Errno::LOOP) => {
+                Err(Lookup::Changed)
+            }
             FileType::Directory => Err(Lookup::Failed(opened.into())),
             FileType::Symlink => Ok(Kind::Symlink),
             _ => Ok(Kind::Other),

@@ -3,8 +3,9 @@
 //!
 //! [`Workspace`] does the resolution and the handle checks; this file decides what a refusal
 //! is called (`denied` for what could reach outside, `not_found`, `invalid_args` for the wrong
-//! kind of file, or a path longer than any system call accepts) and what the model is told to
-//! do instead. Paths are quoted capped ([`quote_capped`]). A path is checked with `lstat`
+//! kind of file, or a path longer than any system call accepts, `tool_error` for an OS error on
+//! the way or a path that changed while being resolved) and what the model is told to do
+//! instead. Paths are quoted capped ([`quote_capped`]). A path is checked with `lstat`
 //! before it is opened, so a FIFO or a device is refused without ever being opened.
 
 use std::borrow::Cow;
@@ -42,6 +43,8 @@ pub(crate) fn path_error(e: PathError, want: Want) -> ToolError {
             "the path is empty; use `.` for the workspace root",
         ),
         PathError::Nul(_) | PathError::TooLong { .. } => ToolError::new(InvalidArgs, e.to_string()),
+        // An OS error on the way, or a path that changed under the call: never a denial.
+        PathError::Io { .. } | PathError::Changed { .. } => ToolError::new(Failed, e.to_string()),
         other => ToolError::new(Failed, other.to_string()),
     }
 }
@@ -103,15 +106,16 @@ pub(crate) fn describe(meta: &Metadata) -> &'static str {
     "not a regular file"
 }
 
-/// `lstat` of a resolved path, as the model-facing failure when it does not exist.
-fn lstat(resolved: &ResolvedPath, want: Want) -> Result<Metadata, ToolError> {
-    std::fs::symlink_metadata(&resolved.abs).map_err(|e| {
-        let given = resolved.given.clone();
-        match e.kind() {
-            io::ErrorKind::NotFound => path_error(PathError::NotFound { given }, want),
-            _ => path_error(PathError::Io { given, source: e }, want),
-        }
-    })
+/// `lstat` of a resolved path, as the model-facing failure when it does not exist or changed
+/// since it was resolved ([`ResolvedPath::error`]). The resolution followed every symlink, so
+/// a symlink found here now was swapped in since: the path changed.
+pub(crate) fn lstat(resolved: &ResolvedPath, want: Want) -> Result<Metadata, ToolError> {
+    let meta = std::fs::symlink_metadata(&resolved.abs)
+        .map_err(|e| path_error(resolved.error(e), want))?;
+    if meta.file_type().is_symlink() {
+        return Err(path_error(resolved.changed(), want));
+    }
+    Ok(meta)
 }
 
 /// Resolves and opens a regular file the model named. Nothing else is opened: the type is
@@ -182,20 +186,15 @@ impl OpenDir {
     }
 }
 
-/// An open that failed after `resolve` accepted the path: the path changed under us.
+/// An open that failed after `resolve` accepted the path: gone (`not_found`), changed under
+/// us (now a symlink or not a directory: `tool_error`, "changed while being resolved"), or an
+/// OS error on the way.
 #[cfg(target_os = "linux")]
 fn swapped(resolved: &ResolvedPath, e: io::Error) -> ToolError {
-    let given = resolved.given.clone();
     match e.raw_os_error() {
-        Some(libc::ENOENT) => path_error(PathError::NotFound { given }, Want::Dir),
-        Some(libc::ELOOP | libc::ENOTDIR) => ToolError::new(
-            ToolErrorKind::Denied,
-            format!(
-                "{} changed while it was being opened (now a symlink or not a directory); it is refused",
-                quote_capped(&given)
-            ),
-        ),
-        _ => path_error(PathError::Io { given, source: e }, Want::Dir),
+        // `O_DIRECTORY` on what `lstat` just called a directory: it changed since.
+        Some(libc::ENOTDIR) => path_error(resolved.changed(), Want::Dir),
+        _ => path_error(resolved.error(e), Want::Dir),
     }
 }
 
@@ -227,6 +226,45 @@ pub(crate) enum Skipped {
     /// Reaching it now crosses a symlink or leaves the workspace (a directory was swapped
     /// for a symlink mid-walk).
     Outside,
+    /// It could not be opened for want of a resource (`EMFILE`, `ENFILE`, `ENOMEM`): not
+    /// something about the file, so a search that met it cannot claim to be complete.
+    Failed(io::ErrorKind, Option<i32>),
+}
+
+/// Whether `e` is the system running out of something (descriptors, memory) rather than
+/// something about the file: a search that meets it has not seen everything it says it has.
+pub(crate) fn out_of_resources(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS)
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        e.kind() == io::ErrorKind::OutOfMemory
+    }
+}
+
+impl Skipped {
+    /// [`Skipped::Failed`] when `e` is [`out_of_resources`], else `otherwise`.
+    fn from_io(e: &io::Error, otherwise: Skipped) -> Skipped {
+        if out_of_resources(e) {
+            Skipped::Failed(e.kind(), e.raw_os_error())
+        } else {
+            otherwise
+        }
+    }
+
+    /// The OS error a [`Skipped::Failed`] stands for.
+    pub(crate) fn error(self) -> Option<io::Error> {
+        match self {
+            Skipped::Failed(_, Some(code)) => Some(io::Error::from_raw_os_error(code)),
+            Skipped::Failed(kind, None) => Some(io::Error::from(kind)),
+            _ => None,
+        }
+    }
 }
 
 /// Opens the files a walk meets, for reading their content: never through a symlink (final
@@ -285,7 +323,9 @@ impl<'a> WalkOpener<'a> {
             use std::os::unix::fs::OpenOptionsExt;
             options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
         }
-        let file = options.open(path).map_err(|_| Skipped::NotRegular)?;
+        let file = options
+            .open(path)
+            .map_err(|e| Skipped::from_io(&e, Skipped::NotRegular))?;
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd;
@@ -334,7 +374,7 @@ fn beneath(root: &std::os::fd::OwnedFd, rel: &Path) -> Result<File, Skipped> {
     .map(File::from)
     .map_err(|e| match e {
         Errno::LOOP | Errno::XDEV => Skipped::Outside,
-        _ => Skipped::NotRegular,
+        e => Skipped::from_io(&e.into(), Skipped::NotRegular),
     })
 }
 

@@ -8,13 +8,32 @@ use crate::policy::PolicyContext;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Denial {
     pub reason: String,
+    /// Whether the guard could not decide ([`Denial::failed`]).
+    failed: bool,
 }
 
 impl Denial {
     pub fn new(reason: impl Into<String>) -> Self {
         Denial {
             reason: reason.into(),
+            failed: false,
         }
+    }
+
+    /// The guard could not decide because of an OS error on the way (`EMFILE` while
+    /// resolving a path, a path that changed while being resolved). The call is refused all
+    /// the same — a guard that cannot decide fails closed — but its result is `tool_error`
+    /// naming the error, not `denied` (DESIGN §4).
+    pub fn failed(reason: impl Into<String>) -> Self {
+        Denial {
+            reason: reason.into(),
+            failed: true,
+        }
+    }
+
+    /// Whether this is a [`Denial::failed`].
+    pub fn is_failure(&self) -> bool {
+        self.failed
     }
 }
 

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::call::ToolCall;
+use crate::result::FailureKind;
 use crate::tool::{Access, ToolSpec};
 
 /// How a vote counts. `Rule` votes come from what someone configured or checked structurally
@@ -46,9 +47,10 @@ pub struct Vote {
     pub tier: Tier,
     /// Why, in words a person and the model can act on.
     pub reason: String,
-    /// Set by the pipeline when the listener panicked: the vote is a deny and the call's
-    /// result is `crashed`.
-    pub(crate) crashed: bool,
+    /// What a `Deny` makes of the call: `denied` for a decision; `crashed` when the
+    /// pipeline caught the listener's panic; `tool_error` when the listener could not decide
+    /// because of an OS error on the way ([`Vote::failed`]).
+    pub(crate) refusal: FailureKind,
 }
 
 impl Vote {
@@ -65,18 +67,35 @@ impl Vote {
         Vote::new(Verdict::Abstain, Tier::Default, "")
     }
 
+    /// The listener could not decide: an OS error on the way (`EMFILE` while resolving a
+    /// path, a path that changed while being resolved). The call must not run unjudged, so
+    /// this counts as a `Rule` deny in [`combine_votes`] — but the call's result is
+    /// `tool_error` naming the error, not `denied` (DESIGN §4: an OS error is never a
+    /// denial), and a real denial by another listener is named before it.
+    pub fn failed(reason: impl Into<String>) -> Self {
+        Vote {
+            refusal: FailureKind::ToolError,
+            ..Vote::new(Verdict::Deny, Tier::Rule, reason)
+        }
+    }
+
+    /// Whether this is a [`Vote::failed`]: a refusal that decides nothing about the call.
+    pub fn is_failure(&self) -> bool {
+        self.refusal == FailureKind::ToolError
+    }
+
     fn new(verdict: Verdict, tier: Tier, reason: impl Into<String>) -> Self {
         Vote {
             verdict,
             tier,
             reason: reason.into(),
-            crashed: false,
+            refusal: FailureKind::Denied,
         }
     }
 
     pub(crate) fn crashed(reason: String) -> Self {
         Vote {
-            crashed: true,
+            refusal: FailureKind::Crashed,
             ..Vote::new(Verdict::Deny, Tier::Rule, reason)
         }
     }
@@ -111,7 +130,8 @@ pub trait PrePolicy: Send + Sync {
 
 /// DESIGN §3's combination, first match wins:
 ///
-/// 1. any `Deny` → deny;
+/// 1. any `Deny` → deny (a listener that decided is named before one that could not,
+///    [`Vote::failed`]);
 /// 2. any `Rule` `Ask` → ask;
 /// 3. any `Rule` `Allow` → allow (it lifts `Default` asks);
 /// 4. any `Default` `Ask` → ask;
@@ -125,6 +145,13 @@ pub fn combine_votes(votes: &[Vote], read_only: bool) -> (Verdict, Option<usize>
             .iter()
             .position(|v| v.verdict == verdict && tier.is_none_or(|t| v.tier == t))
     };
+    // A decision names the denial; a failure only when no listener decided to deny.
+    if let Some(i) = votes
+        .iter()
+        .position(|v| v.verdict == Verdict::Deny && !v.is_failure())
+    {
+        return (Verdict::Deny, Some(i));
+    }
     let rows = [
         (Verdict::Deny, None),
         (Verdict::Ask, Some(Tier::Rule)),
@@ -183,6 +210,27 @@ mod tests {
     fn default_allow_applies_when_alone() {
         let v = [Vote::abstain(), Vote::allow(Tier::Default, "a")];
         assert_eq!(combine(&v), (Verdict::Allow, Some(1)));
+    }
+
+    #[test]
+    fn a_decided_deny_is_named_before_a_failed_one() {
+        let v = [
+            Vote::failed("`x`: Too many open files (os error 24)"),
+            Vote::allow(Tier::Rule, "a"),
+            Vote::deny(Tier::Default, "d"),
+        ];
+        assert_eq!(combine(&v), (Verdict::Deny, Some(2)));
+    }
+
+    #[test]
+    fn a_failed_vote_refuses_over_any_allow_or_ask() {
+        let v = [
+            Vote::allow(Tier::Rule, "a"),
+            Vote::ask(Tier::Rule, "q"),
+            Vote::failed("`x` changed while being resolved; try again"),
+        ];
+        assert_eq!(combine(&v), (Verdict::Deny, Some(2)));
+        assert!(v[2].is_failure() && !v[0].is_failure());
     }
 
     #[test]

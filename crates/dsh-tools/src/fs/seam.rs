@@ -337,7 +337,14 @@ impl<'a> ParentDir<'a> {
                 OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
                 Mode::empty(),
             )
-            .map_err(|e| io_failed(given, "open the directory of", e.into()))?;
+            .map_err(|e| match e {
+                // The directory was there a moment ago (resolved, or just created) and is now
+                // a symlink or not a directory: the path changed under the call.
+                rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => {
+                    crate::confine::path_error(resolved.changed(), crate::confine::Want::File)
+                }
+                e => io_failed(given, "open the directory of", e.into()),
+            })?;
             #[cfg(target_os = "linux")]
             {
                 use std::os::fd::AsRawFd;

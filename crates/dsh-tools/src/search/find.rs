@@ -18,7 +18,7 @@ use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{PathGlob, TopK, lock, walker};
+use super::{PathGlob, Shortfall, TopK, lock, walker};
 use crate::confine::{LOSSY_NOTE, display, resolve_dir};
 use crate::{Limits, blocking, cancelled, parse_args, path_access};
 
@@ -114,6 +114,7 @@ impl FindFiles {
             top: TopK::new(self.max_results),
             total: 0,
         });
+        let shortfall = Shortfall::default();
         let mut builder = VisitorBuilder {
             root: self.ws.root(),
             dir: &resolved.abs,
@@ -121,11 +122,13 @@ impl FindFiles {
             cancel,
             cap: self.max_results,
             shared: &shared,
+            shortfall: &shortfall,
         };
         walker(&self.ws, &resolved.abs, 0).visit(&mut builder);
         if cancel.is_cancelled() {
             return Err(cancelled());
         }
+        shortfall.check("find_files", given)?;
         let found = shared.into_inner().unwrap_or_else(|p| p.into_inner());
 
         let total = found.total;
@@ -180,6 +183,7 @@ struct VisitorBuilder<'a> {
     cancel: &'a CancellationToken,
     cap: usize,
     shared: &'a Mutex<Found>,
+    shortfall: &'a Shortfall,
 }
 
 impl<'s> ParallelVisitorBuilder<'s> for VisitorBuilder<'s> {
@@ -194,6 +198,7 @@ impl<'s> ParallelVisitorBuilder<'s> for VisitorBuilder<'s> {
                 total: 0,
             },
             shared: self.shared,
+            shortfall: self.shortfall,
         })
     }
 }
@@ -205,6 +210,7 @@ struct Visitor<'a> {
     cancel: &'a CancellationToken,
     local: Found,
     shared: &'a Mutex<Found>,
+    shortfall: &'a Shortfall,
 }
 
 impl ParallelVisitor for Visitor<'_> {
@@ -212,8 +218,12 @@ impl ParallelVisitor for Visitor<'_> {
         if self.cancel.is_cancelled() {
             return WalkState::Quit;
         }
-        let Ok(entry) = entry else {
-            return WalkState::Continue;
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                self.shortfall.note_walk(&e);
+                return WalkState::Continue;
+            }
         };
         let Some(kind) = entry.file_type() else {
             return WalkState::Continue;

@@ -29,9 +29,9 @@ use ignore::{ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{PathGlob, TopK, lock, walker};
+use super::{PathGlob, Shortfall, TopK, lock, walker};
 use crate::confine::{Skipped, WalkOpener, describe, display, open_file};
-use crate::confine::{Want, path_error};
+use crate::confine::{Want, lstat, path_error};
 use crate::{Limits, blocking, cancelled, parse_args, path_access};
 
 /// Characters of a matching line shown; longer lines are cut with a marker.
@@ -290,14 +290,7 @@ impl Grep {
             .ws
             .resolve(given)
             .map_err(|e| path_error(e, Want::Dir))?;
-        let meta = std::fs::symlink_metadata(&resolved.abs).map_err(|_| {
-            path_error(
-                dsh_core::PathError::NotFound {
-                    given: given.to_owned(),
-                },
-                Want::Dir,
-            )
-        })?;
+        let meta = lstat(&resolved, Want::Dir)?;
 
         let cap = self.max_results;
         let mut found = Found::new(cap);
@@ -310,6 +303,7 @@ impl Grep {
             }
         } else if meta.is_dir() {
             let shared = Mutex::new(Found::new(cap));
+            let shortfall = Shortfall::default();
             let opener = WalkOpener::new(&self.ws);
             let mut builder = VisitorBuilder {
                 ws: &self.ws,
@@ -320,11 +314,13 @@ impl Grep {
                 cancel,
                 cap,
                 shared: &shared,
+                shortfall: &shortfall,
             };
             walker(&self.ws, &resolved.abs, 0).visit(&mut builder);
             if cancel.is_cancelled() {
                 return Err(cancelled());
             }
+            shortfall.check("grep", given)?;
             found = shared.into_inner().unwrap_or_else(|p| p.into_inner());
         } else {
             return Err(ToolError::new(
@@ -399,6 +395,7 @@ struct VisitorBuilder<'a> {
     cancel: &'a CancellationToken,
     cap: usize,
     shared: &'a Mutex<Found>,
+    shortfall: &'a Shortfall,
 }
 
 impl<'s> ParallelVisitorBuilder<'s> for VisitorBuilder<'s> {
@@ -414,6 +411,7 @@ impl<'s> ParallelVisitorBuilder<'s> for VisitorBuilder<'s> {
             cap: self.cap,
             local: Found::new(self.cap),
             shared: self.shared,
+            shortfall: self.shortfall,
         })
     }
 }
@@ -430,6 +428,7 @@ struct Visitor<'a> {
     cap: usize,
     local: Found,
     shared: &'a Mutex<Found>,
+    shortfall: &'a Shortfall,
 }
 
 impl ParallelVisitor for Visitor<'_> {
@@ -437,8 +436,12 @@ impl ParallelVisitor for Visitor<'_> {
         if self.cancel.is_cancelled() {
             return WalkState::Quit;
         }
-        let Ok(entry) = entry else {
-            return WalkState::Continue;
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                self.shortfall.note_walk(&e);
+                return WalkState::Continue;
+            }
         };
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             return WalkState::Continue;
@@ -464,6 +467,7 @@ impl ParallelVisitor for Visitor<'_> {
             }
             Err(Skipped::HardLinked) => self.local.hard_linked += 1,
             Err(Skipped::NotRegular | Skipped::Outside) => {}
+            Err(failed @ Skipped::Failed(..)) => self.shortfall.note(failed),
         }
         WalkState::Continue
     }

@@ -27,6 +27,7 @@ use dsh_core::{ToolError, ToolErrorKind, Workspace};
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::{DirEntry, WalkBuilder, WalkParallel};
 
+use crate::confine::{Skipped, out_of_resources};
 use rules::IgnoreRules;
 
 /// Directories skipped by name wherever they are: build output, vendored dependencies and
@@ -153,6 +154,40 @@ impl<T: Ord> TopK<T> {
 
     pub(crate) fn into_sorted_vec(self) -> Vec<T> {
         self.heap.into_sorted_vec()
+    }
+}
+
+/// The first resource failure a walk met (`EMFILE` opening a file or reading a directory),
+/// shared by its threads: a search that meets one has not seen everything, so it fails as a
+/// `tool_error` naming the error ([`Shortfall::check`]) rather than report partial results
+/// as complete.
+#[derive(Debug, Default)]
+pub(crate) struct Shortfall(std::sync::Mutex<Option<Skipped>>);
+
+impl Shortfall {
+    /// Notes `skipped` if it is a resource failure.
+    pub(crate) fn note(&self, skipped: Skipped) {
+        if matches!(skipped, Skipped::Failed(..)) {
+            lock(&self.0).get_or_insert(skipped);
+        }
+    }
+
+    /// Notes a walk error (a directory that could not be read) if it is a resource failure.
+    pub(crate) fn note_walk(&self, e: &ignore::Error) {
+        if let Some(io) = e.io_error().filter(|io| out_of_resources(io)) {
+            self.note(Skipped::Failed(io.kind(), io.raw_os_error()));
+        }
+    }
+
+    /// Fails the search of `given` if the walk met a resource failure.
+    pub(crate) fn check(self, tool: &str, given: &str) -> Result<(), ToolError> {
+        let failed = self.0.into_inner().unwrap_or_else(|p| p.into_inner());
+        match failed.and_then(Skipped::error) {
+            None => Ok(()),
+            Some(e) => Err(ToolError::failed(format!(
+                "{tool} in `{given}` could not open everything it met ({e}), so its results would be incomplete and none are given; try again, with fewer calls at once"
+            ))),
+        }
     }
 }
 
