@@ -112,7 +112,7 @@ impl Live {
         drop(self.agent);
         let closed = self.session.finish(ending, totals);
         drop(self.session);
-        closed.map_err(|e| Failure::harness(anyhow::Error::new(e)))
+        crate::settle("the session", Ok::<(), std::convert::Infallible>(()), closed)
     }
 
     pub(crate) fn dsh_home(&self) -> Option<std::path::PathBuf> {
