@@ -48,7 +48,8 @@ fn a_ten_megabyte_path_is_invalid_args_at_once_and_no_reason_quotes_it_whole() {
     let out = dirs.batch_output(&calls, &[], &[]);
     let took = started.elapsed();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(took < Duration::from_secs(5), "the batch took {took:?}");
+    // A hang detector, not a timing: the bug took minutes; a loaded CI machine takes seconds.
+    assert!(took < Duration::from_secs(60), "the batch took {took:?}");
     eprintln!("batch of a 10 MB path: {took:?}");
 
     let results = json_lines(&out);

@@ -112,7 +112,11 @@ impl Live {
         drop(self.agent);
         let closed = self.session.finish(ending, totals);
         drop(self.session);
-        crate::settle("the session", Ok::<(), std::convert::Infallible>(()), closed)
+        crate::settle(
+            "the session",
+            Ok::<(), std::convert::Infallible>(()),
+            closed,
+        )
     }
 
     pub(crate) fn dsh_home(&self) -> Option<std::path::PathBuf> {
