@@ -315,8 +315,19 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
             Record::ContextCompacted { turns, summary, .. } => {
                 flush_attached(&mut history, &mut attached);
                 let turns = usize::try_from(*turns).unwrap_or(usize::MAX);
-                crate::context::apply_compaction(&mut history, &mut turn_starts, turns, summary);
-                compacted_turns = turns;
+                // A journal from before summaries were bounded may hold one far larger than
+                // what it replaced: held to today's bound, or left out (the turns stay whole).
+                if let Ok(summary) =
+                    crate::context::bound_summary(summary, &history, &turn_starts, turns)
+                {
+                    crate::context::apply_compaction(
+                        &mut history,
+                        &mut turn_starts,
+                        turns,
+                        &summary,
+                    );
+                    compacted_turns = turns;
+                }
             }
             _ => {}
         }
@@ -447,6 +458,43 @@ mod tests {
             .collect();
         assert_eq!(tools, ["a"]);
         assert!(r.cut_off.is_empty());
+    }
+
+    /// A journal an older dsh wrote with a 2 MB summary (issue 21): resume holds it to
+    /// today's bound instead of sending it with every later request.
+    #[test]
+    fn an_oversized_journaled_summary_is_held_to_the_bound_on_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        {
+            let j = JsonlJournal::create(&path, "s", SyncPolicy::EveryRecord).unwrap();
+            j.append(&start()).unwrap();
+            for (prompt, answer) in [("go", "x".repeat(40_000)), ("next", "ok".to_owned())] {
+                j.append(&Record::UserMessage {
+                    text: prompt.into(),
+                })
+                .unwrap();
+                j.append(&Record::AssistantMessage {
+                    step: 1,
+                    content: answer.into(),
+                    tool_calls: Vec::new(),
+                    reasoning: None,
+                })
+                .unwrap();
+            }
+            j.append(&Record::ContextCompacted {
+                replaced: Vec::new(),
+                turns: 1,
+                summary: "s".repeat(2_000_000).into(),
+                tokens_before: 10_000,
+                tokens_after: 500_000,
+            })
+            .unwrap();
+        }
+        let r = load(&path).unwrap();
+        let chars: usize = r.history.iter().map(|m| m.content.chars().count()).sum();
+        assert!(chars < 6_000, "{chars} characters of history");
+        assert_eq!(r.compacted_turns, 1);
     }
 
     #[test]
