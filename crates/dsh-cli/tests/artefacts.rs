@@ -14,29 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 
-use common::{Dirs, stderr};
+use common::{Dirs, journals, records, scripted_exec, stderr};
 use dsh_testkit::model_server::{ScriptedServer, Turn};
 use serde_json::Value;
-
-/// `dsh exec` against `url` with the isolated environment, in `dsh`'s own `--workspace`.
-fn exec(d: &Dirs, url: &str, extra: &[&str], prompt: &str) -> Command {
-    let mut args = vec![
-        "exec",
-        "--provider",
-        "openai",
-        "--base-url",
-        url,
-        "--model",
-        "scripted",
-    ];
-    args.extend_from_slice(extra);
-    args.push(prompt);
-    let mut c = d.dsh(&args);
-    c.env("OPENAI_API_KEY", "sk-test")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
-}
 
 /// `dsh ARGS…` run in `cwd`, with the isolated environment and no `--workspace`.
 fn dsh_in(d: &Dirs, cwd: &Path, args: &[&str]) -> Command {
@@ -62,23 +42,6 @@ fn model_flags(url: &str) -> [&str; 6] {
         "--model",
         "scripted",
     ]
-}
-
-fn journals(home: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(home.join("sessions"))
-        .map(|d| d.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    v.sort();
-    v
-}
-
-fn records(path: &Path) -> Vec<Value> {
-    dsh_core::journal::read_journal(path)
-        .unwrap()
-        .records
-        .into_iter()
-        .map(|e| Value::Object(e.json))
-        .collect()
 }
 
 fn id_of(path: &Path) -> String {
@@ -108,7 +71,7 @@ fn journal_file(d: &Dirs, id: &str, bytes: &[u8], old: bool) -> PathBuf {
 fn finished_session(d: &Dirs, prompt: &str) -> PathBuf {
     let before = journals(&d.home);
     let server = ScriptedServer::start(vec![Turn::text("done").into()]);
-    let out = exec(d, &server.url, &[], prompt).output().unwrap();
+    let out = scripted_exec(d, &server.url, &[], prompt).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     journals(&d.home)
         .into_iter()
@@ -210,7 +173,7 @@ fn crash_artefacts_are_named_once_by_verify_left_out_of_list_and_removed_by_prun
     // --continue skips them silently; --resume of one says it is one (exit 2).
     let before = journals(&d.home);
     let server = ScriptedServer::start(vec![Turn::text("continued").into()]);
-    let out = exec(&d, &server.url, &["--continue"], "go on")
+    let out = scripted_exec(&d, &server.url, &["--continue"], "go on")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -226,7 +189,7 @@ fn crash_artefacts_are_named_once_by_verify_left_out_of_list_and_removed_by_prun
         id_of(&complete)
     );
     let server = ScriptedServer::start(vec![Turn::text("never asked").into()]);
-    let out = exec(&d, &server.url, &["--resume", TORN], "go on")
+    let out = scripted_exec(&d, &server.url, &["--resume", TORN], "go on")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Dirs, stderr};
+use common::{Dirs, journals, scripted_exec, stderr};
 
 /// `DSH_HOME=` (say, `DSH_HOME=$TYPO`) used to send every journal to the real data
 /// directory; an empty path is an error for every verb that needs dsh's state, and so is
@@ -33,33 +33,6 @@ fn an_empty_dsh_home_or_config_home_is_a_usage_error_naming_the_variable() {
     assert!(!d.home.exists());
 }
 
-fn exec(d: &Dirs, url: &str, extra: &[&str], prompt: &str) -> std::process::Command {
-    let mut args = vec![
-        "exec",
-        "--provider",
-        "openai",
-        "--base-url",
-        url,
-        "--model",
-        "scripted",
-    ];
-    args.extend_from_slice(extra);
-    args.push(prompt);
-    let mut c = d.dsh(&args);
-    c.env("OPENAI_API_KEY", "sk-test")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    c
-}
-
-fn journals(home: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(home.join("sessions"))
-        .map(|d| d.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    v.sort();
-    v
-}
-
 fn results(path: &std::path::Path) -> Vec<serde_json::Value> {
     dsh_core::journal::read_journal(path)
         .unwrap()
@@ -82,7 +55,9 @@ fn a_resumed_session_pages_back_what_the_sessions_it_resumes_spilled() {
         Turn::tool_call("c1", "run_shell", r#"{"command":"seq 1 20000"}"#).into(),
         Turn::text("spilled").into(),
     ]);
-    let out = exec(&d, &server.url, &[], "count").output().unwrap();
+    let out = scripted_exec(&d, &server.url, &[], "count")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let first = journals(&d.home).pop().unwrap();
     let spilled = results(&first);
@@ -95,7 +70,7 @@ fn a_resumed_session_pages_back_what_the_sessions_it_resumes_spilled() {
     // Resume once with a turn that pages nothing, then again, and page from there.
     let server = ScriptedServer::start(vec![Turn::text("nothing to do").into()]);
     let id = first.file_stem().unwrap().to_string_lossy().into_owned();
-    let out = exec(&d, &server.url, &["--resume", &id], "wait")
+    let out = scripted_exec(&d, &server.url, &["--resume", &id], "wait")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -113,7 +88,7 @@ fn a_resumed_session_pages_back_what_the_sessions_it_resumes_spilled() {
         Turn::text("read it").into(),
     ]);
     let id = second.file_stem().unwrap().to_string_lossy().into_owned();
-    let out = exec(&d, &server.url, &["--resume", &id], "page it")
+    let out = scripted_exec(&d, &server.url, &["--resume", &id], "page it")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -240,7 +215,12 @@ fn a_full_disk_stops_an_exec_run_with_its_journal_closed() {
     }
     let server = ScriptedServer::start(vec![turn.into(), Turn::text("never reached").into()]);
     let keep = d.root().join("kept");
-    let out = on_a_small_disk(&d, &exec(&d, &server.url, &[], "read it"), "160k", &keep);
+    let out = on_a_small_disk(
+        &d,
+        &scripted_exec(&d, &server.url, &[], "read it"),
+        "160k",
+        &keep,
+    );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(

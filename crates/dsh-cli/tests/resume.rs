@@ -6,12 +6,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
-use common::{Dirs, stderr};
+use common::{Dirs, journals, records, scripted_exec, stderr};
 use dsh_testkit::model_server::{ScriptedServer, Turn};
-use serde_json::Value;
 
 const ALLOW_BASH: &str = "[permissions]\nallow = [\"run_shell(bash *)\"]\n";
 /// Marks that it runs, then waits far longer than any test.
@@ -27,42 +26,6 @@ fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn exec(d: &Dirs, url: &str, extra: &[&str], prompt: &str) -> std::process::Command {
-    let mut args = vec![
-        "exec",
-        "--provider",
-        "openai",
-        "--base-url",
-        url,
-        "--model",
-        "scripted",
-    ];
-    args.extend_from_slice(extra);
-    args.push(prompt);
-    let mut c = d.dsh(&args);
-    c.env("OPENAI_API_KEY", "sk-test")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
-}
-
-fn journals(home: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(home.join("sessions"))
-        .map(|d| d.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    v.sort();
-    v
-}
-
-fn records(path: &Path) -> Vec<Value> {
-    dsh_core::journal::read_journal(path)
-        .unwrap()
-        .records
-        .into_iter()
-        .map(|e| Value::Object(e.json))
-        .collect()
-}
-
 fn id_of(path: &Path) -> String {
     path.file_stem().unwrap().to_string_lossy().into_owned()
 }
@@ -74,7 +37,9 @@ fn running_session(d: &Dirs) -> (Child, PathBuf, dsh_testkit::model_server::Serv
     let server = ScriptedServer::start(vec![
         Turn::tool_call("c1", "run_shell", r#"{"command":"bash hang.sh"}"#).into(),
     ]);
-    let child = exec(d, &server.url, &[], "run the script").spawn().unwrap();
+    let child = scripted_exec(d, &server.url, &[], "run the script")
+        .spawn()
+        .unwrap();
     wait_for("the command to run", Duration::from_secs(30), || {
         d.ws.join("started").exists()
     });
@@ -101,7 +66,7 @@ fn a_session_killed_mid_tool_resumes_with_the_call_closed_as_cancelled_after() {
     );
 
     let server = ScriptedServer::start(vec![Turn::text("picked up where we left off").into()]);
-    let out: Output = exec(&d, &server.url, &["--resume", &id_of(&old)], "go on")
+    let out: Output = scripted_exec(&d, &server.url, &["--resume", &id_of(&old)], "go on")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -158,7 +123,7 @@ fn a_session_still_open_elsewhere_is_not_resumed() {
     let d = Dirs::new();
     let (mut child, old, _server) = running_session(&d);
     let server = ScriptedServer::start(vec![Turn::text("never asked").into()]);
-    let out = exec(&d, &server.url, &["--resume", &id_of(&old)], "go on")
+    let out = scripted_exec(&d, &server.url, &["--resume", &id_of(&old)], "go on")
         .output()
         .unwrap();
     kill(&mut child);
@@ -173,16 +138,18 @@ fn a_session_still_open_elsewhere_is_not_resumed() {
 fn continue_takes_the_newest_session_of_this_workspace_and_chains_resumes() {
     let d = Dirs::new();
     let first = ScriptedServer::start(vec![Turn::text("one").into()]);
-    let out = exec(&d, &first.url, &[], "first task").output().unwrap();
+    let out = scripted_exec(&d, &first.url, &[], "first task")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
     let second = ScriptedServer::start(vec![Turn::text("two").into()]);
-    let out = exec(&d, &second.url, &["--continue"], "second task")
+    let out = scripted_exec(&d, &second.url, &["--continue"], "second task")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let third = ScriptedServer::start(vec![Turn::text("three").into()]);
-    let out = exec(&d, &third.url, &["--continue"], "third task")
+    let out = scripted_exec(&d, &third.url, &["--continue"], "third task")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -205,7 +172,7 @@ fn continue_takes_the_newest_session_of_this_workspace_and_chains_resumes() {
 fn continue_with_nothing_to_continue_says_so() {
     let d = Dirs::new();
     let server = ScriptedServer::start(vec![]);
-    let out = exec(&d, &server.url, &["--continue"], "x")
+    let out = scripted_exec(&d, &server.url, &["--continue"], "x")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -220,14 +187,16 @@ fn continue_with_nothing_to_continue_says_so() {
 fn a_journal_broken_in_the_middle_is_not_resumed_and_the_record_is_named() {
     let d = Dirs::new();
     let first = ScriptedServer::start(vec![Turn::text("answer").into()]);
-    let out = exec(&d, &first.url, &[], "the task").output().unwrap();
+    let out = scripted_exec(&d, &first.url, &[], "the task")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let old = journals(&d.home).pop().unwrap();
     let text = std::fs::read_to_string(&old).unwrap();
     std::fs::write(&old, text.replacen("the task", "another task", 1)).unwrap();
 
     let server = ScriptedServer::start(vec![Turn::text("never asked").into()]);
-    let out = exec(&d, &server.url, &["--resume", &id_of(&old)], "go on")
+    let out = scripted_exec(&d, &server.url, &["--resume", &id_of(&old)], "go on")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -240,13 +209,15 @@ fn a_journal_broken_in_the_middle_is_not_resumed_and_the_record_is_named() {
 fn only_a_session_of_dsh_home_named_by_its_id_is_resumed() {
     let d = Dirs::new();
     let first = ScriptedServer::start(vec![Turn::text("answer").into()]);
-    let out = exec(&d, &first.url, &[], "the task").output().unwrap();
+    let out = scripted_exec(&d, &first.url, &[], "the task")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let old = journals(&d.home).pop().unwrap();
     let copy = d.outside.join("copy.jsonl");
     std::fs::copy(&old, &copy).unwrap();
     let server = ScriptedServer::start(vec![Turn::text("never asked").into()]);
-    let out = exec(
+    let out = scripted_exec(
         &d,
         &server.url,
         &["--resume", copy.to_str().unwrap()],

@@ -112,3 +112,43 @@ pub fn stderr(out: &Output) -> String {
 pub fn kind(r: &Value) -> &str {
     r["failure_kind"].as_str().unwrap_or("ok")
 }
+
+/// `dsh exec EXTRA… PROMPT` against the scripted OpenAI-compatible server at `url`, in
+/// `d`'s isolated environment, with stdout and stderr piped.
+pub fn scripted_exec(d: &Dirs, url: &str, extra: &[&str], prompt: &str) -> Command {
+    let mut args = vec![
+        "exec",
+        "--provider",
+        "openai",
+        "--base-url",
+        url,
+        "--model",
+        "scripted",
+    ];
+    args.extend_from_slice(extra);
+    args.push(prompt);
+    let mut c = d.dsh(&args);
+    c.env("OPENAI_API_KEY", "sk-test")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Every journal under `home/sessions`, sorted by name (so by start time).
+pub fn journals(home: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(home.join("sessions"))
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// A journal's records as JSON, in order.
+pub fn records(path: &Path) -> Vec<Value> {
+    dsh_core::journal::read_journal(path)
+        .unwrap()
+        .records
+        .into_iter()
+        .map(|e| Value::Object(e.json))
+        .collect()
+}
