@@ -47,29 +47,32 @@ pub(crate) fn spawn_sweep(
 /// Removes `tmp/<id>` for every session under `dsh_home` whose journal is unlocked; returns
 /// how many were removed. Best effort: a directory that cannot be removed stays.
 pub(crate) fn sweep_dead_sessions(dsh_home: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dsh_home.join("tmp")) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(id) = name.to_str() else {
-            continue;
-        };
-        // Only our own directories: a session id, and a real directory (not a symlink).
-        if !crate::session_id::looks_like(id) || !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let journal = dsh_home.join("sessions").join(format!("{id}.jsonl"));
-        if !is_over(&journal) {
-            continue;
-        }
+    session_entries(&dsh_home.join("tmp"), true)
+        .filter(|(id, _)| is_over(&journal_of(dsh_home, id)))
         // `remove_dir_all` does not follow symlinks inside the tree.
-        if std::fs::remove_dir_all(entry.path()).is_ok() {
-            removed += 1;
-        }
-    }
-    removed
+        .filter(|(_, path)| std::fs::remove_dir_all(path).is_ok())
+        .count()
+}
+
+/// The entries of `dir` that are ours: named by a session id, and a real directory
+/// (`dirs`) or a regular file — never a symlink. With the id.
+fn session_entries(dir: &Path, dirs: bool) -> impl Iterator<Item = (String, PathBuf)> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(move |e| {
+            e.file_type()
+                .is_ok_and(|t| if dirs { t.is_dir() } else { t.is_file() })
+        })
+        .filter_map(|e| {
+            let id = e.file_name().into_string().ok()?;
+            crate::session_id::looks_like(&id).then(|| (id, e.path()))
+        })
+}
+
+fn journal_of(dsh_home: &Path, id: &str) -> PathBuf {
+    dsh_home.join("sessions").join(format!("{id}.jsonl"))
 }
 
 /// Whether the session recording to `journal` is over: the file exists and no process holds
@@ -89,24 +92,13 @@ fn is_over(journal: &Path) -> bool {
 /// session whose journal is gone (a reserve is named for its journal, so nothing else can own
 /// it; a live journal is created before its reserve); returns how many were removed.
 pub(crate) fn sweep_dead_reserves(dsh_home: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dsh_home.join(RESERVE_DIR)) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(id) = name.to_str() else {
-            continue;
-        };
-        if !crate::session_id::looks_like(id) || !entry.file_type().is_ok_and(|t| t.is_file()) {
-            continue;
-        }
-        let journal = dsh_home.join("sessions").join(format!("{id}.jsonl"));
-        if (is_over(&journal) || !journal.exists()) && std::fs::remove_file(entry.path()).is_ok() {
-            removed += 1;
-        }
-    }
-    removed
+    session_entries(&dsh_home.join(RESERVE_DIR), false)
+        .filter(|(id, _)| {
+            let journal = journal_of(dsh_home, id);
+            is_over(&journal) || !journal.exists()
+        })
+        .filter(|(_, path)| std::fs::remove_file(path).is_ok())
+        .count()
 }
 
 /// What makes a journal file a crash artefact (module docs).

@@ -12,36 +12,18 @@
 
 mod common;
 
-use std::io::Write;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Dirs, json_lines, kind, stderr};
+use common::{Dirs, json_lines, kind, run_with_calls, stderr};
 use serde_json::{Value, json};
 
 fn reason(r: &Value) -> &str {
     r["decided_by"]["reason"].as_str().unwrap()
-}
-
-/// Runs `cmd` (a `dsh … batch -`) with `calls` on stdin.
-fn run_batch(mut cmd: Command, calls: &[Value]) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for c in calls {
-            writeln!(stdin, "{c}").unwrap();
-        }
-    }
-    child.wait_with_output().unwrap()
 }
 
 /// `dsh batch -` whose process may open at most `nofile` descriptors (`RLIMIT_NOFILE`, set
@@ -64,7 +46,7 @@ fn batch_with_nofile(dirs: &Dirs, calls: &[Value], nofile: u64) -> Output {
             }
         });
     }
-    run_batch(cmd, calls)
+    run_with_calls(cmd, calls)
 }
 
 const DIRS: usize = 20;
@@ -158,7 +140,7 @@ fn max_parallel_past_its_bound_is_a_config_error_naming_file_line_and_key() {
     let dirs = Dirs::new();
     for (value, code) in [("1000000000", 2), ("65", 2), ("64", 0)] {
         dirs.write_user_config(&format!("# limits\n[limits]\nmax_parallel = {value}\n"));
-        let out = run_batch(dirs.dsh(&["batch", "-"]), &[]);
+        let out = run_with_calls(dirs.dsh(&["batch", "-"]), &[]);
         assert_eq!(out.status.code(), Some(code), "{value}: {}", stderr(&out));
         if code == 2 {
             let err = stderr(&out);
@@ -173,7 +155,7 @@ fn max_parallel_past_its_bound_is_a_config_error_naming_file_line_and_key() {
     // The project file is bounded the same way.
     dirs.write_user_config("");
     dirs.project_config("[limits]\nmax_parallel = 100\n");
-    let out = run_batch(dirs.dsh(&["batch", "-"]), &[]);
+    let out = run_with_calls(dirs.dsh(&["batch", "-"]), &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains(".dsh/config.toml:2: limits.max_parallel: 100 is more than 64"),
@@ -285,7 +267,7 @@ fn a_symlink_swapped_during_resolution_says_the_path_changed_never_a_raw_os_erro
     let deadline = Instant::now() + Duration::from_secs(120);
     let (mut changed, mut outside, mut batches) = (0, 0, 0);
     while (changed < 3 || batches < 2) && Instant::now() < deadline {
-        let out = run_batch(dirs.dsh(&["batch", "-"]), &calls);
+        let out = run_with_calls(dirs.dsh(&["batch", "-"]), &calls);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         batches += 1;
         for (c, r) in calls.iter().zip(json_lines(&out)) {

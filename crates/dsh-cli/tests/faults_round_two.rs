@@ -146,6 +146,19 @@ fn on_a_small_disk(
     out
 }
 
+/// `dsh batch` of `n` copies of the call `line`, on a small disk (see [`on_a_small_disk`]).
+fn batch_on_a_small_disk(
+    d: &Dirs,
+    line: &str,
+    n: usize,
+    size: &str,
+    keep: &std::path::Path,
+) -> std::process::Output {
+    let calls = d.root().join("calls.jsonl");
+    std::fs::write(&calls, format!("{line}\n").repeat(n)).unwrap();
+    on_a_small_disk(d, &d.dsh(&["batch", calls.to_str().unwrap()]), size, keep)
+}
+
 fn names(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .map(|d| {
@@ -175,16 +188,9 @@ fn kinds_and_reserves(home: &std::path::Path) -> (Vec<serde_json::Value>, Vec<St
 fn a_full_disk_stops_a_batch_with_its_journal_closed() {
     let d = Dirs::new();
     std::fs::write(d.ws.join("page.txt"), "0123456789abcd\n".repeat(1000)).unwrap();
-    let calls = d.root().join("calls.jsonl");
-    let line = "{\"name\":\"read_file\",\"args\":{\"path\":\"page.txt\"}}\n";
-    std::fs::write(&calls, line.repeat(40)).unwrap();
     let keep = d.root().join("kept");
-    let out = on_a_small_disk(
-        &d,
-        &d.dsh(&["batch", calls.to_str().unwrap()]),
-        "128k",
-        &keep,
-    );
+    let line = r#"{"name":"read_file","args":{"path":"page.txt"}}"#;
+    let out = batch_on_a_small_disk(&d, line, 40, "128k", &keep);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -241,16 +247,9 @@ fn a_full_disk_stops_an_exec_run_with_its_journal_closed() {
 #[test]
 fn a_journal_that_cannot_close_says_so_and_still_verifies() {
     let d = Dirs::new();
-    let calls = d.root().join("calls.jsonl");
-    let line = "{\"name\":\"list_dir\",\"args\":{\"path\":\".\"}}\n";
-    std::fs::write(&calls, line.repeat(60)).unwrap();
     let keep = d.root().join("kept");
-    let out = on_a_small_disk(
-        &d,
-        &d.dsh(&["batch", calls.to_str().unwrap()]),
-        "12k",
-        &keep,
-    );
+    let line = r#"{"name":"list_dir","args":{"path":"."}}"#;
+    let out = batch_on_a_small_disk(&d, line, 60, "12k", &keep);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     let stopped = err.find("dsh: the batch stopped: cannot write the journal");

@@ -79,20 +79,25 @@ impl Dirs {
         for (k, v) in envs {
             cmd.env(k, v);
         }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            let mut stdin = child.stdin.take().unwrap();
-            for c in calls {
-                writeln!(stdin, "{c}").unwrap();
-            }
-        }
-        child.wait_with_output().unwrap()
+        run_with_calls(cmd, calls)
     }
+}
+
+/// Runs `cmd` (a `dsh … batch -`) with `calls` on stdin, one JSON line each.
+pub fn run_with_calls(mut cmd: Command, calls: &[Value]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for c in calls {
+            writeln!(stdin, "{c}").unwrap();
+        }
+    }
+    child.wait_with_output().unwrap()
 }
 
 /// Every stdout line, as JSON.
