@@ -366,12 +366,19 @@ impl Session {
         }
         // Commands get a private TMPDIR per session, under DSH_HOME like the spill store.
         let temp_dir = settings.dsh_home.join("tmp").join(&id);
-        registry.register_arc(Arc::new(dsh_tools::RunShell::new(
+        let run_shell = Arc::new(dsh_tools::RunShell::new(
             workspace.clone(),
             spill.clone(),
             temp_dir.clone(),
             settings.shell.clone(),
-        )))?;
+        ));
+        // The shell policy lets git's reading subcommands run free only where the command
+        // tool can run them in the read-only profile.
+        let read_only_sandbox = {
+            let tool = run_shell.clone();
+            dsh_policy::ReadOnlySandbox(Arc::new(move || tool.read_only_profile()))
+        };
+        registry.register_arc(run_shell)?;
         // Sub-agents last: a profile may name any tool registered before it.
         let names: std::collections::BTreeSet<String> =
             registry.specs().map(|s| s.name.clone()).collect();
@@ -432,7 +439,8 @@ impl Session {
         .with_file_rules(rules.iter().cloned(), &readers, protected_patterns)
         .with_temp_dir(temp_dir)
         .with_pass_env(settings.shell.pass_env.clone())
-        .with_added(added.clone());
+        .with_added(added.clone())
+        .with_read_only_sandbox(read_only_sandbox);
         let confinement = Confinement::new(workspace.clone());
         // The memory file may be written only where a person answers asks.
         let person_answers = matches!(

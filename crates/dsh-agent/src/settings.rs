@@ -348,6 +348,20 @@ mod tests {
     }
 
     #[test]
+    fn the_built_in_read_only_list_is_the_policys_and_the_configs() {
+        let config: Vec<&str> = dsh_config::defaults::SHELL_SAFE
+            .split_whitespace()
+            .collect();
+        assert_eq!(config, dsh_policy::READ_ONLY_PROGRAMS);
+        let lists = dsh_policy::ShellLists::default();
+        let confirm: Vec<&str> = dsh_config::defaults::SHELL_CONFIRM
+            .split_whitespace()
+            .collect();
+        assert_eq!(confirm, lists.confirm);
+        assert_eq!(config, lists.safe);
+    }
+
+    #[test]
     fn nothing_configured_prefers_the_first_key_then_ollama() {
         let m = ModelConfig::default();
         assert_eq!(

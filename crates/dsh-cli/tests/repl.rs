@@ -373,9 +373,9 @@ fn always_allow_writes_the_rule_to_the_user_config_and_the_next_identical_call_r
     let d = world();
     d.write_user_config("# my settings\n[limits]\nmax_steps = 40 # keep this\n");
     let server = ScriptedServer::start(vec![
-        Turn::tool_call("c1", "run_shell", r#"{"command":"git status"}"#).into(),
+        Turn::tool_call("c1", "run_shell", r#"{"command":"make build"}"#).into(),
         Reply::text("first done"),
-        Turn::tool_call("c2", "run_shell", r#"{"command":"git status"}"#).into(),
+        Turn::tool_call("c2", "run_shell", r#"{"command":"make build"}"#).into(),
         Reply::text("second done"),
     ]);
     let pty = spawn(&d, &server, &[]);
@@ -383,9 +383,9 @@ fn always_allow_writes_the_rule_to_the_user_config_and_the_next_identical_call_r
     let screen = pty.wait_for_text("[y] approve once");
     let text = screen.contents();
     assert!(text.contains("[a] always allow   "), "offered: {text}");
-    assert!(text.contains("`run_shell(git status *)`"), "{text}");
+    assert!(text.contains("`run_shell(make build *)`"), "{text}");
     assert!(
-        text.contains("    git status"),
+        text.contains("    make build"),
         "the command as it will run: {text}"
     );
     assert!(text.contains("policy change"), "{text}");
@@ -405,7 +405,7 @@ fn always_allow_writes_the_rule_to_the_user_config_and_the_next_identical_call_r
         config.contains("# my settings") && config.contains("# keep this"),
         "{config}"
     );
-    assert!(config.contains("run_shell(git status *)"), "{config}");
+    assert!(config.contains("run_shell(make build *)"), "{config}");
     assert!(!config.contains("[trust]"), "{config}");
     pty.wait_for_count(PROMPT, 2);
     let mark = pty.mark();

@@ -61,7 +61,7 @@ fn check_decides_a_table_of_lines_per_command() {
         ("ls; rm -rf ~", "deny"),
         ("ls && curl x | sh", "deny"),
         ("echo $(rm -rf /)", "deny"),
-        ("echo `id`", "deny"),
+        ("echo `nc`", "deny"),
         ("cat <(curl x)", "deny"),
         ("bash -c 'rm -rf /'", "deny"),
         ("env rm x", "deny"),
@@ -83,7 +83,8 @@ fn check_decides_a_table_of_lines_per_command() {
         ("tree -o out.txt", "ask"),
         ("date -s 2020-01-01", "deny"),
         ("python -c 'import os'", "ask"),
-        ("git status", "ask"),
+        ("git status", "allow"),
+        ("git push", "ask"),
     ];
     for (line, want) in table {
         let c = e.check(line);

@@ -809,8 +809,18 @@ mod tests {
     #[test]
     fn defaults_match_the_design() {
         let c = Config::default();
-        assert_eq!(c.shell.safe.len(), 15);
-        assert!(c.shell.safe.iter().any(|s| s == "file"));
+        // The issue's read-only list, at least.
+        for p in "sort uniq cut tr nl seq rev tac column comm paste fold basename dirname \
+                  realpath readlink which command type uname id du printf true false test [ \
+                  sleep md5sum sha256sum cksum cmp od xxd jq rg fd sed xargs git file"
+            .split_whitespace()
+        {
+            assert!(c.shell.safe.iter().any(|s| s == p), "{p} is read-only");
+        }
+        assert!(
+            !c.shell.safe.iter().any(|s| s == "awk"),
+            "awk runs programs"
+        );
         assert_eq!(c.shell.confirm[0], "python");
         assert_eq!(c.shell.timeout_s, 30);
         assert_eq!(c.limits.max_parallel, 8);

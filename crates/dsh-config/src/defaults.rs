@@ -31,11 +31,17 @@ pub const SHELL_TIMEOUT_S: u64 = 30;
 pub const SHELL_MAX_TIMEOUT_S: u64 = 600;
 /// `[shell] max_output_chars`.
 pub const SHELL_MAX_OUTPUT_CHARS: u64 = 3000;
-/// `[shell] safe`: commands that run without asking.
-pub const SHELL_SAFE: &str =
-    "ls cat head tail wc find grep tree pwd whoami date echo diff stat file";
+/// `[shell] safe`: the built-in read-only list — programs that run without asking, in the
+/// read-only sandbox, while their flags keep them reading (each one's flag table is in
+/// dsh-policy, whose `READ_ONLY_PROGRAMS` holds the same names).
+pub const SHELL_SAFE: &str = "ls cat head tail wc find grep egrep fgrep tree pwd whoami date \
+     echo diff stat file sort uniq cut tr nl seq rev tac column comm paste fold join expand \
+     unexpand fmt basename dirname realpath readlink which command type uname id groups du \
+     printf true false test [ sleep md5sum sha1sum sha224sum sha256sum sha384sum sha512sum \
+     b2sum cksum sum cmp od xxd hexdump base64 base32 strings jq rg fd fdfind sed xargs git \
+     env printenv nproc arch";
 /// `[shell] confirm`: commands that need confirmation.
-pub const SHELL_CONFIRM: &str = "python python3 pip pip3 pytest git make npm node";
+pub const SHELL_CONFIRM: &str = "python python3 pip pip3 pytest make npm node awk gawk mawk";
 
 /// `[guards] protected`: paths no tool may write, which no layer can remove.
 pub const GUARDS_PROTECTED: [&str; 2] = [".git/**", ".dsh/**"];

@@ -323,6 +323,7 @@ fn time_direct(rt: &Runtime, tool: BenchTool, iters: u64) -> Duration {
         cancel: CancellationToken::new(),
         attempt: 1,
         dispatch: None,
+        clearance: dsh_core::Clearance::Write,
     };
     rt.block_on(async {
         let start = Instant::now();

@@ -27,6 +27,7 @@ mod budget;
 mod builder;
 mod call;
 mod check;
+mod clearance;
 mod dispatch;
 pub mod journal;
 mod panic;
@@ -46,6 +47,7 @@ pub use budget::Budget;
 pub use builder::PipelineBuilder;
 pub use call::{CallSource, ToolCall};
 pub use check::{CheckReport, CheckVote, Decision};
+pub use clearance::Clearance;
 pub use dispatch::Dispatch;
 pub use pipeline::{BatchError, BatchOutcome, Observer, Pipeline, PipelineConfig};
 pub use policy::{

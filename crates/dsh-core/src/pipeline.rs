@@ -42,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::budget::Budget;
 use crate::call::ToolCall;
+use crate::clearance::Clearance;
 use crate::journal::{Journal, JournalError, Record};
 use crate::panic;
 use crate::policy::{
@@ -146,6 +147,9 @@ impl std::fmt::Debug for Pipeline {
 pub(crate) struct Admitted {
     pub(crate) entry: Arc<Entry>,
     pub(crate) allowed_by: DecidedBy,
+    /// What the call may do when it runs: read-only when gate 1 allowed it on that condition,
+    /// write when a person approved it (gate 2) or a rule allowed it outright.
+    pub(crate) clearance: Clearance,
 }
 
 /// How far [`Pipeline::admit`] goes at gate 2.
@@ -216,8 +220,8 @@ enum Gate1Step {
     Deny(Candidate),
     /// To gate 2.
     Ask(DecidedBy),
-    /// Straight to gate 3.
-    Allow(DecidedBy),
+    /// Straight to gate 3, with what the allow clears the call to do.
+    Allow(DecidedBy, Clearance),
 }
 
 /// Who decided gate 1: the deciding vote, or the tool's default when no policy voted.
@@ -345,15 +349,16 @@ impl Pipeline {
                 verdict,
             })
         };
-        let allowed_by = match g1.step {
+        let (allowed_by, clearance) = match g1.step {
             Gate1Step::Deny(refused) => return done(Admit::Refused(refused)),
-            Gate1Step::Allow(decided) => decided,
+            Gate1Step::Allow(decided, clearance) => (decided, clearance),
+            // A person's approval (or an approver standing in for one) clears writing.
             Gate1Step::Ask(decided) => match self.gate2(call, &cx, &entry, decided, mode).await? {
-                Ok(approved) => approved,
+                Ok(approved) => (approved, Clearance::Write),
                 Err(stopped) => return done(stopped),
             },
         };
-        done(self.gate3(call, &cx, entry, allowed_by))
+        done(self.gate3(call, &cx, entry, allowed_by, clearance))
     }
 
     /// Gate 2 for a call gate 1 sent to `ask`. A call a guard will refuse is never sent to a
@@ -415,10 +420,15 @@ impl Pipeline {
         cx: &PolicyContext<'_>,
         entry: Arc<Entry>,
         allowed_by: DecidedBy,
+        clearance: Clearance,
     ) -> Admit {
         match self.guards(call, cx) {
             Some(c) => Admit::Refused(c),
-            None => Admit::Admitted(Admitted { entry, allowed_by }),
+            None => Admit::Admitted(Admitted {
+                entry,
+                allowed_by,
+                clearance,
+            }),
         }
     }
 
@@ -533,7 +543,9 @@ impl Pipeline {
                 Gate1Step::Deny(c)
             }
             Verdict::Ask => Gate1Step::Ask(decided),
-            Verdict::Allow | Verdict::Abstain => Gate1Step::Allow(decided),
+            Verdict::Allow | Verdict::Abstain => {
+                Gate1Step::Allow(decided, Clearance::of_allow(&plain, cx.spec.read_only))
+            }
         };
         Gate1 { votes, step }
     }

@@ -111,12 +111,29 @@ impl DecidedBy {
     }
 }
 
-/// Whether a command ran inside the OS sandbox.
+/// The sandbox profile a command ran in (DESIGN §4 `sandbox`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxState {
+    /// The read-only profile: writes only to the session's temporary directory, reads
+    /// confined, no sockets (a call cleared [`crate::Clearance::ReadOnly`]).
+    #[serde(rename = "landlock-read-only")]
+    LandlockReadOnly,
+    /// The workspace-write profile.
     Landlock,
+    /// Not confined (or not fully: the result's content says how).
     None,
+}
+
+impl SandboxState {
+    /// The name in results (DESIGN §4).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxState::LandlockReadOnly => "landlock-read-only",
+            SandboxState::Landlock => "landlock",
+            SandboxState::None => "none",
+        }
+    }
 }
 
 /// A result before the freeze, as dispositions see it. Read-only to them: a disposition

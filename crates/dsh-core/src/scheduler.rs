@@ -198,7 +198,11 @@ impl<'a> Batch<'a> {
     /// Gate 4: executes an admitted call (wrappers ∘ tool), once the session's budget has a
     /// slot for it (DESIGN §3, "Nested calls").
     fn launch(&mut self, idx: usize, admitted: Admitted, parallel: bool) {
-        let Admitted { entry, allowed_by } = admitted;
+        let Admitted {
+            entry,
+            allowed_by,
+            clearance,
+        } = admitted;
         let call = self.calls[idx].clone();
         let permit = Arc::new(tokio::sync::Mutex::new(None));
         let nesting = Arc::new(Nesting::default());
@@ -213,6 +217,7 @@ impl<'a> Batch<'a> {
             cancel: self.token.child_token(),
             attempt: 1,
             dispatch,
+            clearance,
         };
         let tool = entry.tool.clone();
         let wrappers = self.p.wrappers.clone();

@@ -285,6 +285,9 @@ pub struct ExecContext {
     /// The handle through which this call submits calls of its own into the session
     /// (DESIGN §3, "Nested calls"); `None` outside a pipeline (a tool's own unit tests).
     pub dispatch: Option<crate::Dispatch>,
+    /// What gates 1 and 2 cleared the call to do: a tool that confines its work applies the
+    /// matching profile (a command in the read-only sandbox, DESIGN §4).
+    pub clearance: crate::Clearance,
 }
 
 impl ExecContext {

@@ -32,5 +32,7 @@ pub use memory::{MEMORY_FILE, MemoryPolicy, PROMPT_FILES, is_memory_file};
 pub use protect::{ProtectedPaths, protected_match};
 pub use python::PythonAuditGuard;
 pub use rules::{PermissionRules, Rule, RuleError, RuleKind};
-pub use shell::{NetworkVote, ShellLists, ShellPolicy, ShellRule};
+pub use shell::{
+    NetworkVote, READ_ONLY_PROGRAMS, ReadOnlySandbox, ShellLists, ShellPolicy, ShellRule,
+};
 pub use spill::Spill;

@@ -68,10 +68,10 @@ const DANGEROUS: &[(&str, Verdict)] = &[
     ("case x in x) rm y;; esac", Verdict::Deny),
     // Substitutions anywhere.
     ("echo $(rm -rf /)", Verdict::Deny),
-    ("echo `id`", Verdict::Deny),
-    ("echo \"$(id)\"", Verdict::Deny),
-    ("echo ${x:-$(id)}", Verdict::Deny),
-    ("X=$(id) ls", Verdict::Deny),
+    ("echo `nc`", Verdict::Deny),
+    ("echo \"$(nc)\"", Verdict::Deny),
+    ("echo ${x:-$(nc)}", Verdict::Deny),
+    ("X=$(nc) ls", Verdict::Deny),
     ("cat <(curl x)", Verdict::Deny),
     ("diff <(ls) >(rm x)", Verdict::Deny),
     ("ls $(echo /; rm x)", Verdict::Deny),
@@ -163,7 +163,7 @@ const DANGEROUS: &[(&str, Verdict)] = &[
     // Arithmetic on a value the line does not spell out (a file name, input, a
     // substitution) runs a `a[$(cmd)]` hidden in it; indirection and prompt expansion
     // evaluate values as code.
-    ("x='a[$(id)]'; echo $((x))", Verdict::Ask),
+    ("x='a[$(nc)]'; echo $((x))", Verdict::Ask),
     ("for x in *; do ((x)); done", Verdict::Ask),
     ("for x in *; do echo ${a[x]}; done", Verdict::Ask),
     ("y=$(cat a); echo ${x:y}", Verdict::Ask),
@@ -171,7 +171,7 @@ const DANGEROUS: &[(&str, Verdict)] = &[
     ("echo ${!x}", Verdict::Deny),
     ("echo ${x@P}", Verdict::Deny),
     ("echo ${x@E}", Verdict::Deny),
-    ("(( a[$(id)] ))", Verdict::Deny),
+    ("(( a[$(nc)] ))", Verdict::Deny),
     // Globs and braces in the command name.
     ("/???/rm x", Verdict::Deny),
     ("{rm,-rf,x}", Verdict::Deny),

@@ -123,6 +123,7 @@ fn cx(name: &str, args: &Value, tool: &dyn Tool) -> ExecContext {
         cancel: CancellationToken::new(),
         attempt: 1,
         dispatch: None,
+        clearance: dsh_core::Clearance::Write,
     }
 }
 

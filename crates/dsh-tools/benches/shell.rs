@@ -17,6 +17,9 @@
 //!
 //! Figures on the 2-core CI machine (Linux 6.18, Landlock ABI 7), medians:
 //!
+//! The `read-only` rows run the same commands cleared to read only (what the shell policy's
+//! free commands get): the read-only profile (see BENCHMARKS.md for its figures).
+//!
 //! | command | unsandboxed | sandboxed | added | ratio |
 //! |---------|-------------|-----------|-------|-------|
 //! | `true`  | 1.37 ms     | 3.05 ms   | 1.68 ms | 2.2× |
@@ -54,15 +57,33 @@ fn benches(c: &mut Criterion) {
              (cargo build -p dsh-cli --release; DSH_BIN=$PWD/target/release/dsh)"
         );
     }
-    let mut modes = vec![("unsandboxed", SandboxMode::Off, None)];
+    use dsh_core::Clearance;
+    let mut modes = vec![("unsandboxed", SandboxMode::Off, None, Clearance::Write)];
     if let Some(h) = &helper {
         // `--sandbox off` with the helper: unconfined, but supervised (nothing outlives dsh).
-        modes.push(("supervised", SandboxMode::Off, Some(h.clone())));
-        modes.push(("sandboxed", SandboxMode::Required, Some(h.clone())));
+        modes.push((
+            "supervised",
+            SandboxMode::Off,
+            Some(h.clone()),
+            Clearance::Write,
+        ));
+        modes.push((
+            "sandboxed",
+            SandboxMode::Required,
+            Some(h.clone()),
+            Clearance::Write,
+        ));
+        // A call the policy let run free: the read-only profile.
+        modes.push((
+            "read-only",
+            SandboxMode::Required,
+            Some(h.clone()),
+            Clearance::ReadOnly,
+        ));
     }
 
     let mut group = c.benchmark_group("run_shell_spawn");
-    for (label, mode, helper) in modes {
+    for (label, mode, helper, clearance) in modes {
         let tool = RunShell::new(
             workspace.clone(),
             spill.clone(),
@@ -81,6 +102,7 @@ fn benches(c: &mut Criterion) {
                 cancel: CancellationToken::new(),
                 attempt: 1,
                 dispatch: None,
+                clearance,
             };
             group.bench_function(format!("{label}/{command}"), |b| {
                 b.iter(|| {

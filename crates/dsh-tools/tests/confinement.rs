@@ -195,6 +195,7 @@ async fn a_path_longer_than_path_max_is_invalid_args_for_every_tool_quoted_cappe
         cancel: dsh_core::CancellationToken::new(),
         attempt: 1,
         dispatch: None,
+        clearance: dsh_core::Clearance::Write,
     };
     let err = dsh_core::Tool::run(&tool, &json!({"path": long}), &cx)
         .await

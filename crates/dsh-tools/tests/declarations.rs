@@ -163,6 +163,7 @@ async fn a_cancelled_call_stops_and_says_so() {
             cancel: cancel.clone(),
             attempt: 1,
             dispatch: None,
+            clearance: dsh_core::Clearance::Write,
         };
         let err = tool.run(&args, &cx).await.unwrap_err();
         assert!(

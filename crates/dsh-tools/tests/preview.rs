@@ -44,6 +44,7 @@ async fn run(tool: &dyn Tool, args: Value) -> Result<ToolOutput, ToolError> {
         cancel: CancellationToken::new(),
         attempt: 1,
         dispatch: None,
+        clearance: dsh_core::Clearance::Write,
     };
     tool.run(&args, &cx).await
 }

@@ -65,6 +65,7 @@ fn cx(tool: &RunShell, id: &str, args: &Value, cancel: CancellationToken) -> Exe
         cancel,
         attempt: 1,
         dispatch: None,
+        clearance: dsh_core::Clearance::Write,
     }
 }
 

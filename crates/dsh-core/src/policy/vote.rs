@@ -51,6 +51,9 @@ pub struct Vote {
     /// pipeline caught the listener's panic; `tool_error` when the listener could not decide
     /// because of an OS error on the way ([`Vote::failed`]).
     pub(crate) refusal: FailureKind,
+    /// An `Allow` that holds only if the call runs in the read-only profile
+    /// ([`crate::Clearance::ReadOnly`]); see [`Vote::reading_only`].
+    pub(crate) reading_only: bool,
 }
 
 impl Vote {
@@ -79,6 +82,20 @@ impl Vote {
         }
     }
 
+    /// Makes an `Allow` hold only on the condition that the call runs in the read-only
+    /// profile: the policy allows it because it knows the call only reads (the shell
+    /// policy's free commands). The call is then cleared [`crate::Clearance::ReadOnly`].
+    #[must_use]
+    pub fn reading_only(mut self) -> Self {
+        self.reading_only = true;
+        self
+    }
+
+    /// Whether this allow holds only in the read-only profile.
+    pub fn is_reading_only(&self) -> bool {
+        self.reading_only
+    }
+
     /// Whether this is a [`Vote::failed`]: a refusal that decides nothing about the call.
     pub fn is_failure(&self) -> bool {
         self.refusal == FailureKind::ToolError
@@ -90,6 +107,7 @@ impl Vote {
             tier,
             reason: reason.into(),
             refusal: FailureKind::Denied,
+            reading_only: false,
         }
     }
 

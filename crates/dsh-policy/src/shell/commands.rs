@@ -1,73 +1,11 @@
-//! The free commands' flag tables, the destructive modes and output files of listed
-//! programs, the shells that are not bash, and the wrappers that run another command.
+//! `find`'s grammar, the destructive modes and output files of listed programs, the shells
+//! that are not bash, and the wrappers that run another command. The free commands' flag
+//! tables are in `readers.rs`.
 
 use dsh_core::quote_capped;
 
 use super::places::Write;
 use super::words::Word;
-
-/// What a free (safe-list) command may be given and keep its free pass.
-pub(crate) struct FlagTable {
-    /// Arguments are plain data (`echo`): never paths, may be computed at run time.
-    pub data_args: bool,
-    /// Short flags that make the command write or change something.
-    pub not_free_short: &'static str,
-    /// Long flags (without `=value`) that do.
-    pub not_free_long: &'static [&'static str],
-    /// Short flags that take a value (attached or as the next word); an attached value is
-    /// checked as a path.
-    pub value_short: &'static str,
-    /// Why the `not_free` flags lose the pass.
-    pub why: &'static str,
-}
-
-pub(crate) const PLAIN: FlagTable = FlagTable {
-    data_args: false,
-    not_free_short: "",
-    not_free_long: &[],
-    value_short: "",
-    why: "",
-};
-
-/// The flag table of a free command, `None` for the ones with their own handling (`find`)
-/// or a safe-list entry dsh has no table for (checked generically: flags pass, paths must be
-/// inside the workspace).
-pub(crate) fn table(name: &str) -> Option<FlagTable> {
-    Some(match name {
-        "echo" => FlagTable {
-            data_args: true,
-            ..PLAIN
-        },
-        "ls" | "cat" | "head" | "tail" | "wc" | "pwd" | "whoami" | "diff" | "stat" => PLAIN,
-        "grep" => FlagTable {
-            value_short: "efmABCDd",
-            ..PLAIN
-        },
-        "tree" => FlagTable {
-            // `-R` reruns tree in each directory with `-o 00Tree.html`.
-            not_free_short: "oR",
-            not_free_long: &["--output"],
-            value_short: "LPIo",
-            why: "writes its output to a file",
-            ..PLAIN
-        },
-        "date" => FlagTable {
-            not_free_short: "s",
-            not_free_long: &["--set"],
-            value_short: "dfrI",
-            why: "sets the system clock",
-            ..PLAIN
-        },
-        "file" => FlagTable {
-            not_free_short: "C",
-            not_free_long: &["--compile"],
-            value_short: "mfFeP",
-            why: "compiles a magic file, writing it",
-            ..PLAIN
-        },
-        _ => return None,
-    })
-}
 
 /// `find` primaries that write or delete (and lose the free pass).
 pub(crate) const FIND_WRITES: &[&str] = &["-delete", "-fprint", "-fprint0", "-fprintf", "-fls"];
@@ -268,6 +206,8 @@ pub(crate) fn unwrap(words: &[Word]) -> Wrapped<'_> {
             }
             payload(args, i, None)
         }
+        // `command -v NAME` / `-V` only looks NAME up: judged by name (a free data command).
+        "command" if matches!(lit(0), Some("-v" | "-V")) => Wrapped::No,
         "nohup" | "time" | "command" | "exec" | "setsid" | "stdbuf" | "ionice" => {
             let mut i = 0;
             while let Some(a) = lit(i) {

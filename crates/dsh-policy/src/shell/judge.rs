@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use dsh_core::{quote_capped, quote_capped_path};
 
 use super::commands::{self, Wrapped};
+use super::free::NotFree;
 use super::parse::{self, Parsed};
 use super::places::{Place, from, lexical};
 use super::words::{Word, short};
@@ -33,6 +34,7 @@ fn structural(verdict: Verdict, reason: String) -> Judgement {
         verdict,
         by_rule: true,
         firm: false,
+        reads_only: false,
         reason,
     }
 }
@@ -43,6 +45,7 @@ pub(crate) fn firm(verdict: Verdict, reason: String) -> Judgement {
         verdict,
         by_rule: true,
         firm: true,
+        reads_only: false,
         reason,
     }
 }
@@ -290,10 +293,14 @@ impl ShellPolicy {
                     Verdict::Ask => "asks",
                     Verdict::Deny => "denied",
                 };
+                // An allow rule on a command the lists know only reads keeps it in the
+                // read-only sandbox; on anything else it clears writing.
+                let reads_only = !defaults.is_empty() && defaults.iter().all(|j| j.reads_only);
                 out.push(Judgement {
                     verdict,
                     by_rule: true,
                     firm: false,
+                    reads_only,
                     reason: format!(
                         "{text} {did} by rule `{}` from {}",
                         rule.text(),
@@ -329,6 +336,7 @@ impl ShellPolicy {
                     verdict: Verdict::Allow,
                     by_rule: false,
                     firm: false,
+                    reads_only: false,
                     reason: format!(
                         "{tag}{text}{}: {note}",
                         from(dir),
@@ -407,12 +415,22 @@ impl ShellPolicy {
                     ..at
                 };
                 self.judge_command(payload, &inner_env, inner, out);
-                if let Some(note) = ask_note {
+                // A payload that only reads runs free in the read-only sandbox whatever
+                // arguments the input adds: there they can neither write nor leak.
+                let free = out[start..]
+                    .iter()
+                    .all(|j| j.verdict == Verdict::Allow && j.reads_only);
+                let note = match ask_note {
+                    Some(_) if free && self.read_only_sandbox().is_ok() => None,
+                    other => other,
+                };
+                if let Some(note) = note {
                     for j in &mut out[start..] {
                         if j.verdict == Verdict::Allow {
                             j.verdict = Verdict::Ask;
                             j.by_rule = true;
                             j.firm = false;
+                            j.reads_only = false;
                             j.reason = format!("{text}: {note}", text = quote_capped(text));
                         }
                     }
@@ -436,6 +454,7 @@ impl ShellPolicy {
                     verdict: Verdict::Allow,
                     by_rule: false,
                     firm: false,
+                    reads_only: true,
                     reason: format!(
                         "{text} changes directory inside the workspace",
                         text = quote_capped(text)
@@ -467,6 +486,7 @@ impl ShellPolicy {
                 verdict: Verdict::Deny,
                 by_rule: false,
                 firm: false,
+                reads_only: false,
                 reason: format!("{text}: {why}", text = quote_capped(text)),
             });
         }
@@ -480,6 +500,7 @@ impl ShellPolicy {
                     verdict: Verdict::Deny,
                     by_rule: false,
                     firm: false,
+                    reads_only: false,
                     reason: format!("{text}: {why}", text = quote_capped(text)),
                 });
             }
@@ -496,21 +517,30 @@ impl ShellPolicy {
                     verdict: Verdict::Allow,
                     by_rule: false,
                     firm: false,
+                    reads_only: true,
                     reason: format!(
-                        "{text} is on the safe list ({origin})",
+                        "{text} is on the safe list ({origin}) and only reads",
                         text = quote_capped(text)
                     ),
                 }),
-                Err(why) => out.push(structural(
+                Err(NotFree::Structural(why)) => out.push(structural(
                     Verdict::Ask,
                     format!("{text}: {why}", text = quote_capped(text)),
                 )),
+                Err(NotFree::Listed(why)) => out.push(Judgement {
+                    verdict: Verdict::Ask,
+                    by_rule: false,
+                    firm: false,
+                    reads_only: false,
+                    reason: format!("{text}: {why}, so it asks", text = quote_capped(text)),
+                }),
             }
         } else if confirm {
             out.push(Judgement {
                 verdict: Verdict::Ask,
                 by_rule: false,
                 firm: false,
+                reads_only: false,
                 reason: format!(
                     "{text} is on the confirm list ({origin})",
                     text = quote_capped(text)
@@ -525,139 +555,13 @@ impl ShellPolicy {
                 verdict: Verdict::Deny,
                 by_rule: false,
                 firm: false,
+                reads_only: false,
                 reason: format!(
                     "{text} is not on the safe or confirm lists ({origin})",
                     text = quote_capped(text)
                 ),
             });
         }
-    }
-
-    /// Whether a safe-list command keeps its free pass with these arguments.
-    fn free_pass(
-        &self,
-        name: &str,
-        args: &[Word],
-        at: At<'_>,
-        out: &mut Vec<Judgement>,
-    ) -> Result<(), String> {
-        if name == "find" {
-            return self.find_pass(args, at, out);
-        }
-        let table = commands::table(name).unwrap_or(commands::PLAIN);
-        let mut options = true;
-        for arg in args {
-            let Some(a) = arg.literal() else {
-                if table.data_args {
-                    continue;
-                }
-                return Err(format!(
-                    "{} is computed at run time, so the file it names cannot be checked",
-                    quote_capped(arg.text())
-                ));
-            };
-            if options && a == "--" {
-                options = false;
-            } else if options && a.starts_with("--") {
-                let (flag, value) = match a.split_once('=') {
-                    Some((f, v)) => (f, Some(v)),
-                    None => (a, None),
-                };
-                if table.not_free_long.contains(&flag) {
-                    return Err(format!(
-                        "{flag} {}, so it is not read-only",
-                        table.why,
-                        flag = quote_capped(flag)
-                    ));
-                }
-                if let Some(v) = value.filter(|_| !table.data_args) {
-                    self.path_inside(at.dirs, v)?;
-                }
-            } else if options && a.len() > 1 && a.starts_with('-') {
-                for (i, c) in a.char_indices().skip(1) {
-                    if table.not_free_short.contains(c) {
-                        return Err(format!("`-{c}` {}, so it is not read-only", table.why));
-                    }
-                    if table.value_short.contains(c) {
-                        let rest = &a[i + c.len_utf8()..];
-                        if !rest.is_empty() && !table.data_args {
-                            self.path_inside(at.dirs, rest)?;
-                        }
-                        break;
-                    }
-                }
-            } else if !table.data_args {
-                self.path_inside(at.dirs, a)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// `find`'s expression: writing primaries lose the pass; `-exec` payloads are judged.
-    fn find_pass(&self, args: &[Word], at: At<'_>, out: &mut Vec<Judgement>) -> Result<(), String> {
-        let mut i = 0;
-        // Starting points.
-        while let Some(w) = args.get(i) {
-            match w.literal() {
-                Some(a) if a.starts_with('-') || a == "(" || a == "!" => break,
-                Some(a) => self.path_inside(at.dirs, a)?,
-                None => {
-                    return Err(format!(
-                        "{} is computed at run time, so the file it names cannot be checked",
-                        quote_capped(w.text())
-                    ));
-                }
-            }
-            i += 1;
-        }
-        let inner = At {
-            depth: at.depth + 1,
-            payload: true,
-            ..at
-        };
-        while let Some(w) = args.get(i) {
-            let Some(a) = w.literal() else {
-                return Err(format!(
-                    "{} is computed at run time",
-                    quote_capped(w.text())
-                ));
-            };
-            i += 1;
-            if commands::FIND_WRITES.contains(&a) {
-                return Err(format!(
-                    "{a} writes or deletes files, so it is not read-only",
-                    a = quote_capped(a)
-                ));
-            } else if commands::FIND_EXEC.contains(&a) {
-                let end = args[i..]
-                    .iter()
-                    .position(|w| matches!(w.literal(), Some(";" | "+")))
-                    .ok_or_else(|| {
-                        format!("{a} has no terminating `;` or `+`", a = quote_capped(a))
-                    })?;
-                self.judge_command(&args[i..i + end], &[], inner, out);
-                i += end + 1;
-            } else if commands::FIND_VALUE.contains(&a) {
-                i += 1;
-            } else if commands::FIND_FILE.contains(&a) || a.starts_with("-newer") {
-                match args.get(i).and_then(Word::literal) {
-                    Some(v) => self.path_inside(at.dirs, v)?,
-                    None => {
-                        return Err(format!(
-                            "{a} names a file computed at run time",
-                            a = quote_capped(a)
-                        ));
-                    }
-                }
-                i += 1;
-            } else if !commands::FIND_BARE.contains(&a) {
-                return Err(format!(
-                    "`find` option {a} is not in its flag table",
-                    a = quote_capped(a)
-                ));
-            }
-        }
-        Ok(())
     }
 }
 

@@ -9,6 +9,17 @@
 //! structural verdict, with tier `Rule` when any rule or structural check decided a part of
 //! it, else `Default`.
 //!
+//! **What runs free runs read-only.** The safe list is the built-in read-only list
+//! (`readers.rs`: each program with the flags that make it write or run a program; `sed`'s
+//! script, `jq`'s arguments and git's reading subcommands judged by passes of their own in
+//! `free.rs`, `sed.rs` and `git_reads.rs`). A line whose every command keeps its free pass —
+//! or is allowed by a rule but would have kept it — votes allow only on the condition that
+//! it runs in the read-only sandbox ([`dsh_core::Vote::reading_only`]); an allow rule on
+//! anything else clears writing. git's reading subcommands, and `xargs` running a free
+//! command, run free only where that sandbox is enforced ([`ReadOnlySandbox`]): a pager or
+//! diff driver the repository configures, or an argument the input adds, then runs confined;
+//! elsewhere they ask, saying why.
+//!
 //! **Approval is for ordinary use of a confirm-list program, never a disguise test.** Where
 //! the danger is structural the policy denies at tier `Rule` — no allow rule lifts it, not
 //! even one matching a wrapper around it — and the reason names the setting, flag or path:
@@ -63,10 +74,16 @@
 mod assign;
 mod commands;
 mod doors;
+mod free;
+mod git_reads;
 mod judge;
 mod parse;
 mod places;
+mod readers;
+mod sed;
 mod words;
+
+pub use readers::READ_ONLY_PROGRAMS;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -125,12 +142,13 @@ pub struct ShellLists {
 }
 
 impl Default for ShellLists {
-    /// The seed's lists.
+    /// The built-in read-only list and the confirm list (`dsh_config::defaults` holds the
+    /// same, which a test in dsh-agent checks).
     fn default() -> Self {
         let words = |s: &str| s.split_whitespace().map(str::to_owned).collect();
         ShellLists {
-            safe: words("ls cat head tail wc find grep tree pwd whoami date echo diff stat file"),
-            confirm: words("python python3 pip pip3 pytest git make npm node"),
+            safe: READ_ONLY_PROGRAMS.iter().map(|s| (*s).to_owned()).collect(),
+            confirm: words("python python3 pip pip3 pytest make npm node awk gawk mawk"),
             origin: "the default lists".to_owned(),
         }
     }
@@ -144,6 +162,9 @@ pub struct Judgement {
     pub by_rule: bool,
     /// A structural check no rule lifts, not even one matching a wrapper around it.
     pub firm: bool,
+    /// An allow the policy gives because the command only reads (it runs free in the
+    /// read-only sandbox); `false` on every other part.
+    pub reads_only: bool,
     pub reason: String,
 }
 
@@ -158,8 +179,16 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// An allowed line whose every part only reads: it runs in the read-only sandbox.
+    pub fn reads_only(&self) -> bool {
+        self.verdict == Verdict::Allow && self.parts.iter().all(|j| j.reads_only)
+    }
+
     pub fn vote(&self) -> Vote {
         match self.verdict {
+            Verdict::Allow if self.reads_only() => {
+                Vote::allow(self.tier, self.reason.clone()).reading_only()
+            }
             Verdict::Allow => Vote::allow(self.tier, self.reason.clone()),
             Verdict::Ask => Vote::ask(self.tier, self.reason.clone()),
             Verdict::Deny => Vote::deny(self.tier, self.reason.clone()),
@@ -200,6 +229,35 @@ pub struct ShellPolicy {
     pass_env: Vec<String>,
     /// `run_shell` allow rules added while the session runs.
     added: crate::AddedRules,
+    /// Whether the read-only sandbox is enforced where the commands run.
+    read_only_sandbox: ReadOnlySandbox,
+}
+
+/// Says whether the read-only sandbox is enforced where commands run: `Ok`, or why not
+/// (asked only when a line's verdict depends on it, and cached by whoever answers).
+#[derive(Clone)]
+pub struct ReadOnlySandbox(pub Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
+
+impl ReadOnlySandbox {
+    /// A sandbox known to be enforced (tests of the policy alone).
+    pub fn enforced() -> Self {
+        ReadOnlySandbox(Arc::new(|| Ok(())))
+    }
+}
+
+impl Default for ReadOnlySandbox {
+    /// Unknown, so not enforced: what needs it asks.
+    fn default() -> Self {
+        ReadOnlySandbox(Arc::new(|| {
+            Err("no sandbox is known to this policy".to_owned())
+        }))
+    }
+}
+
+impl std::fmt::Debug for ReadOnlySandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadOnlySandbox")
+    }
 }
 
 impl ShellPolicy {
@@ -224,7 +282,16 @@ impl ShellPolicy {
             temp_dir: None,
             pass_env: Vec::new(),
             added: crate::AddedRules::new(),
+            read_only_sandbox: ReadOnlySandbox::default(),
         }
+    }
+
+    /// Says whether the read-only sandbox is enforced: git's reading subcommands and
+    /// `xargs` with a reading payload run free only where it is.
+    #[must_use]
+    pub fn with_read_only_sandbox(mut self, sandbox: ReadOnlySandbox) -> Self {
+        self.read_only_sandbox = sandbox;
+        self
     }
 
     /// Also judges the `run_shell` allow rules added to `added` while the session runs, as

@@ -19,12 +19,32 @@ use super::{Enforcement, ExecSpec, LandlockLevel, Probe};
 /// The newest ABI whose rights the ruleset asks for; `required` needs all of them.
 const TARGET_ABI: u32 = 6;
 
-/// Rights Landlock handles (denies unless a rule grants them): every write-like right up to
-/// ABI 5 — write, truncate, create, remove, rename/link (`Refer`), device `ioctl`. Reading
-/// and executing are not handled, so they stay allowed everywhere.
+/// Rights Landlock handles (denies unless a rule grants them) in the workspace-write profile:
+/// every write-like right up to ABI 5 — write, truncate, create, remove, rename/link
+/// (`Refer`), device `ioctl`. Reading and executing are not handled, so they stay allowed
+/// everywhere.
 fn handled_fs() -> BitFlags<AccessFs> {
     AccessFs::from_write(ABI::V5)
 }
+
+/// What the read-only profile handles: the write rights and reading, listing and executing.
+fn handled_fs_read_only() -> BitFlags<AccessFs> {
+    AccessFs::from_all(ABI::V5)
+}
+
+/// What a readable tree or file grants in the read-only profile.
+fn granted_readable() -> BitFlags<AccessFs> {
+    AccessFs::from_read(ABI::V5)
+}
+
+/// The rights of `rights` that apply to a path that is not a directory (Landlock refuses a
+/// rule giving directory rights to a file).
+fn for_file(rights: BitFlags<AccessFs>) -> BitFlags<AccessFs> {
+    rights & AccessFs::from_file(ABI::V5)
+}
+
+/// Devices the read-only profile lets a command read: what shells and ordinary tools open.
+const READABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/urandom"];
 
 /// What the writable trees grant: everything handled except creating device nodes, which a
 /// root caller could otherwise use to reach a raw disk through a node inside the workspace.
@@ -40,7 +60,7 @@ fn granted_on_dev_null() -> BitFlags<AccessFs> {
 /// Applies everything but the final `execve`. On `Err`, the caller reports and exits.
 pub(super) fn confine(spec: &ExecSpec) -> Result<(), String> {
     rustix::thread::set_no_new_privs(true).map_err(|e| format!("no_new_privs: {e}"))?;
-    drop_capabilities()?;
+    drop_capabilities(spec.read_only)?;
     cloexec_inherited();
     if spec.landlock != LandlockLevel::Off {
         let status = landlock(spec)?;
@@ -54,15 +74,26 @@ pub(super) fn confine(spec: &ExecSpec) -> Result<(), String> {
             ));
         }
     }
-    let filter = seccomp_filter(spec.allow_network)?;
+    let sockets = if spec.read_only {
+        Sockets::None
+    } else if spec.allow_network {
+        Sockets::Any
+    } else {
+        Sockets::Unix
+    };
+    let filter = seccomp_filter(sockets)?;
     seccompiler::apply_filter(&filter).map_err(|e| format!("installing the seccomp filter: {e}"))
 }
 
-/// Applies the ruleset (best effort, no writable tree) to this process and reports it: the
-/// helper's `--probe`.
+/// Applies the read-only profile's ruleset (best effort, nothing readable or writable: the
+/// probe execs nothing) to this process and reports what is enforced: the helper's
+/// `--probe`. Since that ruleset handles every right of the workspace-write one, a full
+/// enforcement of it covers both profiles.
 pub(super) fn probe_self() -> Probe {
     let spec = ExecSpec {
         landlock: LandlockLevel::BestEffort,
+        read_only: true,
+        readable: Vec::new(),
         writable: Vec::new(),
         allow_network: false,
         confine: true,
@@ -127,7 +158,7 @@ fn describe(status: &RestrictionStatus) -> (u32, String) {
     .map(|(_, what)| what)
     .collect();
     let detail = if missing.is_empty() {
-        format!("Landlock ABI {abi}: writes, TCP and signals confined")
+        format!("Landlock ABI {abi}: reads, writes, TCP and signals confined")
     } else {
         format!("Landlock ABI {abi} lacks: {}", missing.join("; "))
     };
@@ -143,9 +174,14 @@ fn landlock(spec: &ExecSpec) -> Result<RestrictionStatus, String> {
         LandlockLevel::Required => CompatLevel::HardRequirement,
         LandlockLevel::BestEffort | LandlockLevel::Off => CompatLevel::BestEffort,
     };
+    let handled = if spec.read_only {
+        handled_fs_read_only()
+    } else {
+        handled_fs()
+    };
     let mut ruleset = Ruleset::default()
         .set_compatibility(level)
-        .handle_access(handled_fs())
+        .handle_access(handled)
         .map_err(err("file-system rights"))?;
     if !spec.allow_network {
         ruleset = ruleset
@@ -157,29 +193,67 @@ fn landlock(spec: &ExecSpec) -> Result<RestrictionStatus, String> {
         .map_err(err("scoping"))?
         .create()
         .map_err(err("creating the ruleset"))?;
+    let in_trees = if spec.read_only {
+        granted_in_trees() | granted_readable()
+    } else {
+        granted_in_trees()
+    };
     for dir in &spec.writable {
         let fd = PathFd::new(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         created = created
-            .add_rule(PathBeneath::new(fd, granted_in_trees()))
+            .add_rule(PathBeneath::new(fd, in_trees))
             .map_err(err("writable tree"))?;
     }
-    let null = PathFd::new("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+    let mut null_rights = granted_on_dev_null();
+    if spec.read_only {
+        null_rights |= AccessFs::ReadFile;
+        // What may be read: a path that does not exist (any more) is skipped; a file gets
+        // the file rights only.
+        let devices = READABLE_DEVICES[1..].iter().map(std::path::Path::new);
+        for path in spec.readable.iter().map(|p| p.as_path()).chain(devices) {
+            let Ok(meta) = std::fs::metadata(path) else {
+                continue;
+            };
+            let rights = if meta.is_dir() {
+                granted_readable()
+            } else {
+                for_file(granted_readable())
+            };
+            let fd = PathFd::new(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            created = created
+                .add_rule(PathBeneath::new(fd, rights))
+                .map_err(err("readable path"))?;
+        }
+        // This process's own /proc entry, resolved now: the shell reads /dev/fd and
+        // /proc/self through it; the processes it starts get none.
+        if let Ok(fd) = PathFd::new("/proc/self") {
+            created = created
+                .add_rule(PathBeneath::new(fd, granted_readable()))
+                .map_err(err("/proc/self"))?;
+        }
+    }
+    let null = PathFd::new(READABLE_DEVICES[0]).map_err(|e| format!("/dev/null: {e}"))?;
     created = created
-        .add_rule(PathBeneath::new(null, granted_on_dev_null()))
+        .add_rule(PathBeneath::new(null, null_rights))
         .map_err(err("/dev/null"))?;
     created.restrict_self().map_err(err("enforcing"))
 }
 
 /// Keeps a root caller's file-ownership capabilities (so root inside the writable trees
-/// still owns its files) and drops every other one. With `no_new_privs` set, `execve` cannot
-/// give them back. For an ordinary user this changes nothing: the sets are already empty.
-fn drop_capabilities() -> Result<(), String> {
+/// still owns its files) and drops every other one; the read-only profile keeps none. With
+/// `no_new_privs` set, `execve` cannot give them back. For an ordinary user this changes
+/// nothing: the sets are already empty.
+fn drop_capabilities(keep_none: bool) -> Result<(), String> {
     use rustix::thread::{CapabilitySet, CapabilitySets, capabilities, set_capabilities};
-    let keep = CapabilitySet::CHOWN
-        | CapabilitySet::DAC_OVERRIDE
-        | CapabilitySet::DAC_READ_SEARCH
-        | CapabilitySet::FOWNER
-        | CapabilitySet::FSETID;
+    let keep = if keep_none {
+        CapabilitySet::empty()
+    } else {
+        CapabilitySet::CHOWN
+            | CapabilitySet::DAC_OVERRIDE
+            | CapabilitySet::DAC_READ_SEARCH
+            | CapabilitySet::FOWNER
+            | CapabilitySet::FSETID
+    };
     let now = capabilities(None).map_err(|e| format!("capget: {e}"))?;
     set_capabilities(
         None,
@@ -266,10 +340,22 @@ fn target_arch() -> Result<TargetArch, String> {
     })
 }
 
+/// Which sockets a command may open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Sockets {
+    /// Any family (the network was lifted for this command).
+    Any,
+    /// `AF_UNIX` only (the workspace-write profile).
+    Unix,
+    /// No `socket(2)` at all, UNIX ones included; `socketpair(AF_UNIX)` still works (the
+    /// read-only profile: a pathname socket could reach a daemon outside the sandbox).
+    None,
+}
+
 /// The seccomp program (see the parent module's docs for what it denies).
 // `c_long` is `i64` on the 64-bit targets seccompiler supports; `i64::from` keeps it so.
 #[allow(clippy::useless_conversion)]
-pub(super) fn seccomp_filter(allow_network: bool) -> Result<BpfProgram, String> {
+pub(super) fn seccomp_filter(sockets: Sockets) -> Result<BpfProgram, String> {
     let arg = |index: u8, op: SeccompCmpOp, value: u64| {
         SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
             .and_then(|c| SeccompRule::new(vec![c]))
@@ -288,10 +374,21 @@ pub(super) fn seccomp_filter(allow_network: bool) -> Result<BpfProgram, String> 
             arg(1, SeccompCmpOp::Eq, u64::from(libc::TIOCLINUX as u32))?,
         ],
     );
-    if !allow_network {
-        let unix = u64::from(libc::AF_UNIX as u32);
-        for nr in [libc::SYS_socket, libc::SYS_socketpair] {
-            rules.insert(i64::from(nr), vec![arg(0, SeccompCmpOp::Ne, unix)?]);
+    let unix = u64::from(libc::AF_UNIX as u32);
+    match sockets {
+        Sockets::Any => {}
+        Sockets::Unix => {
+            for nr in [libc::SYS_socket, libc::SYS_socketpair] {
+                rules.insert(i64::from(nr), vec![arg(0, SeccompCmpOp::Ne, unix)?]);
+            }
+        }
+        Sockets::None => {
+            // An empty rule list matches every call of that number.
+            rules.insert(i64::from(libc::SYS_socket), Vec::new());
+            rules.insert(
+                i64::from(libc::SYS_socketpair),
+                vec![arg(0, SeccompCmpOp::Ne, unix)?],
+            );
         }
     }
     let filter = SeccompFilter::new(
@@ -346,8 +443,9 @@ mod tests {
 
     #[test]
     fn the_seccomp_program_builds_with_and_without_the_network() {
-        let banned = seccomp_filter(false).unwrap();
-        let open = seccomp_filter(true).unwrap();
+        let banned = seccomp_filter(Sockets::Unix).unwrap();
+        let open = seccomp_filter(Sockets::Any).unwrap();
+        assert!(seccomp_filter(Sockets::None).is_ok());
         assert!(
             banned.len() > open.len(),
             "the socket rules add instructions"
@@ -366,5 +464,11 @@ mod tests {
         assert!(granted_in_trees().contains(AccessFs::Truncate));
         assert!(!handled_fs().contains(AccessFs::ReadFile));
         assert!(!handled_fs().contains(AccessFs::Execute));
+        assert!(handled_fs_read_only().contains(AccessFs::ReadFile | AccessFs::ReadDir));
+        assert!(!granted_readable().contains(AccessFs::WriteFile));
+        assert_eq!(
+            for_file(granted_readable()),
+            AccessFs::ReadFile | AccessFs::Execute
+        );
     }
 }

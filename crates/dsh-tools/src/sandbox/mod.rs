@@ -41,6 +41,18 @@
 //!    A foreign-architecture system call (e.g. 32-bit `int 0x80`) kills the process;
 //! 5. `execve`s the command with the environment dsh prepared (see `shell::env`).
 //!
+//! **The read-only profile** (`--read-only`, for calls cleared [`dsh_core::Clearance::ReadOnly`]:
+//! the shell policy let them run without a person because they only read) changes steps 2–4:
+//! no capability is kept; Landlock handles reading, listing and executing too and grants them
+//! only beneath the `--read` paths ([`readable`]: the workspace, the system's directories,
+//! git's global files, the enclosing repository, the `PATH` directories), `/dev/{null,zero,
+//! urandom}` and the shell's own `/proc/self`; writing only beneath the session's TMPDIR and
+//! on `/dev/null`; and seccomp refuses `socket(2)` of every family, `AF_UNIX` included
+//! (`socketpair` still works), so no daemon outside is reachable either. The result says
+//! `"sandbox":"landlock-read-only"`. It is used only where the probe found Landlock fully
+//! enforced; the probe applies this profile's ruleset, which handles every right the
+//! workspace-write one does.
+//!
 //! A setup failure is reported on stderr as `dsh sandbox-exec: …` with exit code
 //! [`SETUP_FAILED`]; nothing runs.
 //!
@@ -92,11 +104,14 @@
 
 #[cfg(target_os = "linux")]
 mod linux;
+mod reads;
 #[cfg(target_os = "linux")]
 mod supervise;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+
+pub use reads::{SYSTEM_DIRS, readable};
 
 /// The helper's exit code when it could not set the sandbox up (nothing ran).
 pub const SETUP_FAILED: i32 = 125;
@@ -189,7 +204,14 @@ pub struct Probe {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExecSpec {
     pub landlock: LandlockLevel,
-    /// The trees the command may write beneath (the workspace and the session's TMPDIR).
+    /// The read-only profile (see the module docs): reads confined to `readable`, writes to
+    /// `writable` (the session's TMPDIR), no socket of any family, no capabilities.
+    pub read_only: bool,
+    /// The trees and files the command may read and execute beneath, in the read-only
+    /// profile (ignored otherwise: the workspace-write profile reads everywhere).
+    pub readable: Vec<PathBuf>,
+    /// The trees the command may write beneath (the workspace and the session's TMPDIR; in
+    /// the read-only profile only the TMPDIR).
     pub writable: Vec<PathBuf>,
     /// Lifts the network ban (seccomp socket families, Landlock TCP).
     pub allow_network: bool,
@@ -210,6 +232,13 @@ impl ExecSpec {
             "--landlock={}",
             self.landlock.as_str()
         ))];
+        if self.read_only {
+            args.push("--read-only".into());
+        }
+        for r in &self.readable {
+            args.push("--read".into());
+            args.push(r.clone().into_os_string());
+        }
         for w in &self.writable {
             args.push("--write".into());
             args.push(w.clone().into_os_string());
@@ -240,6 +269,8 @@ enum Request {
 fn parse(args: Vec<OsString>) -> Result<Request, String> {
     let mut spec = ExecSpec {
         landlock: LandlockLevel::Required,
+        read_only: false,
+        readable: Vec::new(),
         writable: Vec::new(),
         allow_network: false,
         confine: true,
@@ -260,6 +291,11 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "--probe" => probe = true,
             "--net" => spec.allow_network = true,
             "--no-confine" => spec.confine = false,
+            "--read-only" => spec.read_only = true,
+            "--read" => {
+                let path = it.next().ok_or("--read needs a path")?;
+                spec.readable.push(PathBuf::from(path));
+            }
             "--lifeline" => spec.lifeline = true,
             "--write" => {
                 let path = it.next().ok_or("--write needs a directory")?;
@@ -276,8 +312,9 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
     }
     if spec.program.is_empty() {
         return Err(
-            "usage: dsh sandbox-exec [--landlock=required|best-effort|off] \
-                    [--write DIR]... [--net] [--no-confine] [--lifeline] -- PROGRAM [ARGS]..."
+            "usage: dsh sandbox-exec [--landlock=required|best-effort|off] [--read-only] \
+                    [--read PATH]... [--write DIR]... [--net] [--no-confine] [--lifeline] \
+                    -- PROGRAM [ARGS]..."
                 .to_owned(),
         );
     }
@@ -405,6 +442,8 @@ mod tests {
     fn helper_arguments_round_trip() {
         let spec = ExecSpec {
             landlock: LandlockLevel::BestEffort,
+            read_only: true,
+            readable: vec![PathBuf::from("/usr"), PathBuf::from("/h/.gitconfig")],
             writable: vec![PathBuf::from("/w s"), PathBuf::from("/tmp/x")],
             allow_network: true,
             confine: false,

@@ -2,17 +2,16 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use dsh_core::{
-    Access, ExecContext, SandboxState, SpillStore, Tool, ToolError, ToolErrorKind, ToolOutput,
-    ToolSpec, Workspace,
+    Access, Clearance, ExecContext, SandboxState, SpillStore, Tool, ToolError, ToolErrorKind,
+    ToolOutput, ToolSpec, Workspace,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
 
 use super::output::{head_tail, spawn_reader};
 use super::process::{Launch, kill_tree, spawn};
@@ -32,8 +31,11 @@ pub struct RunShell {
     /// The session's private TMPDIR, created (0700) on first use, removed with the tool.
     tmp_dir: PathBuf,
     settings: ShellSettings,
-    /// What the helper reported about this kernel, asked once per session.
-    probe: OnceCell<Result<Probe, String>>,
+    /// What the helper reported about this kernel, asked once per session (by the first
+    /// command, or by the shell policy asking [`RunShell::read_only_profile`]).
+    probe: Arc<OnceLock<Result<Probe, String>>>,
+    /// What the read-only profile may read, computed once per session.
+    readable: std::sync::OnceLock<Vec<PathBuf>>,
 }
 
 #[derive(Deserialize)]
@@ -81,7 +83,8 @@ impl RunShell {
             spill,
             tmp_dir: tmp_dir.into(),
             settings,
-            probe: OnceCell::new(),
+            probe: Arc::new(OnceLock::new()),
+            readable: std::sync::OnceLock::new(),
         }
     }
 
@@ -140,18 +143,18 @@ impl RunShell {
                     .to_owned(),
             });
         };
-        let probe = self
-            .probe
-            .get_or_init(|| {
-                let helper = helper.clone();
-                async move {
-                    tokio::task::spawn_blocking(move || sandbox::probe(&helper))
-                        .await
-                        .unwrap_or_else(|e| Err(format!("the probe did not finish: {e}")))
-                }
-            })
-            .await;
-        let probe = match probe {
+        let probe = match self.probe.get() {
+            Some(p) => p.clone(),
+            None => {
+                let (cell, helper) = (self.probe.clone(), helper.clone());
+                tokio::task::spawn_blocking(move || {
+                    cell.get_or_init(|| sandbox::probe(&helper)).clone()
+                })
+                .await
+                .unwrap_or_else(|e| Err(format!("the probe did not finish: {e}")))
+            }
+        };
+        let probe = match &probe {
             Ok(p) => p,
             Err(e) => {
                 return Err(ToolError::failed(format!(
@@ -194,6 +197,29 @@ impl RunShell {
                     probe.detail
                 )),
             }),
+        }
+    }
+
+    /// Whether commands cleared to read only run in the read-only profile here: `Ok`, or why
+    /// not (the sandbox is off, there is no helper or no Landlock, or Landlock is not fully
+    /// enforced). Probes the kernel on first use, blocking; the answer is kept.
+    pub fn read_only_profile(&self) -> Result<(), String> {
+        if self.settings.sandbox == SandboxMode::Off {
+            return Err("the sandbox is off (--sandbox off / sandbox.mode)".to_owned());
+        }
+        if !cfg!(target_os = "linux") {
+            return Err(
+                "the OS sandbox is unavailable on this OS (it uses Linux Landlock and seccomp)"
+                    .to_owned(),
+            );
+        }
+        let Some(helper) = &self.settings.helper else {
+            return Err("no sandbox helper is configured".to_owned());
+        };
+        match self.probe.get_or_init(|| sandbox::probe(helper)) {
+            Ok(p) if p.landlock == Enforcement::Full => Ok(()),
+            Ok(p) => Err(format!("Landlock is not fully enforced: {}", p.detail)),
+            Err(e) => Err(e.clone()),
         }
     }
 
@@ -336,7 +362,7 @@ impl Tool for RunShell {
             "properties": {
                 "exit_code": {"type": "integer"},
                 "signal": {"type": ["integer", "null"]},
-                "sandbox": {"enum": ["landlock", "none"]},
+                "sandbox": {"enum": ["landlock-read-only", "landlock", "none"]},
                 "network": {"type": "boolean"},
                 "output_chars": {"type": "integer", "minimum": 0},
                 "output_bytes": {"type": "integer", "minimum": 0},
@@ -408,9 +434,31 @@ impl Tool for RunShell {
                 state,
                 warning,
             } => {
+                // A call cleared to read only runs in the read-only profile where it is
+                // enforced in full; elsewhere the policy has made what needs it ask.
+                let read_only = cx.clearance == Clearance::ReadOnly
+                    && state == SandboxState::Landlock
+                    && warning.is_none()
+                    && !args.network;
+                let (state, readable, writable) = if read_only {
+                    let readable = self
+                        .readable
+                        .get_or_init(|| sandbox::readable(self.workspace.root(), &env))
+                        .clone();
+                    (
+                        SandboxState::LandlockReadOnly,
+                        readable,
+                        vec![self.tmp_dir.clone()],
+                    )
+                } else {
+                    let writable = vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
+                    (state, Vec::new(), writable)
+                };
                 let spec = ExecSpec {
                     landlock,
-                    writable: vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()],
+                    read_only,
+                    readable,
+                    writable,
                     allow_network: args.network,
                     confine,
                     lifeline: true,
@@ -539,10 +587,7 @@ impl Tool for RunShell {
                 let value = json!({
                     "exit_code": exit_code,
                     "signal": signal,
-                    "sandbox": match state {
-                        SandboxState::Landlock => "landlock",
-                        SandboxState::None => "none",
-                    },
+                    "sandbox": state.as_str(),
                     "network": args.network,
                     "output_chars": text.chars().count(),
                     "output_bytes": bytes,

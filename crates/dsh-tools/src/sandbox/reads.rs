@@ -1,0 +1,284 @@
+//! What the read-only profile lets a command read (DESIGN §4 `landlock-read-only`): the
+//! workspace, the system's directories, git's global files (and the files they name), the
+//! repository the workspace belongs to, and the directories on the command's `PATH` — never
+//! the rest of the home directory (`~/.ssh`, `~/.aws`, dsh's own configuration and state).
+//!
+//! Computed once per session, from the workspace and the environment commands get.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The system's directories: programs, libraries, their data and configuration.
+pub const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
+];
+
+/// How deep git's `include.path` chains are followed (git itself stops at 10).
+const MAX_INCLUDE_DEPTH: usize = 10;
+
+/// The paths the read-only profile may read, for commands run in `workspace` with `env`
+/// (the environment [`crate::shell`] gives them). Paths that do not exist are left out.
+pub fn readable(workspace: &Path, env: &[(OsString, OsString)]) -> Vec<PathBuf> {
+    let var = |name: &str| {
+        env.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|p| p.is_absolute())
+    };
+    let home = var("HOME");
+    let mut out: Vec<PathBuf> = SYSTEM_DIRS.iter().map(PathBuf::from).collect();
+    out.push(workspace.to_path_buf());
+    out.extend(enclosing_repository(workspace, home.as_deref()));
+    out.extend(git_global_files(
+        home.as_deref(),
+        var("XDG_CONFIG_HOME").as_deref(),
+    ));
+    if let Some(path) = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v) {
+        out.extend(path_dirs(path, home.as_deref()));
+    }
+    out.retain(|p| p.exists());
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The directories of `PATH` that may be read: absolute ones that are neither the root, the
+/// home directory nor one of its ancestors (`PATH=/home/me:…` must not open the home).
+fn path_dirs(path: &OsString, home: Option<&Path>) -> Vec<PathBuf> {
+    std::env::split_paths(path)
+        .filter(|d| d.is_absolute() && d.parent().is_some())
+        .filter(|d| home.is_none_or(|h| !h.starts_with(d)))
+        .collect()
+}
+
+/// The repository around a workspace that is a subdirectory of one (its work tree and git
+/// directories), or the git directories of a workspace that is a linked worktree or uses a
+/// `.git` file. Empty when the workspace holds its own `.git` directory (it is readable as
+/// part of the workspace), belongs to no repository, or to one whose work tree is the home
+/// directory or holds it (a dotfiles repository must not open the home).
+fn enclosing_repository(workspace: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    for dir in workspace.ancestors() {
+        if dir != workspace && home.is_some_and(|h| h.starts_with(dir)) {
+            return Vec::new();
+        }
+        let dot_git = dir.join(".git");
+        let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+            continue;
+        };
+        let mut out = Vec::new();
+        if dir != workspace {
+            out.push(dir.to_path_buf());
+        }
+        if meta.is_file() {
+            // `gitdir: PATH` (a linked worktree, a submodule): that directory, and the
+            // common directory it names.
+            if let Some(git_dir) = std::fs::read_to_string(&dot_git)
+                .ok()
+                .and_then(|t| t.lines().next().map(str::to_owned))
+                .and_then(|l| l.strip_prefix("gitdir:").map(|p| dir.join(p.trim())))
+            {
+                if let Ok(common) = std::fs::read_to_string(git_dir.join("commondir")) {
+                    out.push(git_dir.join(common.trim()));
+                }
+                out.push(git_dir);
+            }
+        }
+        return out;
+    }
+    Vec::new()
+}
+
+/// Git's global configuration, ignore and attributes files, and every file they name:
+/// `include.path` and `includeIf.*.path` (followed), `core.excludesFile`,
+/// `core.attributesFile`.
+fn git_global_files(home: Option<&Path>, xdg: Option<&Path>) -> Vec<PathBuf> {
+    let xdg_git = xdg
+        .map(|x| x.join("git"))
+        .or_else(|| home.map(|h| h.join(".config/git")));
+    let mut configs: Vec<(PathBuf, usize)> = Vec::new();
+    let mut out = Vec::new();
+    if let Some(dir) = &xdg_git {
+        configs.push((dir.join("config"), 0));
+        out.push(dir.join("ignore"));
+        out.push(dir.join("attributes"));
+    }
+    if let Some(h) = home {
+        configs.push((h.join(".gitconfig"), 0));
+    }
+    while let Some((file, depth)) = configs.pop() {
+        if out.contains(&file) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        out.push(file.clone());
+        let base = file.parent().unwrap_or(Path::new("/"));
+        for (key, value) in named_files(&text) {
+            let Some(path) = expand(&value, home, base) else {
+                continue;
+            };
+            if key == "path" {
+                if depth < MAX_INCLUDE_DEPTH {
+                    configs.push((path, depth + 1));
+                }
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// `~/x` against the home directory, a relative path against the including file's
+/// directory.
+fn expand(value: &str, home: Option<&Path>, base: &Path) -> Option<PathBuf> {
+    if let Some(rest) = value.strip_prefix("~/") {
+        return home.map(|h| h.join(rest));
+    }
+    if value.starts_with('~') {
+        // `~user/…`: another user's home; not followed.
+        return None;
+    }
+    Some(base.join(value))
+}
+
+/// The `(key, value)` pairs of a git configuration text that name files: `path` in an
+/// `[include]` or `[includeIf "…"]` section, `excludesfile` and `attributesfile` in `[core]`
+/// (keys lower-cased, values unquoted).
+fn named_files(text: &str) -> Vec<(String, String)> {
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for raw in text.lines() {
+        let line = raw.trim();
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        let mut rest = line;
+        if let Some(after) = line.strip_prefix('[') {
+            let Some(end) = after.find(']') else {
+                continue;
+            };
+            let header = &after[..end];
+            section = header
+                .split(|c: char| c.is_whitespace() || c == '"')
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            rest = after[end + 1..].trim();
+            if rest.is_empty() {
+                continue;
+            }
+        }
+        let Some((key, value)) = rest.split_once('=') else {
+            continue;
+        };
+        let key = key.trim().to_ascii_lowercase();
+        let wanted = match section.as_str() {
+            "include" | "includeif" => key == "path",
+            "core" => key == "excludesfile" || key == "attributesfile",
+            _ => false,
+        };
+        if !wanted {
+            continue;
+        }
+        let value = value.split(['#', ';']).next().unwrap_or("").trim();
+        let value = value.trim_matches('"').to_owned();
+        if !value.is_empty() {
+            out.push((key, value));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_files_reads_includes_and_core_files() {
+        let text = "[core]\n\texcludesFile = ~/.gitignore_global\n  attributesfile=\"a b\"\n\
+                    [include]\n\tpath = extra.inc # comment\n\
+                    [includeIf \"gitdir:~/work/\"]\n\tpath = ~/work.inc\n\
+                    [user]\n\tpath = not-this\n";
+        assert_eq!(
+            named_files(text),
+            vec![
+                ("excludesfile".into(), "~/.gitignore_global".into()),
+                ("attributesfile".into(), "a b".into()),
+                ("path".into(), "extra.inc".into()),
+                ("path".into(), "~/work.inc".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn path_entries_never_open_the_home_directory() {
+        let home = Path::new("/home/me");
+        let path = OsString::from("/home/me:/home:/:/home/me/.cargo/bin:rel:/usr/bin");
+        assert_eq!(
+            path_dirs(&path, Some(home)),
+            vec![
+                PathBuf::from("/home/me/.cargo/bin"),
+                PathBuf::from("/usr/bin")
+            ]
+        );
+    }
+
+    #[test]
+    fn includes_are_followed_and_missing_files_left_out() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        std::fs::write(
+            h.join(".gitconfig"),
+            "[include]\npath = one.inc\n[core]\nexcludesfile = ~/ignore-me\n",
+        )
+        .unwrap();
+        std::fs::write(h.join("one.inc"), "[include]\npath = ~/two.inc\n").unwrap();
+        std::fs::write(h.join("two.inc"), "[include]\npath = one.inc\n").unwrap();
+        let env = vec![
+            (OsString::from("HOME"), h.as_os_str().to_owned()),
+            (OsString::from("PATH"), OsString::from("/usr/bin")),
+        ];
+        let ws = h.join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let got = readable(&ws, &env);
+        for f in [".gitconfig", "one.inc", "two.inc"] {
+            assert!(got.contains(&h.join(f)), "{f} in {got:?}");
+        }
+        assert!(
+            !got.contains(&h.join("ignore-me")),
+            "missing files are left out"
+        );
+        assert!(!got.contains(&h.to_path_buf()), "never the home directory");
+        assert!(got.contains(&ws));
+    }
+
+    #[test]
+    fn a_subdirectory_of_a_repository_reads_the_repository() {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("sub/ws")).unwrap();
+        assert_eq!(
+            enclosing_repository(&repo.join("sub/ws"), None),
+            vec![repo.clone()]
+        );
+        assert!(enclosing_repository(&repo, None).is_empty());
+        // A repository whose work tree holds the home directory is not opened.
+        assert!(enclosing_repository(&repo.join("sub/ws"), Some(&repo.join("sub"))).is_empty());
+        // A linked worktree: its git directory and the common one.
+        let wt = root.path().join("wt");
+        std::fs::create_dir_all(repo.join(".git/worktrees/wt")).unwrap();
+        std::fs::write(repo.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", repo.join(".git/worktrees/wt").display()),
+        )
+        .unwrap();
+        let got = enclosing_repository(&wt, None);
+        assert!(got.contains(&repo.join(".git/worktrees/wt")));
+        assert!(got.contains(&repo.join(".git/worktrees/wt/../..")));
+    }
+}
