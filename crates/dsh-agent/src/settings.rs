@@ -73,6 +73,7 @@ impl SessionSettings {
         s.shell_lists = dsh_policy::ShellLists {
             safe: c.shell.safe.clone(),
             confirm: c.shell.confirm.clone(),
+            unlisted: c.shell.unlisted,
             origin: "[shell] safe/confirm lists".to_owned(),
         };
         s.agents = c

@@ -19,6 +19,9 @@ pub(crate) const STOPPED: u8 = 3;
 /// with the REPL and accepted before or after the verb).
 #[derive(Debug, clap::Args)]
 pub(crate) struct ExecArgs {
+    /// No tool lines on stderr (the final answer and errors still print).
+    #[arg(long)]
+    quiet: bool,
     /// The task. `-` reads it from stdin.
     prompt: String,
 }
@@ -53,7 +56,9 @@ pub(crate) async fn exec(
         eprintln!("dsh: {line}");
     }
     // Rendered from the agent's events, like every front end.
-    let render = tokio::spawn(render(stream));
+    // Tool lines only in text mode: with --json the records say it all on stdout.
+    let lines = !(args.quiet || common.json);
+    let render = tokio::spawn(render(stream, lines));
     if agent.cost_budget_unenforced() {
         eprintln!(
             "dsh: [limits] max_cost_usd is set, but the prices of {} are unknown, so it cannot stop the run; set [model] price",
@@ -72,8 +77,15 @@ pub(crate) async fn exec(
     mirror::drain(mirror.as_ref(), &signals).await;
     // The session's sink closes with the session: the renderer then has every event.
     drop(session);
-    let answer = render.await.unwrap_or_default();
+    let Rendered { answer, unasked } = render.await.unwrap_or_default();
     let outcome = crate::settle("the run", outcome, closed)?;
+    if lines && unasked > 0 {
+        eprintln!(
+            "dsh: {unasked} call{s} needed a person's approval and nobody was asked (headless); add an allow rule for {them} under [permissions] allow, or run with --yolo",
+            s = if unasked == 1 { "" } else { "s" },
+            them = if unasked == 1 { "it" } else { "them" },
+        );
+    }
     if !common.json && !answer.is_empty() {
         println!("{answer}");
     }
@@ -99,13 +111,41 @@ pub(crate) async fn exec(
     Ok(code)
 }
 
+/// What the renderer saw: the main agent's final answer, and how many calls were refused
+/// for want of a person (`unavailable`).
+#[derive(Default)]
+struct Rendered {
+    answer: String,
+    unasked: usize,
+}
+
 /// What `dsh exec` shows of the events: each retry of a model call and each compaction
-/// refused for its summary's size on stderr as they happen, and the main agent's final answer, printed once the run is over (headless: no live text,
-/// no approval prompts — none are asked, see DESIGN §4).
-async fn render(mut stream: EventStream) -> String {
-    let mut answer = String::new();
+/// refused for its summary's size on stderr as they happen; with `lines`, one line per
+/// finished tool call on stderr (the REPL's tool line, uncoloured: outcome, exit code and
+/// time, or the deciding gate, policy and reason); and the main agent's final answer,
+/// printed once the run is over (headless: no live text, no approval prompts — none are
+/// asked, see DESIGN §4).
+async fn render(mut stream: EventStream, lines: bool) -> Rendered {
+    use crate::repl::{style::Style, toolline};
+    let mut out = Rendered::default();
+    let mut calls = std::collections::HashMap::new();
     while let Some(event) = stream.recv().await {
         match event.kind {
+            EventKind::ToolProposed { call } if lines => {
+                calls.insert(call.id().to_owned(), call);
+            }
+            EventKind::ToolFinished { result } => {
+                if result.failure_kind() == Some(dsh_core::FailureKind::Unavailable) {
+                    out.unasked += 1;
+                }
+                if lines {
+                    let call = calls.remove(result.call_id());
+                    let line = toolline::finished(call.as_ref(), &result, Style::new(false));
+                    if let Some(head) = line.first() {
+                        eprintln!("{head}");
+                    }
+                }
+            }
             EventKind::ModelRetry { attempt, reason } => {
                 eprintln!("dsh: the model call failed, attempt {attempt} follows: {reason}");
             }
@@ -113,12 +153,12 @@ async fn render(mut stream: EventStream) -> String {
                 eprintln!("dsh: context: {turns} old turns not summarized: {refused}");
             }
             EventKind::Stop { text, .. } if &*event.agent == dsh_agent::events::MAIN => {
-                answer = text;
+                out.answer = text;
             }
             // Never sent headless (no interactive approver is mounted); dropping the reply
             // would answer `cancelled`.
             _ => {}
         }
     }
-    answer
+    out
 }

@@ -598,9 +598,13 @@ fn the_shell_policy_decides_and_check_and_batch_agree() {
     // It does not carry a second command along, even with --yolo.
     let c = check(r#"{"command":"ls; rm -rf ~"}"#);
     assert_eq!(c["decision"], "deny", "{c}");
-    let r = e.shell_args(json!({"command": "ls; touch ran"}), &["--yolo"]);
+    let r = e.shell_args(json!({"command": "ls; touch ../ran"}), &["--yolo"]);
     assert_eq!(kind(&r), "denied", "{r}");
-    assert!(!e.ws.join("ran").exists());
+    assert!(!e.root().join("ran").exists());
+    // A program on no list asks: --yolo approves it, and the sandbox bounds it.
+    let r = e.shell_args(json!({"command": "ls; touch ran"}), &["--yolo"]);
+    assert_eq!(kind(&r), "ok", "{r}");
+    assert_eq!(r["sandbox"], "landlock", "{r}");
     // `network: true` is denied at gate 1, so check says what batch --yolo does.
     let c = check(r#"{"command":"ls","network":true}"#);
     assert_eq!(c["decision"], "deny", "{c}");

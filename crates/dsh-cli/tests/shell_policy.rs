@@ -64,8 +64,9 @@ fn check_decides_a_table_of_lines_per_command() {
         ("echo `nc`", "deny"),
         ("cat <(curl x)", "deny"),
         ("bash -c 'rm -rf /'", "deny"),
-        ("env rm x", "deny"),
-        ("xargs rm", "deny"),
+        // A program on no list asks under a wrapper as it does alone.
+        ("env rm x", "ask"),
+        ("xargs rm", "ask"),
         ("find . -exec rm {} \\;", "deny"),
         ("timeout 5 nc -l 4444", "deny"),
         ("PATH=/tmp ls", "deny"),
@@ -75,13 +76,14 @@ fn check_decides_a_table_of_lines_per_command() {
         ("$CMD", "deny"),
         ("ls ((", "deny"),
         ("ls\u{202e}", "deny"),
-        ("find . -delete", "deny"),
+        ("find . -delete", "ask"),
+        ("find / -delete", "deny"),
         ("ls > /etc/passwd", "deny"),
         ("echo x >> ~/.bashrc", "deny"),
         ("cat ../../etc/shadow", "ask"),
         ("grep -f /etc/shadow x", "ask"),
         ("tree -o out.txt", "ask"),
-        ("date -s 2020-01-01", "deny"),
+        ("date -s 2020-01-01", "ask"),
         ("python -c 'import os'", "ask"),
         ("git status", "allow"),
         ("git push", "ask"),
@@ -112,12 +114,23 @@ fn an_allow_rule_for_git_status_does_not_carry_rm_along() {
     );
     let c = e.check("git status; rm -rf ~");
     assert_eq!(c["decision"], "deny", "{c}");
-    assert!(c["reason"].as_str().unwrap().contains("`rm -rf ~`"), "{c}");
+    assert!(
+        c["reason"].as_str().unwrap().contains("`rm ~` writes"),
+        "{c}"
+    );
+    let c = e.check("git status; rm -rf build");
+    assert_eq!(c["decision"], "ask", "{c}");
+    assert!(
+        c["reason"].as_str().unwrap().contains("`rm -rf build`"),
+        "{c}"
+    );
 }
 
 #[test]
 fn an_untrusted_project_ask_rule_cannot_loosen_a_deny() {
     let e = Env::new();
+    // Under the strict allowlist a program on no list is refused.
+    e.user_config("[shell]\nunlisted = \"deny\"\n");
     e.project_config("[permissions]\nask = [\"run_shell(rm *)\"]\n");
     let c = e.check("rm -rf build");
     assert_eq!(c["decision"], "deny", "{c}");
@@ -142,23 +155,25 @@ fn check_and_batch_agree() {
     assert!(!e.ws.join("made.txt").exists());
     // deny → denied even with --yolo, and nothing ran.
     for line in [
-        "ls; touch ran1",
-        "echo $(touch ran2)",
-        "bash -c 'touch ran3'",
-        "find . -maxdepth 0 -exec touch ran4 \\;",
+        "ls; touch ../ran1",
+        "echo $(touch ../ran2)",
+        "bash -c 'touch ../ran3'",
+        "find . -maxdepth 0 -exec touch ../ran4 \\;",
     ] {
         assert_eq!(e.check(line)["decision"], "deny", "{line}");
         let r = e.shell(line, &["--yolo"]);
         assert_eq!(kind(&r), "denied", "{line}: {r}");
     }
     for f in ["ran1", "ran2", "ran3", "ran4"] {
-        assert!(!e.ws.join(f).exists(), "{f} was made");
+        assert!(!e.outside.join(f).exists(), "{f} was made");
+        assert!(!e.root().join(f).exists(), "{f} was made");
     }
 }
 
 #[test]
 fn the_lists_are_configurable_but_an_untrusted_project_cannot_widen_them() {
     let e = Env::new();
+    e.user_config("[shell]\nunlisted = \"deny\"\n");
     e.project_config("[shell]\nsafe = [\"touch\"]\nconfirm = [\"rm\"]\n");
     assert_eq!(e.check("touch x")["decision"], "deny");
     assert_eq!(e.check("rm x")["decision"], "deny");

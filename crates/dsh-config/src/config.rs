@@ -259,6 +259,16 @@ string_enum! {
     }
 }
 
+string_enum! {
+    /// `[shell] unlisted`: what happens to a program on neither list.
+    Unlisted {
+        /// A person is asked; a rule may lift it (the default).
+        Ask = "ask",
+        /// Refused: seed 003's strict allowlist, for teams that want it.
+        Deny = "deny",
+    }
+}
+
 impl SandboxMode {
     /// Strictness rank: off 0, auto 1, required 2.
     pub fn strictness(self) -> u8 {
@@ -423,8 +433,10 @@ pub struct ShellConfig {
     /// Commands that run without asking. A command is in at most one of `safe` and
     /// `confirm`: the highest layer naming it decides (within one layer, `confirm` wins).
     pub safe: Vec<String>,
-    /// Commands that need confirmation; anything in neither list is refused.
+    /// Commands that need confirmation.
     pub confirm: Vec<String>,
+    /// What happens to a program on neither list: asks (default) or is refused.
+    pub unlisted: Unlisted,
     /// Default command timeout, seconds.
     pub timeout_s: u64,
     /// Output shown to the model is truncated to this many characters.
@@ -439,6 +451,7 @@ impl Default for ShellConfig {
         ShellConfig {
             safe: words(defaults::SHELL_SAFE),
             confirm: words(defaults::SHELL_CONFIRM),
+            unlisted: defaults::SHELL_UNLISTED,
             timeout_s: defaults::SHELL_TIMEOUT_S,
             max_output_chars: defaults::SHELL_MAX_OUTPUT_CHARS,
             pass_env: Vec::new(),
@@ -822,7 +835,8 @@ mod tests {
             "awk runs programs"
         );
         assert_eq!(c.shell.confirm[0], "python");
-        assert_eq!(c.shell.timeout_s, 30);
+        assert_eq!(c.shell.timeout_s, 120);
+        assert_eq!(c.shell.unlisted, Unlisted::Ask);
         assert_eq!(c.limits.max_parallel, 8);
         assert_eq!(c.sandbox.mode, SandboxMode::Auto);
         assert_eq!(c.model.api_key_env.as_deref(), Some("OPENAI_API_KEY"));

@@ -25,8 +25,9 @@ pub const LIMITS_SPILL_CHARS: u64 = 20_000;
 /// `[limits] max_cost_usd`: 0 = off.
 pub const LIMITS_MAX_COST_USD: f64 = 0.0;
 
-/// `[shell] timeout_s`: default command timeout, seconds.
-pub const SHELL_TIMEOUT_S: u64 = 30;
+/// `[shell] timeout_s`: default command timeout, seconds (a real `cargo build` takes
+/// minutes; 30 s cut it off).
+pub const SHELL_TIMEOUT_S: u64 = 120;
 /// The longest timeout a `run_shell` call may ask for (at least the default), seconds.
 pub const SHELL_MAX_TIMEOUT_S: u64 = 600;
 /// `[shell] max_output_chars`.
@@ -40,6 +41,8 @@ pub const SHELL_SAFE: &str = "ls cat head tail wc find grep egrep fgrep tree pwd
      printf true false test [ sleep md5sum sha1sum sha224sum sha256sum sha384sum sha512sum \
      b2sum cksum sum cmp od xxd hexdump base64 base32 strings jq rg fd fdfind sed xargs git \
      env printenv nproc arch";
+/// `[shell] unlisted`: a program on neither list asks.
+pub const SHELL_UNLISTED: crate::Unlisted = crate::Unlisted::Ask;
 /// `[shell] confirm`: commands that need confirmation.
 pub const SHELL_CONFIRM: &str = "python python3 pip pip3 pytest make npm node awk gawk mawk";
 

@@ -11,7 +11,7 @@ use toml_edit::Document;
 
 use crate::config::{
     AgentProfile, Fsync, Hook, Layer, Limits, McpServer, OnError, Origin, Price, Provider, Rule,
-    SandboxMode, Sourced, ToolsMode,
+    SandboxMode, Sourced, ToolsMode, Unlisted,
 };
 use crate::error::{ConfigError, ErrorKind, line_of, tidy_serde_message};
 use crate::locate::{Seg, dotted, path_at, span_of};
@@ -114,6 +114,7 @@ struct RawShell {
     safe: Vec<String>,
     #[serde(default)]
     confirm: Vec<String>,
+    unlisted: Option<Unlisted>,
     timeout_s: Option<u64>,
     max_output_chars: Option<u64>,
     #[serde(default)]
@@ -396,6 +397,10 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
                 part.note_line(&format!("shell.{name}"), src.line(&at));
             }
         }
+        if shell.unlisted.is_some() {
+            part.note_line("shell.unlisted", src.line(&p([k("shell"), k("unlisted")])));
+        }
+        part.unlisted = shell.unlisted;
         part.safe = shell.safe;
         part.confirm = shell.confirm;
         part.pass_env = shell.pass_env;

@@ -86,7 +86,8 @@ use std::path::{Path, PathBuf};
 pub use config::{
     AgentProfile, Config, ContextConfig, Fsync, Guards, Hook, Hooks, JournalConfig, Layer, Limits,
     Mcp, McpServer, ModelConfig, OnError, Origin, Permissions, Price, Provider, Rule,
-    SandboxConfig, SandboxMode, ShellConfig, Sourced, ToolsConfig, ToolsMode, VerifyConfig,
+    SandboxConfig, SandboxMode, ShellConfig, Sourced, ToolsConfig, ToolsMode, Unlisted,
+    VerifyConfig,
 };
 pub use error::{ConfigError, ErrorKind};
 pub use record::{RecordedRule, RuleKind, RuleScope, record_rule};

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{
     AgentProfile, Config, Fsync, Hook, Layer, Limits, McpServer, ModelConfig, Price, Provider,
-    Rule, SandboxMode, Sourced, ToolsMode,
+    Rule, SandboxMode, Sourced, ToolsMode, Unlisted,
 };
 
 /// `[model]` settings of one layer (each optional).
@@ -90,6 +90,7 @@ pub(crate) struct Part {
     pub deny: Vec<Rule>,
     pub safe: Vec<String>,
     pub confirm: Vec<String>,
+    pub unlisted: Option<Unlisted>,
     pub pass_env: Vec<String>,
     pub timeout_s: Option<u64>,
     pub max_output_chars: Option<u64>,
@@ -128,6 +129,7 @@ impl Part {
             deny: Vec::new(),
             safe: Vec::new(),
             confirm: Vec::new(),
+            unlisted: None,
             pass_env: Vec::new(),
             timeout_s: None,
             max_output_chars: None,
@@ -344,6 +346,15 @@ impl Builder {
                 if !shell.pass_env.contains(&v) {
                     shell.pass_env.push(v);
                 }
+            }
+        }
+        // `unlisted = "deny"` tightens and applies from any layer; `"ask"` loosens a "deny"
+        // only from a trusted one.
+        if let Some(u) = part.unlisted {
+            if u == Unlisted::Deny || !untrusted || shell.unlisted == Unlisted::Ask {
+                shell.unlisted = u;
+            } else {
+                ignored.push(format!("shell.unlisted = \"{u}\""));
             }
         }
         for (key, value, slot) in [

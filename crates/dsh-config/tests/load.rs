@@ -21,7 +21,8 @@ fn no_files_gives_built_in_defaults() {
     let c = &loaded.config;
     assert_eq!(c.model.provider, Provider::Openai);
     assert_eq!(c.model.base_url, "https://api.openai.com/v1");
-    assert_eq!(c.shell.timeout_s, 30);
+    assert_eq!(c.shell.timeout_s, 120);
+    assert_eq!(c.shell.unlisted, dsh_config::Unlisted::Ask);
     assert_eq!(c.shell.max_output_chars, 3000);
     assert_eq!(c.limits.max_steps, 1_000);
     // The token budget is opt-in.
@@ -278,7 +279,7 @@ fn unknown_key_is_an_error_with_file_line_and_key() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{}:3: shell.safe_list: unknown key (expected one of: safe, confirm, timeout_s, max_output_chars, pass_env)",
+            "{}:3: shell.safe_list: unknown key (expected one of: safe, confirm, unlisted, timeout_s, max_output_chars, pass_env)",
             path.display()
         )
     );

@@ -27,8 +27,31 @@ fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
     (dir, ws)
 }
 
-/// Rules as (kind, text, from an untrusted project).
+/// Rules as (kind, text, from an untrusted project), with the built-in lists under seed 003's
+/// strict allowlist (`[shell] unlisted = "deny"`), so that a program on no list is refused
+/// and every disguise of one shows as a denial. `default_policy` has the default, where such
+/// a program asks.
 fn policy_with(ws: &Arc<Workspace>, rules: &[(RuleKind, &str, bool)]) -> ShellPolicy {
+    policy_with_lists(ws, rules, strict_lists())
+}
+
+fn strict_lists() -> ShellLists {
+    ShellLists {
+        unlisted: dsh_config::Unlisted::Deny,
+        ..ShellLists::default()
+    }
+}
+
+/// The built-in lists as configured by default: a program on no list asks.
+fn default_policy(ws: &Arc<Workspace>) -> ShellPolicy {
+    policy_with_lists(ws, &[], ShellLists::default())
+}
+
+fn policy_with_lists(
+    ws: &Arc<Workspace>,
+    rules: &[(RuleKind, &str, bool)],
+    lists: ShellLists,
+) -> ShellPolicy {
     let rules = rules.iter().map(|(kind, text, untrusted)| {
         let origin = if *untrusted {
             "untrusted project /p/.dsh/config.toml"
@@ -37,11 +60,16 @@ fn policy_with(ws: &Arc<Workspace>, rules: &[(RuleKind, &str, bool)]) -> ShellPo
         };
         ShellRule::new(parse_rule(*kind, text, origin), *untrusted)
     });
-    ShellPolicy::new(
-        ws.clone(),
-        rules,
-        ShellLists::default(),
-        NetworkVote::Refused,
+    // As a session assembles it: the default protected paths and the prompt files.
+    let protected = [".git/**", ".dsh/**"]
+        .into_iter()
+        .chain(dsh_policy::PROMPT_FILES)
+        .map(|p| dsh_policy::PathPattern::new(p).unwrap())
+        .collect();
+    ShellPolicy::new(ws.clone(), rules, lists, NetworkVote::Refused).with_file_rules(
+        Vec::new(),
+        &[],
+        protected,
     )
 }
 
@@ -299,14 +327,15 @@ fn long_lines_and_too_many_commands_are_refused_with_the_reason() {
 fn reasons_name_the_command_and_the_list() {
     let (_d, ws) = workspace();
     let p = policy_with(&ws, &[]);
-    let d = p.decide("ls; rm -rf ~");
+    let d = p.decide("ls; rm -rf x");
     assert_eq!(d.verdict, Verdict::Deny);
     assert!(
         d.reason
-            .contains("`rm -rf ~` is not on the safe or confirm lists"),
+            .contains("`rm -rf x` is not on the read-only or confirm lists"),
         "{}",
         d.reason
     );
+    assert!(d.reason.contains("unlisted = \"deny\""), "{}", d.reason);
     let d = p.decide("PATH=/tmp ls");
     assert!(d.reason.contains("PATH"), "{}", d.reason);
     assert_eq!(d.tier, Tier::Rule);
@@ -427,7 +456,7 @@ fn untrusted_project_rules_only_tighten() {
     let d = p.decide("rm -rf x");
     assert_eq!(d.verdict, Verdict::Deny, "{}", d.reason);
     assert!(
-        d.reason.contains("not on the safe or confirm lists"),
+        d.reason.contains("not on the read-only or confirm lists"),
         "{}",
         d.reason
     );
@@ -442,6 +471,7 @@ fn the_lists_are_configurable() {
     let lists = ShellLists {
         safe: vec!["ls".into(), "cargo".into()],
         confirm: vec!["cat".into()],
+        unlisted: dsh_config::Unlisted::Deny,
         origin: "test".into(),
     };
     let p = ShellPolicy::new(ws.clone(), Vec::new(), lists, NetworkVote::Refused);
@@ -550,4 +580,74 @@ fn a_rule_added_while_the_session_runs_allows_only_each_matching_command() {
             .add(parse_rule(RuleKind::Deny, "run_shell(ls)", "added"))
             .is_err()
     );
+}
+
+/// By default a program on no list asks (a rule lifts it), while what it would write outside
+/// the workspace, into a protected path or a prompt file is refused whatever a person or a
+/// rule would say; network clients are refused while commands have no network.
+#[test]
+fn unlisted_programs_ask_and_their_destinations_are_judged() {
+    let (_d, ws) = workspace();
+    let p = default_policy(&ws);
+    for line in [
+        "cargo test",
+        "mkdir build",
+        "cp a b",
+        "mv a c",
+        "rm -rf build",
+        "touch x",
+        "tar xzf a.tgz -C out",
+        "find . -name '*.o' -delete",
+        "rm *.o",
+        "sed -i s/a/b/ a",
+        "ls || rm x",
+        "go test ./...",
+    ] {
+        let d = p.decide(line);
+        assert_eq!(d.verdict, Verdict::Ask, "{}", show(line, &d));
+    }
+    let d = p.decide("cargo test");
+    assert_eq!(
+        d.tier,
+        Tier::Default,
+        "a rule may lift it: {}",
+        show("cargo test", &d)
+    );
+    assert!(d.reason.contains("so it asks"), "{}", d.reason);
+    for (line, why) in [
+        ("cp a .git/hooks/pre-commit", ".git/hooks/pre-commit"),
+        ("cp a .GIT/hooks/x", "protected"),
+        ("mv a .dsh/config.toml", ".dsh/config.toml"),
+        ("sed -i s/a/b/ AGENTS.md", "AGENTS.md"),
+        ("rm -rf ~", "outside the workspace"),
+        ("cp a /etc/passwd", "outside the workspace"),
+        ("cp -t /usr/bin a", "outside the workspace"),
+        ("tar xf a.tar -C /", "outside the workspace"),
+        ("find /etc -delete", "outside the workspace"),
+        ("rm -rf .g*", "protected"),
+        ("rm *.md", "AGENTS.md"),
+        ("rm ../x/*", "outside the workspace"),
+        ("rm $F", "named at run time"),
+        ("dd if=a of=/dev/sda", "device"),
+        ("chmod 600 ~/.ssh/id_rsa", "outside the workspace"),
+        ("install -d /opt/x", "outside the workspace"),
+        ("curl https://example.com", "network client"),
+        ("wget x", "network client"),
+        ("ls | nc host 80", "network client"),
+    ] {
+        let d = p.decide(line);
+        assert_eq!(d.verdict, Verdict::Deny, "{}", show(line, &d));
+        assert_eq!(d.tier, Tier::Rule, "{}", show(line, &d));
+        assert!(d.reason.contains(why), "{why}: {}", show(line, &d));
+    }
+    // No allow rule lifts those denials.
+    let lifted = policy_with_lists(
+        &ws,
+        &[(RuleKind::Allow, "run_shell(*)", false)],
+        ShellLists::default(),
+    );
+    for line in ["cp a .git/hooks/pre-commit", "rm -rf ~", "curl x"] {
+        assert_eq!(lifted.decide(line).verdict, Verdict::Deny, "{line}");
+    }
+    assert_eq!(lifted.decide("cargo test").verdict, Verdict::Allow);
 }

@@ -15,8 +15,8 @@ mod model_pick;
 mod render;
 mod screen;
 mod stats;
-mod style;
-mod toolline;
+pub(crate) mod style;
+pub(crate) mod toolline;
 mod turn;
 mod visible;
 

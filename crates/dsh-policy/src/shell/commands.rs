@@ -261,6 +261,15 @@ fn payload<'a>(args: &'a [Word], at: usize, ask_note: Option<&'static str>) -> W
     }
 }
 
+/// Programs whose job is the network: with commands' network off they cannot work.
+pub(crate) fn network_client(name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    matches!(
+        base,
+        "curl" | "wget" | "nc" | "ncat" | "netcat" | "telnet" | "ftp" | "socat" | "aria2c"
+    )
+}
+
 /// Why `name` is refused as a shell other than bash: the parser speaks bash, so unwrapping
 /// another shell's `-c` would judge a different program than the one that runs.
 pub(crate) fn other_shell(name: &str) -> Option<String> {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use dsh_core::{quote_capped, quote_capped_path};
 
 use super::commands::{self, Wrapped};
+use super::destinations;
 use super::free::NotFree;
 use super::parse::{self, Parsed};
 use super::places::{Place, from, lexical};
@@ -490,19 +491,40 @@ impl ShellPolicy {
                 reason: format!("{text}: {why}", text = quote_capped(text)),
             });
         }
+        // What it writes through its operands, whatever list it is on.
+        for w in destinations::destinations(name, &words[1..]) {
+            self.judge_destination(&w, at.dirs, out);
+        }
+        if commands::network_client(name) {
+            return out.push(if self.network == super::NetworkVote::Refused {
+                firm(
+                    Verdict::Deny,
+                    format!(
+                        "{text}: {name} is a network client, and commands have no network here (`sandbox.allow_network` in your user configuration lifts that)",
+                        text = quote_capped(text),
+                        name = quote_capped(name)
+                    ),
+                )
+            } else {
+                structural(
+                    Verdict::Ask,
+                    format!(
+                        "{text}: {name} is a network client",
+                        text = quote_capped(text),
+                        name = quote_capped(name)
+                    ),
+                )
+            });
+        }
         let origin = &self.lists.origin;
         let safe = self.lists.safe.iter().any(|s| s == name);
         let confirm = self.lists.confirm.iter().any(|s| s == name);
         if safe || confirm {
-            // A destructive mode of a listed program is judged as the program it acts as.
+            // A destructive mode of a listed program is judged as the program it acts as:
+            // one on no list.
             if let Some(why) = commands::acts_as_unlisted(name, &words[1..]) {
-                return out.push(Judgement {
-                    verdict: Verdict::Deny,
-                    by_rule: false,
-                    firm: false,
-                    reads_only: false,
-                    reason: format!("{text}: {why}", text = quote_capped(text)),
-                });
+                return out
+                    .push(self.unlisted(format!("{text}: {why}", text = quote_capped(text))));
             }
             // git's output flags are judged with its doors, from its `-C` directory.
             if name != "git" {
@@ -551,16 +573,29 @@ impl ShellPolicy {
                 let _ = self.find_pass(&words[1..], at, out);
             }
         } else {
-            out.push(Judgement {
-                verdict: Verdict::Deny,
-                by_rule: false,
-                firm: false,
-                reads_only: false,
-                reason: format!(
-                    "{text} is not on the safe or confirm lists ({origin})",
-                    text = quote_capped(text)
-                ),
-            });
+            out.push(self.unlisted(format!(
+                "{text} is not on the read-only or confirm lists ({origin})",
+                text = quote_capped(text)
+            )));
+        }
+    }
+
+    /// A program on no list: asks (a rule may lift it) or, under `[shell] unlisted =
+    /// "deny"`, is refused.
+    fn unlisted(&self, why: String) -> Judgement {
+        let (verdict, how) = match self.lists.unlisted {
+            dsh_config::Unlisted::Ask => (Verdict::Ask, "so it asks"),
+            dsh_config::Unlisted::Deny => (
+                Verdict::Deny,
+                "and `[shell] unlisted = \"deny\"` refuses such programs",
+            ),
+        };
+        Judgement {
+            verdict,
+            by_rule: false,
+            firm: false,
+            reads_only: false,
+            reason: format!("{why}, {how}"),
         }
     }
 }

@@ -73,6 +73,7 @@
 
 mod assign;
 mod commands;
+mod destinations;
 mod doors;
 mod free;
 mod git_reads;
@@ -137,6 +138,9 @@ pub struct ShellLists {
     pub safe: Vec<String>,
     /// Commands that ask.
     pub confirm: Vec<String>,
+    /// What a program on neither list gets: asks (tier `Default`, so a rule lifts it) or is
+    /// refused (seed 003's strict allowlist).
+    pub unlisted: dsh_config::Unlisted,
     /// Where the lists came from, for reasons (e.g. "configuration").
     pub origin: String,
 }
@@ -149,6 +153,7 @@ impl Default for ShellLists {
         ShellLists {
             safe: READ_ONLY_PROGRAMS.iter().map(|s| (*s).to_owned()).collect(),
             confirm: words("python python3 pip pip3 pytest make npm node awk gawk mawk"),
+            unlisted: dsh_config::Unlisted::Ask,
             origin: "the default lists".to_owned(),
         }
     }
