@@ -549,8 +549,9 @@ impl Agent {
             // A sub-agent's budgets are shared with its parent's other children, who may be
             // spending them right now: its request reserves its estimate first and is not
             // sent when that would pass a budget (`spend.rs`). Estimated before room is
-            // made, which only shrinks the request.
-            let reservation = match self.reserve(&self.request()) {
+            // made, which only shrinks the request; built only when there is something to
+            // reserve (not for the main agent).
+            let reservation = match self.reserve(|| self.request()) {
                 Ok(r) => r,
                 Err(stop) => return self.stop(stop, last_text),
             };

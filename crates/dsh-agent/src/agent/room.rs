@@ -67,7 +67,7 @@ impl Agent {
         };
         // A sub-agent's summary request is reserved against its parent's budgets like its
         // steps; when it does not fit, the turn goes on uncompacted.
-        let Ok(reservation) = self.reserve(&request) else {
+        let Ok(reservation) = self.reserve(|| &request) else {
             return Ok(false);
         };
         let begun = Instant::now();

@@ -7,7 +7,7 @@
 //! the reservation with the real usage: parallel children then pass the budget by no more
 //! than what their replies in flight use beyond their estimates.
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::sync::Arc;
 
 use dsh_core::journal::{JournalError, Record};
@@ -110,13 +110,17 @@ impl Agent {
         cost
     }
 
-    /// A sub-agent under a budget reserves `request`'s estimate against its parent's
-    /// budgets before sending it: its text at four characters a token (tools included),
-    /// plus its `max_tokens` or else [`OUTPUT_ESTIMATE_TOKENS`], and their cost at the
-    /// model's prices. `Ok(None)`: nothing to reserve (the main agent, whose budgets are
-    /// checked after each step, or no budget set); `Err`: the budget the request would
-    /// pass — it is not sent.
-    pub(super) fn reserve(&self, request: &ChatRequest) -> Result<Option<Reservation>, StopReason> {
+    /// A sub-agent under a budget reserves the estimate of the request `request` gives
+    /// against its parent's budgets before sending it: its text at four characters a token
+    /// (tools included), plus its `max_tokens` or else [`OUTPUT_ESTIMATE_TOKENS`], and their
+    /// cost at the model's prices. `Ok(None)`: nothing to reserve (the main agent, whose
+    /// budgets are checked after each step, or no budget set) — then `request` is not called,
+    /// so a step does not build its request twice for nothing; `Err`: the budget the request
+    /// would pass — it is not sent.
+    pub(super) fn reserve<R: Borrow<ChatRequest>>(
+        &self,
+        request: impl FnOnce() -> R,
+    ) -> Result<Option<Reservation>, StopReason> {
         let Some(parent) = &self.spends_for else {
             return Ok(None);
         };
@@ -127,6 +131,8 @@ impl Agent {
         if limits.max_tokens == 0 && limits.max_cost_usd <= 0.0 {
             return Ok(None);
         }
+        let request = request();
+        let request = request.borrow();
         let usage = Usage {
             prompt_tokens: crate::context::estimate(&request.messages)
                 + estimate_tokens(&serde_json::to_string(&request.tools).unwrap_or_default()),
