@@ -32,6 +32,21 @@ use dsh_policy::{
 pub const UNAVAILABLE_HINT: &str = "to let it run, add an allow rule (e.g. `allow = [\"write_file(src/**)\"]` \
 under [permissions] in .dsh/config.toml or your user config) or run with --yolo";
 
+/// The `unavailable` hint for a call: the allow rule that would lift its ask, naming its own
+/// tool (`run_shell(cargo build *)`, `edit_file(/src/main.rs)`), or the general sentence when
+/// no one rule would.
+fn unavailable_hint(shell: &ShellPolicy, workspace: &Arc<Workspace>) -> dsh_core::UnavailableHint {
+    let (shell, workspace) = (shell.clone(), workspace.clone());
+    dsh_core::UnavailableHint(Arc::new(
+        move |call, accesses| match crate::always::rule_for(&shell, &workspace, call, accesses) {
+            Some(rule) => format!(
+                "to let it run, add an allow rule (`allow = [{rule:?}]` under [permissions] in .dsh/config.toml or your user config) or run with --yolo"
+            ),
+            None => UNAVAILABLE_HINT.to_owned(),
+        },
+    ))
+}
+
 /// One permission rule as configured — already parsed by the one rule grammar
 /// (`dsh_config::Rule::parse`), never text to parse again — with where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,6 +109,9 @@ pub struct SessionSettings {
     pub shell: dsh_tools::ShellSettings,
     /// The shell policy's safe and confirm lists (`[shell] safe/confirm`).
     pub shell_lists: ShellLists,
+    /// The permission mode the session starts in (`[permissions] mode`, `--mode`); `yolo`
+    /// approves every ask whoever else would answer.
+    pub mode: dsh_config::PermissionMode,
     pub approval: Approval,
     /// The digest of the effective configuration, for `session_start`.
     pub config_digest: String,
@@ -148,6 +166,7 @@ impl SessionSettings {
                 ..dsh_tools::ShellSettings::default()
             },
             shell_lists: ShellLists::default(),
+            mode: dsh_config::defaults::PERMISSIONS_MODE,
             approval: Approval::None,
             config_digest: String::new(),
             provider: None,
@@ -254,6 +273,8 @@ pub struct Session {
     pub(crate) roster: crate::subagent::Roster,
     /// How `call_sub_agent` reaches this session.
     pub(crate) link: Arc<crate::subagent::SessionLink>,
+    /// The permission mode in force (see `mode.rs`).
+    pub(crate) mode: dsh_policy::ModeSwitch,
 }
 
 impl std::fmt::Debug for Session {
@@ -319,6 +340,7 @@ impl Session {
             dsh_version: env!("CARGO_PKG_VERSION").into(),
             config_digest: settings.config_digest.as_str().into(),
             resumed_from: settings.resumed_from.clone(),
+            mode: Some(session.mode().as_str().into()),
         };
         journal
             .append(&start)
@@ -450,7 +472,13 @@ impl Session {
         let protected = ProtectedPaths::new(workspace.clone(), &settings.protected)?
             .with_memory_exemption(person_answers);
 
+        // `--yolo` is the yolo mode, and the yolo mode is its approver.
+        let mode = dsh_policy::ModeSwitch::new(match settings.approval {
+            Approval::Yolo => dsh_config::PermissionMode::Yolo,
+            _ => settings.mode,
+        });
         let mut builder = Pipeline::builder(registry, journal)
+            .pre_policy(dsh_policy::ModePolicy::new(mode.clone(), shell.clone()))
             .pre_policy(confinement.clone())
             .pre_policy(protected.clone())
             .pre_policy(
@@ -466,7 +494,7 @@ impl Session {
             .disposition(Spill::new(spill.clone(), settings.spill_chars))
             .config(PipelineConfig {
                 max_parallel: settings.max_parallel,
-                unavailable_hint: UNAVAILABLE_HINT.to_owned(),
+                unavailable_hint: unavailable_hint(&shell, &workspace),
                 ..PipelineConfig::default()
             });
         match &settings.approval {
@@ -492,6 +520,7 @@ impl Session {
             profiles,
             roster: crate::subagent::Roster::default(),
             link,
+            mode,
         })
     }
 }

@@ -28,6 +28,7 @@ pub mod cost;
 mod ending;
 pub mod events;
 pub mod leftovers;
+mod mode;
 pub mod prompt;
 pub mod replay;
 pub mod resume;
@@ -44,6 +45,7 @@ pub use assemble::{
 };
 pub use ending::{Ending, Totals};
 pub use events::{AgentId, Event, EventKind, EventSink, EventStream};
+pub use mode::{ModeError, next_mode};
 pub use session_id::new_session_id;
 pub use settings::{
     Configured, ModelChoice, SettingsError, choice_defaults, model_choices, model_settings,

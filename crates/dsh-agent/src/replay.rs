@@ -58,6 +58,9 @@ pub struct RecordedCall {
     pub profile: Option<String>,
     /// `None`: the call never reached gate 1 (see [`recorded_calls`]).
     pub recorded: Option<Recorded>,
+    /// The permission mode in force when the call was made (`session_start`, then each
+    /// `mode_changed`); `None` in a journal older than the modes.
+    pub mode: Option<dsh_config::PermissionMode>,
 }
 
 /// One line of `dsh replay`. Serializes to DESIGN §4's object, field for field; `args` and
@@ -131,9 +134,13 @@ pub fn recorded_calls(records: &[Entry]) -> Vec<RecordedCall> {
     let mut calls: Vec<(RecordedCall, Seen)> = Vec::new();
     let mut open: HashMap<(Option<&str>, &str), usize> = HashMap::new();
     let mut profiles: HashMap<&str, &str> = HashMap::new();
+    let mut mode = None;
     for entry in records {
         let agent = entry.agent.as_deref();
         match &entry.record {
+            Record::SessionStart { mode: Some(m), .. } | Record::ModeChanged { mode: m, .. } => {
+                mode = m.parse().ok();
+            }
             Record::SubAgentStart { child, profile, .. } => {
                 profiles.insert(child.as_ref(), profile.as_ref());
             }
@@ -153,6 +160,7 @@ pub fn recorded_calls(records: &[Entry]) -> Vec<RecordedCall> {
                         agent: entry.agent.clone(),
                         profile: agent.and_then(|a| profiles.get(a)).map(|p| (*p).to_owned()),
                         recorded: None,
+                        mode,
                     },
                     Seen::default(),
                 ));
@@ -236,6 +244,10 @@ pub async fn replay(calls: Vec<RecordedCall>, session: &Session) -> Vec<Row> {
         );
         let probe = ToolCall::new(call.call_id.as_str(), call.tool.as_str(), call.args.clone())
             .with_agent(call.agent.as_deref().map(Into::into));
+        // Judged under the mode in force when it was made.
+        if let Some(mode) = call.mode {
+            session.mode.set(mode);
+        }
         // A tool outside the agent's set is refused at the registry, as the loop refuses it.
         let report = session.pipeline.check_in(&tools, &probe).await;
         let today = Today {

@@ -384,6 +384,7 @@ mod tests {
             dsh_version: "0".into(),
             config_digest: "d".into(),
             resumed_from: None,
+            mode: None,
         }
     }
 
@@ -514,6 +515,7 @@ mod tests {
                     seq: 1,
                     hash: "0".into(),
                 }),
+                mode: None,
             })
             .unwrap();
         }

@@ -97,8 +97,18 @@ impl SessionSettings {
                 at: p.origin.location(),
             })
             .collect();
-        if yolo {
+        s.mode = if yolo {
+            dsh_config::PermissionMode::Yolo
+        } else {
+            c.permissions.mode
+        };
+        if s.mode == dsh_config::PermissionMode::Yolo {
             s.approval = Approval::Yolo;
+        }
+        if let Some(why) =
+            (s.mode == dsh_config::PermissionMode::Auto).then_some(dsh_policy::AUTO_UNAVAILABLE)
+        {
+            notices.push(why.to_owned());
         }
         Ok(Configured {
             settings: s,

@@ -118,6 +118,7 @@ fn write_journal(path: &Path, ws: &Path, calls: usize) {
             dsh_version: "0.1.0".into(),
             config_digest: "bench".into(),
             resumed_from: None,
+            mode: None,
         })
         .unwrap();
     for i in 0..calls {

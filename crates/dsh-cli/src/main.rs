@@ -49,10 +49,16 @@ pub(crate) struct Common {
     /// The user configuration file (default: the platform config dir's dsh/config.toml).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Approve every call that would ask. Confinement, protected paths, deny rules and guards
-    /// still apply.
+    /// Approve every call that would ask (the same as `--mode yolo`). Confinement, protected
+    /// paths, deny rules, guards, the sandbox and the network ban still apply.
     #[arg(long, global = true)]
     yolo: bool,
+    /// The permission mode: read-only (every write and every program not on the read-only
+    /// list denied), ask (the default), auto (behaves as ask in this build: its hardened
+    /// sandbox is not implemented yet), yolo (every ask approved). Overrides
+    /// [permissions] mode.
+    #[arg(long, global = true, value_name = "read-only|ask|auto|yolo")]
+    mode: Option<dsh_config::PermissionMode>,
     /// `exec` and `batch`: print the session's journal records, one JSON line each, as they
     /// are written (instead of the final text or the result objects). `check` always prints
     /// JSON. `sessions list`: one object per session; `sessions show`: the records;

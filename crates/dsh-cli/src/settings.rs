@@ -21,6 +21,15 @@ pub(crate) fn load_config_with(
     opts.user_config.clone_from(&common.config);
     opts.overrides = overrides;
     opts.overrides.sandbox = common.sandbox;
+    opts.overrides.mode = match (common.yolo, common.mode) {
+        (true, Some(m)) if m != dsh_config::PermissionMode::Yolo => {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--yolo is --mode yolo; it cannot be given with --mode {m}"
+            )));
+        }
+        (true, _) => Some(dsh_config::PermissionMode::Yolo),
+        (false, m) => m,
+    };
     opts.env = dsh_config::process_env();
     let loaded = dsh_config::load(&opts).map_err(Failure::usage)?;
     for notice in &loaded.notices {

@@ -117,7 +117,10 @@ pub(crate) fn start(
     let provider = dsh_agent::provider_from_loaded(&loaded, &env).map_err(Failure::usage)?;
 
     let mut settings = settings::session_settings(common, &loaded)?;
-    if let Some(approval) = approval {
+    // The yolo mode (a flag or the user's configuration) is its own approver.
+    if let Some(approval) = approval
+        && settings.mode != dsh_config::PermissionMode::Yolo
+    {
         settings.approval = approval;
     }
     let resumed = match by_id {

@@ -24,6 +24,7 @@ pub(crate) fn for_recorded(
         workspace_given: true,
         config: common.config.clone(),
         yolo: common.yolo,
+        mode: common.mode,
         json: common.json,
         sandbox: common.sandbox,
     })

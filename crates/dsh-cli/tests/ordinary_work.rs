@@ -195,6 +195,7 @@ fn exec_prints_a_line_per_tool_call_and_the_calls_nobody_was_asked_about() {
         lines.iter().any(
             |l| l.starts_with("✗ run_shell cargo build · unavailable by approval:")
                 && l.contains("so it asks")
+                && l.contains("run_shell(cargo build *)")
         ),
         "{err}"
     );

@@ -922,3 +922,58 @@ fn a_sub_agents_question_names_it_and_stats_roll_its_spend_up() {
         .unwrap();
     assert_eq!(stop["prompt_tokens"], 390, "{stop}");
 }
+
+/// The permission mode (issue "ordinary work runs", item 4): shown in the header, switched
+/// with Shift-Tab (read-only → ask → auto, never into yolo) and `/mode`, each switch recorded
+/// as `mode_changed`, and the next call judged under it.
+#[test]
+fn the_mode_is_shown_switched_with_shift_tab_and_mode_and_journaled() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "run_shell", r#"{"command":"make build"}"#).into(),
+        Reply::text("first done"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    let header = pty.screen().contents();
+    assert!(header.contains("mode ask"), "{header}");
+    // Shift-Tab: ask → auto (which says it behaves as ask here), then auto → read-only.
+    let mark = pty.mark();
+    pty.send(key::SHIFT_TAB);
+    pty.wait_for_text_since(mark, "mode auto");
+    pty.wait_for_text_since(mark, "not implemented yet");
+    let mark = pty.mark();
+    pty.send(key::SHIFT_TAB);
+    pty.wait_for_text_since(mark, "mode read-only");
+    // yolo is never entered mid-session.
+    let mark = pty.mark();
+    pty.send_line("/mode yolo");
+    pty.wait_for_text_since(mark, "only by a flag");
+    // Under read-only, a confirm-list program is denied, saying so, without a question.
+    let mark = pty.mark();
+    pty.send_line("build it");
+    pty.wait_for_text_since(mark, "first done");
+    let since = pty.text_since(mark);
+    assert!(since.contains("read-only mode"), "{since}");
+    assert!(!since.contains("approve once"), "asked: {since}");
+    let mark = pty.mark();
+    pty.send_line("/mode ask");
+    pty.wait_for_text_since(mark, "mode ask");
+    leave(pty, 5);
+    let records = journal(&d);
+    assert_eq!(records[0]["mode"], "ask", "{}", records[0]);
+    let modes: Vec<(&str, &str)> = records
+        .iter()
+        .filter(|r| kind(r) == "mode_changed")
+        .map(|r| (r["mode"].as_str().unwrap(), r["by"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        modes,
+        [
+            ("auto", "person"),
+            ("read-only", "person"),
+            ("ask", "person")
+        ]
+    );
+    let result = records.iter().find(|r| kind(r) == "tool_result").unwrap();
+    assert_eq!(result["decided_by"]["policy"], "mode", "{result}");
+}

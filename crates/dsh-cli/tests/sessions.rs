@@ -409,6 +409,7 @@ fn resuming(d: &Dirs, id: &str, old: &str, seq: u64, hash: &str) -> PathBuf {
                 seq,
                 hash: hash.into(),
             }),
+            mode: None,
         })
         .unwrap();
     for record in [
@@ -509,6 +510,7 @@ fn session_start(d: &Dirs) -> Record<'static> {
         dsh_version: "0.1.0".into(),
         config_digest: "test".into(),
         resumed_from: None,
+        mode: None,
     }
 }
 

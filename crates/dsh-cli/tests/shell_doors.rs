@@ -208,11 +208,12 @@ fn item1_git_doors_are_denied_naming_the_key_and_ordinary_git_asks() {
         ("git log -5", "allow", "only reads"),
         ("git -C src status", "allow", "only reads"),
         ("git commit -m x", "ask", "reading subcommands"),
-        ("git -c color.ui=always log", "ask", "`-c`"),
+        // A harmless `-c` key keeps a reading subcommand free.
+        ("git -c color.ui=always log", "allow", "only reads"),
         (
             "git -c user.name=x -c commit.gpgSign=false commit -m y",
             "ask",
-            "`-c`",
+            "reading subcommands",
         ),
         ("git cherry-pick -x abc", "ask", "reading subcommands"),
         ("git clean -fdx", "ask", "reading subcommands"),

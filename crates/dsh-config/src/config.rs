@@ -149,8 +149,7 @@ macro_rules! string_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        #[serde(rename_all = "lowercase")]
-        pub enum $name { $($(#[$vm])* $variant),+ }
+        pub enum $name { $($(#[$vm])* #[serde(rename = $text)] $variant),+ }
 
         impl $name {
             /// Every value, in declaration order.
@@ -260,12 +259,34 @@ string_enum! {
 }
 
 string_enum! {
+    /// `[permissions] mode` (also `--mode`, `/mode`, Shift-Tab): one switch over the same
+    /// gates (DESIGN §5).
+    PermissionMode {
+        /// Every write and every program not on the read-only list is denied.
+        ReadOnly = "read-only",
+        /// A person is asked for writes and for programs the lists do not free (the default).
+        Ask = "ask",
+        /// Rule-liftable asks of builds and workspace writes run without a person, in a
+        /// hardened sandbox profile, where that profile is enforced.
+        Auto = "auto",
+        /// Every ask is approved (guards, the sandbox and the network ban still apply).
+        Yolo = "yolo",
+    }
+}
+
+string_enum! {
     /// `[shell] unlisted`: what happens to a program on neither list.
     Unlisted {
         /// A person is asked; a rule may lift it (the default).
         Ask = "ask",
         /// Refused: seed 003's strict allowlist, for teams that want it.
         Deny = "deny",
+    }
+}
+
+impl Default for PermissionMode {
+    fn default() -> Self {
+        crate::defaults::PERMISSIONS_MODE
     }
 }
 
@@ -419,6 +440,8 @@ fn parse_rule(text: &str) -> Result<(&str, Option<&str>), String> {
 /// `[permissions]`: rules from every layer, accumulated.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Permissions {
+    /// The permission mode.
+    pub mode: PermissionMode,
     /// Allow rules (never from an untrusted project).
     pub allow: Vec<Rule>,
     /// Ask rules.

@@ -25,6 +25,9 @@ pub const LIMITS_SPILL_CHARS: u64 = 20_000;
 /// `[limits] max_cost_usd`: 0 = off.
 pub const LIMITS_MAX_COST_USD: f64 = 0.0;
 
+/// `[permissions] mode`.
+pub const PERMISSIONS_MODE: crate::PermissionMode = crate::PermissionMode::Ask;
+
 /// `[shell] timeout_s`: default command timeout, seconds (a real `cargo build` takes
 /// minutes; 30 s cut it off).
 pub const SHELL_TIMEOUT_S: u64 = 120;

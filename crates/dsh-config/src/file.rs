@@ -10,8 +10,8 @@ use serde::Deserialize;
 use toml_edit::Document;
 
 use crate::config::{
-    AgentProfile, Fsync, Hook, Layer, Limits, McpServer, OnError, Origin, Price, Provider, Rule,
-    SandboxMode, Sourced, ToolsMode, Unlisted,
+    AgentProfile, Fsync, Hook, Layer, Limits, McpServer, OnError, Origin, PermissionMode, Price,
+    Provider, Rule, SandboxMode, Sourced, ToolsMode, Unlisted,
 };
 use crate::error::{ConfigError, ErrorKind, line_of, tidy_serde_message};
 use crate::locate::{Seg, dotted, path_at, span_of};
@@ -99,6 +99,7 @@ struct RawModel {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawPermissions {
+    mode: Option<PermissionMode>,
     #[serde(default)]
     allow: Vec<String>,
     #[serde(default)]
@@ -366,6 +367,13 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
     }
 
     if let Some(perms) = raw.permissions {
+        if perms.mode.is_some() {
+            part.note_line(
+                "permissions.mode",
+                src.line(&p([k("permissions"), k("mode")])),
+            );
+        }
+        part.mode = perms.mode;
         let (allow, ask, deny) = parse_rules(src, &[], perms)?;
         part.allow = allow;
         part.ask = ask;

@@ -85,8 +85,8 @@ use std::path::{Path, PathBuf};
 
 pub use config::{
     AgentProfile, Config, ContextConfig, Fsync, Guards, Hook, Hooks, JournalConfig, Layer, Limits,
-    Mcp, McpServer, ModelConfig, OnError, Origin, Permissions, Price, Provider, Rule,
-    SandboxConfig, SandboxMode, ShellConfig, Sourced, ToolsConfig, ToolsMode, Unlisted,
+    Mcp, McpServer, ModelConfig, OnError, Origin, PermissionMode, Permissions, Price, Provider,
+    Rule, SandboxConfig, SandboxMode, ShellConfig, Sourced, ToolsConfig, ToolsMode, Unlisted,
     VerifyConfig,
 };
 pub use error::{ConfigError, ErrorKind};
@@ -109,6 +109,8 @@ pub struct Overrides {
     pub max_steps: Option<u64>,
     /// `--sandbox`.
     pub sandbox: Option<SandboxMode>,
+    /// `--mode` (`--yolo` is `--mode yolo`).
+    pub mode: Option<PermissionMode>,
 }
 
 /// What [`load`] reads.
@@ -317,6 +319,8 @@ fn flags_part(o: &Overrides) -> Result<Part, ConfigError> {
     part.name("limits.max_steps", "--max-steps".to_string());
     part.sandbox_mode = o.sandbox;
     part.name("sandbox.mode", "--sandbox".to_string());
+    part.mode = o.mode;
+    part.name("permissions.mode", "--mode".to_string());
     Ok(part)
 }
 

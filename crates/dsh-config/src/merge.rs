@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::{
-    AgentProfile, Config, Fsync, Hook, Layer, Limits, McpServer, ModelConfig, Price, Provider,
-    Rule, SandboxMode, Sourced, ToolsMode, Unlisted,
+    AgentProfile, Config, Fsync, Hook, Layer, Limits, McpServer, ModelConfig, PermissionMode,
+    Price, Provider, Rule, SandboxMode, Sourced, ToolsMode, Unlisted,
 };
 
 /// `[model]` settings of one layer (each optional).
@@ -85,6 +85,7 @@ pub(crate) struct Part {
     pub layer: Layer,
     pub site: Site,
     pub model: ModelPart,
+    pub mode: Option<PermissionMode>,
     pub allow: Vec<Rule>,
     pub ask: Vec<Rule>,
     pub deny: Vec<Rule>,
@@ -124,6 +125,7 @@ impl Part {
                 ..Site::default()
             },
             model: ModelPart::default(),
+            mode: None,
             allow: Vec::new(),
             ask: Vec::new(),
             deny: Vec::new(),
@@ -286,8 +288,24 @@ impl Builder {
             }
         }
 
-        // [permissions]: lists accumulate; allow never from an untrusted project.
+        // [permissions] mode: from an untrusted project only `read-only` (it tightens);
+        // `yolo` only from a flag or the user's own file.
         let perms = &mut self.config.permissions;
+        if let Some(mode) = part.mode {
+            if untrusted && mode != PermissionMode::ReadOnly {
+                ignored.push(format!("permissions.mode = \"{mode}\""));
+            } else if mode == PermissionMode::Yolo
+                && matches!(part.layer, Layer::Project | Layer::Managed)
+            {
+                self.notices.push(format!(
+                    "{} = \"yolo\" ignored: only a flag (--mode yolo, --yolo) or your user configuration can approve every ask",
+                    site.at("permissions.mode")
+                ));
+            } else {
+                perms.mode = mode;
+            }
+        }
+        // [permissions]: lists accumulate; allow never from an untrusted project.
         if untrusted {
             if !part.allow.is_empty() {
                 ignored.push(format!(

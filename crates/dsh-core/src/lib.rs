@@ -49,7 +49,7 @@ pub use call::{CallSource, ToolCall};
 pub use check::{CheckReport, CheckVote, Decision};
 pub use clearance::Clearance;
 pub use dispatch::Dispatch;
-pub use pipeline::{BatchError, BatchOutcome, Observer, Pipeline, PipelineConfig};
+pub use pipeline::{BatchError, BatchOutcome, Observer, Pipeline, PipelineConfig, UnavailableHint};
 pub use policy::{
     Action, ApprovalAnswer, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Denial,
     Disposition, Guard, PolicyContext, PrePolicy, Tier, Verdict, Vote, combine_votes,

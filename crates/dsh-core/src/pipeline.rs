@@ -70,7 +70,33 @@ pub struct PipelineConfig {
     /// After a user interrupt, how long running tools get to stop before they are dropped.
     pub cancel_grace: Duration,
     /// Appended to an `unavailable` result: how the user can let such a call run.
-    pub unavailable_hint: String,
+    pub unavailable_hint: UnavailableHint,
+}
+
+/// How the user can let a call that found nobody to ask run: a sentence for the call and
+/// what it declares (the allow rule that would lift its ask, naming its own tool).
+#[derive(Clone)]
+pub struct UnavailableHint(pub Arc<HintFn>);
+
+/// The sentence of an [`UnavailableHint`] for one call and what it declares.
+pub type HintFn = dyn Fn(&ToolCall, &[Access]) -> String + Send + Sync;
+
+impl UnavailableHint {
+    /// The same sentence for every call.
+    pub fn fixed(text: impl Into<String>) -> Self {
+        let text: String = text.into();
+        UnavailableHint(Arc::new(move |_, _| text.clone()))
+    }
+
+    pub fn for_call(&self, call: &ToolCall, accesses: &[Access]) -> String {
+        (self.0)(call, accesses)
+    }
+}
+
+impl std::fmt::Debug for UnavailableHint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UnavailableHint")
+    }
 }
 
 impl Default for PipelineConfig {
@@ -78,7 +104,9 @@ impl Default for PipelineConfig {
         PipelineConfig {
             max_parallel: 8,
             cancel_grace: Duration::from_secs(5),
-            unavailable_hint: "allow it with a permission rule, or run with an approver".to_owned(),
+            unavailable_hint: UnavailableHint::fixed(
+                "allow it with a permission rule, or run with an approver",
+            ),
         }
     }
 }
@@ -407,7 +435,7 @@ impl Pipeline {
             self.approver.as_ref(),
             &request,
             self.journal.as_ref(),
-            &self.config.unavailable_hint,
+            &self.config.unavailable_hint.for_call(call, cx.accesses),
         )
         .await?;
         Ok(asked.map_err(Admit::Refused))

@@ -394,7 +394,9 @@ async fn no_approver_means_unavailable_with_a_hint() {
     let (b, _) = builder(vec![counted("t", &runs)]);
     let p = b
         .config(PipelineConfig {
-            unavailable_hint: "add an allow rule or run with --yolo".to_owned(),
+            unavailable_hint: dsh_core::UnavailableHint::fixed(
+                "add an allow rule or run with --yolo",
+            ),
             ..PipelineConfig::default()
         })
         .build();

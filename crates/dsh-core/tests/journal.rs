@@ -1060,6 +1060,7 @@ fn one_of_every_kind(
                 seq: 7,
                 hash: GENESIS.into(),
             }),
+            mode: Some("read-only".into()),
         },
         Record::UserMessage { text: "hi".into() },
         Record::LlmCall {
@@ -1138,6 +1139,10 @@ fn one_of_every_kind(
         Record::SessionNamed {
             name: "refactor".into(),
         },
+        Record::ModeChanged {
+            mode: "auto".into(),
+            by: "person".into(),
+        },
     ]
 }
 
@@ -1171,9 +1176,10 @@ async fn every_record_kind_round_trips_through_the_file() {
         Record::ContextCompacted { .. } => 13,
         Record::HistoryCleared {} => 14,
         Record::SessionNamed { .. } => 15,
+        Record::ModeChanged { .. } => 16,
     };
     let indices: Vec<usize> = records.iter().map(index).collect();
-    assert_eq!(indices, (0..16).collect::<Vec<_>>());
+    assert_eq!(indices, (0..17).collect::<Vec<_>>());
 
     let dir = tempfile::tempdir().unwrap();
     let path = journal_path(&dir);

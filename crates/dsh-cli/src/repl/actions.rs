@@ -234,6 +234,19 @@ pub(crate) async fn run(
                 None => "the next requests send every turn".to_owned(),
             }));
         }
+        Command::Mode(mode) => {
+            let session = &live.session;
+            let next = mode.unwrap_or_else(|| dsh_agent::next_mode(session.mode()));
+            match session.set_mode(next, "person") {
+                Ok(()) => {
+                    screen.line(&format!("mode {}", st.bold(next.as_str())));
+                    if let Some(why) = session.mode_notice(next) {
+                        screen.line(&st.dim(why));
+                    }
+                }
+                Err(e) => screen.line(&st.red(&format!("/mode: {e}"))),
+            }
+        }
         Command::Verify(on) => {
             let configured = live.loaded.config.verify.command.as_deref();
             match (on, configured) {

@@ -63,6 +63,12 @@ pub(crate) const COMMANDS: &[Spec] = &[
         values: &[],
     },
     Spec {
+        name: "mode",
+        args: "[read-only|ask|auto]",
+        help: "switch the permission mode (no argument: the next one, as Shift-Tab does); recorded in the journal",
+        values: &["read-only", "ask", "auto"],
+    },
+    Spec {
         name: "verify",
         args: "on|off",
         help: "after a reply that changed files, run [verify] command and hand a failure back to the model",
@@ -139,6 +145,8 @@ pub(crate) enum Command {
     /// `None`: pick from a list.
     Model(Option<String>),
     Verify(bool),
+    /// `None`: the next mode (Shift-Tab).
+    Mode(Option<dsh_config::PermissionMode>),
     Reload,
     Save(Option<String>),
     Load(String),
@@ -217,6 +225,14 @@ pub(crate) fn parse(line: &str) -> Result<Command, String> {
                 Command::Verify(on)
             })
         }
+        "mode" if arg.is_empty() => Ok(Command::Mode(None)),
+        "mode" => match arg.parse::<dsh_config::PermissionMode>() {
+            Ok(dsh_config::PermissionMode::Yolo) => Err(bad(
+                "yolo is chosen only by a flag (--mode yolo, --yolo) or your user configuration",
+            )),
+            Ok(m) => Ok(Command::Mode(Some(m))),
+            Err(_) => Err(bad(&format!("{arg:?} is not a mode"))),
+        },
         "stats" => no_arg(Command::Stats),
         "reload" => no_arg(Command::Reload),
         "sessions" => no_arg(Command::Sessions),

@@ -35,6 +35,9 @@ const HISTORY_SIZE: usize = 10_000;
 
 const MENU: &str = "completion_menu";
 
+/// What Shift-Tab runs.
+const MODE_NEXT: &str = "/mode";
+
 impl Input {
     /// The terminal's line editor, its history in `history`; paths complete under `workspace`.
     pub(crate) fn terminal(history: &Path, workspace: &Path) -> Input {
@@ -46,6 +49,12 @@ impl Input {
                 ReedlineEvent::Menu(MENU.to_owned()),
                 ReedlineEvent::MenuNext,
             ]),
+        );
+        // Shift-Tab: the next permission mode (read-only → ask → auto), as `/mode` does.
+        keys.add_binding(
+            KeyModifiers::SHIFT,
+            KeyCode::BackTab,
+            ReedlineEvent::ExecuteHostCommand(MODE_NEXT.to_owned()),
         );
         keys.add_binding(
             KeyModifiers::ALT,
@@ -96,6 +105,7 @@ impl Input {
                 *slot = Some(editor);
                 Ok(match signal? {
                     Signal::Success(text) => Read::Line(join_continued(&text)),
+                    Signal::HostCommand(command) => Read::Line(command),
                     Signal::CtrlC => Read::Interrupt,
                     _ => Read::Eof,
                 })

@@ -68,14 +68,7 @@ impl Start<'_> {
         } = start::start(self.common, &self.args, self.approval.clone())?;
         let st = ui.render.style();
         let screen = &mut ui.screen;
-        screen.line(&header(
-            &loaded,
-            &session,
-            &agent,
-            self.terminal,
-            self.common.yolo,
-            st,
-        ));
+        screen.line(&header(&loaded, &session, &agent, self.terminal, st));
         // The first line (which session) dim; the calls cut off stand out.
         for (i, line) in resumed
             .iter()
@@ -305,23 +298,24 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
     Ok(signals::exit_code(ending).unwrap_or(code))
 }
 
-/// The one-line header: workspace, provider and model, sandbox, trust, who answers asks,
-/// where the session is journaled.
+/// The one-line header: workspace, provider and model, the permission mode, sandbox, trust,
+/// who answers asks, where the session is journaled.
 fn header(
     loaded: &dsh_config::Loaded,
     session: &Session,
     agent: &Agent,
     terminal: bool,
-    yolo: bool,
     st: style::Style,
 ) -> String {
+    let mode = session.mode();
+    let yolo = mode == dsh_config::PermissionMode::Yolo;
     let trust = if loaded.trusted {
         "trusted"
     } else {
         "untrusted"
     };
     let approvals = match (yolo, terminal) {
-        (true, _) => "approvals: --yolo",
+        (true, _) => "approvals: yolo",
         (false, true) => "approvals: you",
         (false, false) => "approvals: none (piped)",
     };
@@ -331,11 +325,12 @@ fn header(
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     format!(
-        "{} {} · {}/{} · sandbox {} · {trust} · {approvals} · {}",
+        "{} {} · {}/{} · mode {} · sandbox {} · {trust} · {approvals} · {}",
         st.bold("dsh"),
         visible::visible(&loaded.workspace.display().to_string(), false),
         agent.provider_name(),
         visible::visible(agent.model(), false),
+        mode.as_str(),
         loaded.config.sandbox.mode.as_str(),
         st.dim(&journal)
     )

@@ -254,6 +254,7 @@ fn record_texts(records: &[Entry]) -> Vec<Option<String>> {
             )),
             Record::HistoryCleared {} => Some("history cleared".to_owned()),
             Record::SessionNamed { name } => Some(format!("named: {name}")),
+            Record::ModeChanged { mode, by } => Some(format!("mode: {mode} (switched by {by})")),
             Record::AssistantMessage { .. }
             | Record::LlmCall { .. }
             | Record::ToolStarted { .. }

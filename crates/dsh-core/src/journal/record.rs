@@ -34,6 +34,10 @@ pub enum Record<'a> {
         /// Set when this session resumes another (the last intact record of the old file).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resumed_from: Option<ResumedFrom<'a>>,
+        /// The permission mode the session started in (`read-only | ask | auto | yolo`;
+        /// absent in journals older than the modes: `ask`, or `yolo` for a `--yolo` run).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<Cow<'a, str>>,
     },
     UserMessage {
         text: Cow<'a, str>,
@@ -137,6 +141,12 @@ pub enum Record<'a> {
     HistoryCleared {},
     SessionNamed {
         name: Cow<'a, str>,
+    },
+    /// The permission mode was switched; calls after this record are judged under `mode`.
+    ModeChanged {
+        mode: Cow<'a, str>,
+        /// Who switched it: `person` (`/mode`, Shift-Tab) or the front end that did.
+        by: Cow<'a, str>,
     },
 }
 

@@ -61,6 +61,8 @@ pub(crate) const LOADS_CODE: &[&str] = &[
     "LUA_CPATH",
     "LESSOPEN",
     "LESSCLOSE",
+    // A configuration file of flags (`--pre=PROGRAM`) the line does not show.
+    "RIPGREP_CONFIG_PATH",
     // Where programs read their user configuration (`~/.gitconfig`, `~/.npmrc`).
     "HOME",
     "XDG_CONFIG_HOME",

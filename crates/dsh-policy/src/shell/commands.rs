@@ -209,31 +209,120 @@ pub(crate) fn unwrap(words: &[Word]) -> Wrapped<'_> {
         // `command -v NAME` / `-V` only looks NAME up: judged by name (a free data command).
         "command" if matches!(lit(0), Some("-v" | "-V")) => Wrapped::No,
         "nohup" | "time" | "command" | "exec" | "setsid" | "stdbuf" | "ionice" => {
+            // Each wrapper's options, by what they take; an option the policy does not know
+            // asks (it may take a value that would be read as the program, or write a file:
+            // `time -o FILE`).
+            let (flags, valued): (&[&str], &[&str]) = match name {
+                "time" => (
+                    &["-p", "-v", "-q", "--portability", "--verbose", "--quiet"],
+                    &["-f", "--format"],
+                ),
+                "command" => (&["-p"], &[]),
+                "exec" => (&["-l"], &["-a"]),
+                "setsid" => (&["-c", "-f", "-w", "--ctty", "--fork", "--wait"], &[]),
+                "stdbuf" => (&[], &["-i", "-o", "-e", "--input", "--output", "--error"]),
+                "ionice" => (
+                    &["-t", "--ignore"],
+                    &["-c", "-n", "-p", "--class", "--classdata"],
+                ),
+                _ => (&[], &[]),
+            };
             let mut i = 0;
             while let Some(a) = lit(i) {
-                match a {
-                    "-c" if name == "exec" => {
-                        return Wrapped::Deny(
-                            "`exec -c` clears the environment, dropping the settings dsh gives every command (GIT_CONFIG_*: safe.bareRepository=explicit, core.fsmonitor=false)".to_owned(),
-                        );
-                    }
-                    "-a" if name == "exec" => i += 2,
-                    "-c" | "-n" | "-t" if name == "ionice" => i += 2,
-                    _ if a.starts_with('-') => i += 1,
-                    _ => break,
+                if name == "exec" && a == "-c" {
+                    return Wrapped::Deny(
+                        "`exec -c` clears the environment, dropping the settings dsh gives every command (GIT_CONFIG_*: safe.bareRepository=explicit, core.fsmonitor=false)".to_owned(),
+                    );
+                }
+                if a == "--" {
+                    i += 1;
+                    break;
+                }
+                if !a.starts_with('-') || a == "-" {
+                    break;
+                }
+                let (flag, attached) = match a.split_once('=') {
+                    Some((f, _)) if f.starts_with("--") => (f, true),
+                    _ => (a, false),
+                };
+                if flags.contains(&flag) {
+                    i += 1;
+                } else if valued.contains(&flag) {
+                    i += if attached { 1 } else { 2 };
+                } else if valued
+                    .iter()
+                    .any(|v| v.len() == 2 && a.len() > 2 && a.starts_with(*v))
+                {
+                    // `-oL`: the value attached to a short option.
+                    i += 1;
+                } else {
+                    return Wrapped::Ask(format!(
+                        "{quoted} is an option the policy does not know (it may take a value, or write a file)",
+                        quoted = quote_capped(&format!("{name} {a}"))
+                    ));
                 }
             }
             payload(args, i, None)
         }
         "xargs" => {
+            // xargs's own options, by what they take; one the policy does not know asks (it
+            // may take a value that would be read as the program).
+            const FLAGS: &[&str] = &[
+                "-0",
+                "--null",
+                "-r",
+                "--no-run-if-empty",
+                "-t",
+                "--verbose",
+                "-p",
+                "--interactive",
+                "-x",
+                "--exit",
+                "-o",
+                "--open-tty",
+            ];
+            const VALUED: &[&str] = &[
+                "-n",
+                "-I",
+                "-P",
+                "-L",
+                "-d",
+                "-a",
+                "-E",
+                "-s",
+                "--arg-file",
+                "--delimiter",
+                "--max-args",
+                "--max-procs",
+                "--max-chars",
+                "--process-slot-var",
+            ];
+            // Their value only attached (`--max-lines=2`): alone, the next word is the program.
+            const OPTIONAL: &[&str] = &["--max-lines", "--replace", "--eof"];
             let mut i = 0;
             while let Some(a) = lit(i) {
-                match a {
-                    "-n" | "-I" | "-P" | "-L" | "-d" | "-a" | "-E" | "-s" | "--arg-file"
-                    | "--delimiter" | "--max-args" | "--max-procs" | "--max-lines"
-                    | "--max-chars" => i += 2,
-                    _ if a.starts_with('-') => i += 1,
-                    _ => break,
+                if !a.starts_with('-') {
+                    break;
+                }
+                if a == "--" {
+                    i += 1;
+                    break;
+                }
+                let flag = a.split_once('=').map_or(a, |(f, _)| f);
+                if FLAGS.contains(&a) || OPTIONAL.contains(&flag) {
+                    i += 1;
+                } else if VALUED.contains(&a) {
+                    i += 2;
+                } else if flag.starts_with("--") && VALUED.contains(&flag)
+                    || (!a.starts_with("--") && a.len() > 2 && VALUED.contains(&&a[..2]))
+                {
+                    // `--max-args=2`, `-n2`: the value attached.
+                    i += 1;
+                } else {
+                    return Wrapped::Ask(format!(
+                        "{quoted} is an option the policy does not know (it may take a value)",
+                        quoted = quote_capped(&format!("xargs {a}"))
+                    ));
                 }
             }
             if i >= args.len() {

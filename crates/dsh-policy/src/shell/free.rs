@@ -78,7 +78,8 @@ impl ShellPolicy {
                     Some((f, v)) => (f, Some(v)),
                     None => (a, None),
                 };
-                if table.not_free_long.contains(&flag) {
+                // getopt_long takes any unambiguous prefix: `--out` is `--output`.
+                if table.not_free_long.iter().any(|f| abbreviates(flag, f)) {
                     return Err(format!(
                         "{flag} {}, so it is not read-only",
                         table.why,
@@ -180,11 +181,16 @@ impl ShellPolicy {
                     None => (long, None),
                 };
                 match (flag, value) {
-                    ("in-place", _) => return Err(in_place()),
-                    ("file", _) => return Err(script_file()),
-                    ("expression", Some(v)) => scripts.push(v),
-                    ("expression", None) => scripts.push(next_script(&mut i)?),
-                    ("line-length", None) => i += 1,
+                    // getopt_long takes any unambiguous prefix (`--i`, `--fi`, `--e`).
+                    (f, _) if "in-place".starts_with(f) => return Err(in_place()),
+                    (f, _) if f.len() > 1 && "file".starts_with(f) => {
+                        return Err(script_file());
+                    }
+                    (f, Some(v)) if "expression".starts_with(f) => scripts.push(v),
+                    (f, None) if "expression".starts_with(f) => {
+                        scripts.push(next_script(&mut i)?);
+                    }
+                    (f, None) if f.len() > 1 && "line-length".starts_with(f) => i += 1,
                     _ => {}
                 }
             } else {
@@ -230,8 +236,18 @@ impl ShellPolicy {
         Ok(())
     }
 
-    /// `jq`: its filter is data (jq cannot write or run anything); files it reads are paths.
+    /// `jq`: its filter is data (jq cannot write or run anything), unless it imports a
+    /// module (whose `search` path may lead anywhere); files it reads are paths.
     fn jq_pass(&self, args: &[Word], at: At<'_>) -> Result<(), String> {
+        if args.iter().any(|w| {
+            w.literal()
+                .is_none_or(|a| a.contains("import") || a.contains("include"))
+        }) {
+            return Err(
+                "a jq filter that imports or includes a module reads files the policy does not follow"
+                    .to_owned(),
+            );
+        }
         let mut filter_pending = true;
         let mut positional_data = false;
         let mut options = true;
@@ -289,6 +305,15 @@ impl ShellPolicy {
         out: &mut Vec<Judgement>,
     ) -> Result<(), String> {
         let mut i = 0;
+        // How symlinks are followed (`-L`, `-H`, `-P`) and the optimisation level come
+        // before the starting points.
+        while let Some(a) = args.get(i).and_then(Word::literal) {
+            if matches!(a, "-L" | "-H" | "-P") || (a.starts_with("-O") && a.len() > 2) {
+                i += 1;
+            } else {
+                break;
+            }
+        }
         // Starting points.
         while let Some(w) = args.get(i) {
             match w.literal() {
@@ -352,6 +377,12 @@ impl ShellPolicy {
         }
         Ok(())
     }
+}
+
+/// Whether the long option `given` (`--out`) is `full` (`--output`) or an abbreviation of it
+/// that getopt_long would accept (at least one letter after the dashes).
+pub(crate) fn abbreviates(given: &str, full: &str) -> bool {
+    given.len() > 2 && full.starts_with(given)
 }
 
 /// Whether `w` is one of the table's flags that give the pattern (`-e P`, `--regexp=P`,

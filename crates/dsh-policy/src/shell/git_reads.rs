@@ -100,6 +100,19 @@ pub(crate) fn judge(args: &[Word]) -> Result<(), String> {
             i += 2;
             continue;
         }
+        // `-c KEY=VALUE` with a key git's doors know to be harmless (`color.ui`).
+        if a == "-c" {
+            let setting = args.get(i + 1).and_then(Word::exact).unwrap_or_default();
+            let (key, value) = setting.split_once('=').unwrap_or((setting, ""));
+            let how = format!("git -c {setting}");
+            if !key.is_empty() && super::doors::git_config_key(key, Some(value), &how).is_none() {
+                i += 2;
+                continue;
+            }
+            return Err(format!(
+                "`git -c {setting}` sets a key git's reading subcommands do not run free with"
+            ));
+        }
         if GLOBAL_OK.contains(&a) {
             i += 1;
             continue;
@@ -114,7 +127,14 @@ pub(crate) fn judge(args: &[Word]) -> Result<(), String> {
     let rest = &args[i + 1..];
     let flags = || rest.iter().filter_map(Word::literal);
     let flag_name = |a: &str| a.split_once('=').map_or(a, |(f, _)| f).to_owned();
-    if let Some(bad) = flags().find(|a| NOT_FREE.contains(&flag_name(a).as_str())) {
+    // git takes any unambiguous prefix of a long option (`--outp` is `--output`).
+    let not_free = |a: &str| {
+        let f = flag_name(a);
+        NOT_FREE
+            .iter()
+            .any(|n| *n == f || (f.starts_with("--") && super::free::abbreviates(&f, n)))
+    };
+    if let Some(bad) = flags().find(|a| not_free(a)) {
         return Err(format!(
             "`git {sub} {bad}` writes a file or runs a program of the command's choosing"
         ));
@@ -149,7 +169,29 @@ pub(crate) fn judge(args: &[Word]) -> Result<(), String> {
                     "--get" | "--get-all" | "--get-regexp" | "-l" | "--list" | "--get-urlmatch"
                 ) || a.starts_with("--get")
             });
-            if reads && !flags().any(|a| a.starts_with("--edit") || a == "-e") {
+            // `git config NAME` alone reads it too.
+            let operands: Vec<&Word> = rest
+                .iter()
+                .filter(|w| !w.literal().is_some_and(|a| a.starts_with('-')))
+                .collect();
+            let plain_read = operands.len() == 1
+                && flags().all(|a| {
+                    matches!(
+                        a,
+                        "--global"
+                            | "--local"
+                            | "--system"
+                            | "--show-origin"
+                            | "--show-scope"
+                            | "--null"
+                            | "-z"
+                            | "--bool"
+                            | "--int"
+                            | "--path"
+                    ) || a.starts_with("--type=")
+                        || !a.starts_with('-')
+                });
+            if (reads || plain_read) && !flags().any(|a| a.starts_with("--edit") || a == "-e") {
                 Ok(())
             } else {
                 Err("only `git config --get…` and `git config --list` run free".to_owned())

@@ -491,6 +491,22 @@ impl ShellPolicy {
                 reason: format!("{text}: {why}", text = quote_capped(text)),
             });
         }
+        // `printenv NAME`, or the whole environment, shows what `$NAME` would.
+        if matches!(name, "printenv" | "env")
+            && let Some(secret) = self.pass_env.iter().find(|p| {
+                looks_like_credential(p)
+                    && (words.len() == 1 || words[1..].iter().any(|w| w.literal() == Some(p)))
+            })
+        {
+            out.push(firm(
+                Verdict::Ask,
+                format!(
+                    "{text} prints {secret}, which dsh passes to commands (`shell.pass_env`) and whose name looks like a credential",
+                    text = quote_capped(text),
+                    secret = quote_capped(secret)
+                ),
+            ));
+        }
         // What it writes through its operands, whatever list it is on.
         for w in destinations::destinations(name, &words[1..]) {
             self.judge_destination(&w, at.dirs, out);

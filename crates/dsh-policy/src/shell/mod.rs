@@ -529,7 +529,22 @@ impl PrePolicy for ShellPolicy {
                         format!("`network: true` needs a person's consent; {why}"),
                     );
                 }
-                NetworkVote::Granted => {}
+                NetworkVote::Granted => {
+                    // A free command runs in the read-only profile, which has no network: with
+                    // `network: true` it would run unconfined by it, so it needs a person or a
+                    // rule of its own.
+                    if let Some(d) = &decided
+                        && d.reads_only()
+                    {
+                        return Vote::ask(
+                            Tier::Rule,
+                            format!(
+                                "`network: true` takes the command out of the read-only sandbox; {}",
+                                d.reason
+                            ),
+                        );
+                    }
+                }
             }
         }
         match decided {

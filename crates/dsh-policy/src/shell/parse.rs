@@ -77,6 +77,16 @@ pub(crate) struct Parsed {
 /// How deep the tree is followed; deeper lines are refused.
 const MAX_NESTING: usize = 200;
 
+/// How many command substitutions the parser found beneath `node`.
+fn substitutions(node: Node) -> usize {
+    let mut cursor = node.walk();
+    let children: Vec<Node> = node.children(&mut cursor).collect();
+    children
+        .into_iter()
+        .map(|c| usize::from(c.kind() == "command_substitution") + substitutions(c))
+        .sum()
+}
+
 /// Node kinds whose children are walked in the same directory and which decide nothing
 /// themselves.
 const TRANSPARENT: &[&str] = &[
@@ -218,7 +228,37 @@ impl Walker<'_> {
             }
             "list" => self.list(node, d),
             "pipeline" | "subshell" | "command_substitution" | "process_substitution" => {
+                // Backquotes inside backquotes (`` `echo \`cmd\`` ``) run a substitution
+                // the parser reads as an escaped character.
+                let text = self.text(node);
+                if text.starts_with('`') && text.contains("\\`") {
+                    self.finding(
+                        Verdict::Ask,
+                        format!(
+                            "`{}` nests backquotes, which run a command the policy cannot see; use $(…)",
+                            short(&text)
+                        ),
+                    );
+                }
                 // Each stage (and each substitution) is a subshell: its `cd` ends with it.
+                self.children(node, d);
+                d
+            }
+            "heredoc_body" => {
+                // bash expands `$(…)` and backquotes in an unquoted here-document however
+                // the body is laid out; the parser does not always see them (an indented
+                // line): a body that holds more than it parsed asks.
+                let text = self.text(node);
+                let written = text.matches("$(").count() + text.matches('`').count() / 2;
+                if written > substitutions(node) {
+                    self.finding(
+                        Verdict::Ask,
+                        format!(
+                            "the here-document `{}` holds a command substitution the policy cannot see",
+                            short(&text)
+                        ),
+                    );
+                }
                 self.children(node, d);
                 d
             }

@@ -306,7 +306,7 @@ pub(crate) fn table(name: &str) -> Option<FlagTable> {
             ..PLAIN
         },
         "xxd" => FlagTable {
-            value_short: "cglosnCR",
+            value_short: "cglosnR",
             max_operands: Some(1),
             why: "writes its second operand",
             ..PLAIN

@@ -33,7 +33,25 @@ impl Parser<'_> {
         }
     }
 
-    /// Skips to the end of the line (a comment, or the text of `a`, `i`, `c`).
+    /// Skips a comment: to the end of the line; a backslash does not continue it.
+    fn comment(&mut self) {
+        while let Some(c) = self.bump() {
+            if c == b'\n' {
+                break;
+            }
+        }
+    }
+
+    /// A label (`:x`, `b x`, `t x`): up to blanks, `;` or a newline — what follows is the
+    /// next command, as GNU sed reads it.
+    fn label(&mut self) {
+        self.skip_blank();
+        while !matches!(self.peek(), None | Some(b';' | b'\n' | b' ' | b'\t' | b'}')) {
+            self.i += 1;
+        }
+    }
+
+    /// Skips to the end of the line (the text of `a`, `i`, `c`).
     fn rest_of_line(&mut self) {
         while let Some(c) = self.bump() {
             if c == b'\n' {
@@ -108,7 +126,7 @@ impl Parser<'_> {
                 return Ok(());
             };
             if self.peek() == Some(b'#') {
-                self.rest_of_line();
+                self.comment();
                 continue;
             }
             self.address()?;
@@ -141,7 +159,7 @@ impl Parser<'_> {
                 Ok(())
             }
             b'b' | b't' | b'T' | b':' | b'v' => {
-                self.word();
+                self.label();
                 Ok(())
             }
             b'a' | b'i' | b'c' => {
@@ -242,6 +260,9 @@ mod tests {
             "s/a/b/ ; w o",
             "1!w o",
             "$ W o",
+            "#x\\\ne id",
+            ":x;t x e id",
+            "b end e id",
         ] {
             assert!(judge_script(s).is_err(), "{s} must not be free");
         }

@@ -331,6 +331,37 @@ const ALWAYS_DENIED: &[libc::c_long] = &[
     libc::SYS_ioperm,
 ];
 
+/// What the read-only profile also refuses: changing a file's mode, owner, times or extended
+/// attributes — Landlock (up to ABI 6) does not confine them, and a file the user owns
+/// anywhere (`~/.ssh/id_rsa`) would otherwise be changed by a command that runs free.
+const METADATA_WRITES: &[libc::c_long] = &[
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    libc::SYS_fchown,
+    libc::SYS_fchownat,
+    libc::SYS_utimensat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_fchmodat2,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chmod,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_lchown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_utime,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_utimes,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_futimesat,
+];
+
 fn target_arch() -> Result<TargetArch, String> {
     TargetArch::try_from(std::env::consts::ARCH).map_err(|_| {
         format!(
@@ -385,6 +416,9 @@ pub(super) fn seccomp_filter(sockets: Sockets) -> Result<BpfProgram, String> {
         Sockets::None => {
             // An empty rule list matches every call of that number.
             rules.insert(i64::from(libc::SYS_socket), Vec::new());
+            for &nr in METADATA_WRITES {
+                rules.insert(i64::from(nr), Vec::new());
+            }
             rules.insert(
                 i64::from(libc::SYS_socketpair),
                 vec![arg(0, SeccompCmpOp::Ne, unix)?],

@@ -48,7 +48,10 @@
 //! git's global files, the enclosing repository, the `PATH` directories), `/dev/{null,zero,
 //! urandom}` and the shell's own `/proc/self`; writing only beneath the session's TMPDIR and
 //! on `/dev/null`; and seccomp refuses `socket(2)` of every family, `AF_UNIX` included
-//! (`socketpair` still works), so no daemon outside is reachable either. The result says
+//! (`socketpair` still works), so no daemon outside is reachable either; and it refuses
+//! changing a file's mode, owner, times or extended attributes (`chmod`, `chown`,
+//! `utimensat`, `setxattr`, …), which Landlock up to ABI 6 does not confine (in the
+//! workspace-write profile a command may still change those of any file its user owns). The result says
 //! `"sandbox":"landlock-read-only"`. It is used only where the probe found Landlock fully
 //! enforced; the probe applies this profile's ruleset, which handles every right the
 //! workspace-write one does.

@@ -8,9 +8,34 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// The system's directories: programs, libraries, their data and configuration.
+/// The system's directories: programs, libraries, their data and configuration (`/etc`
+/// entry by entry, less [`ETC_SECRETS`]).
 pub const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
+];
+
+/// Entries of `/etc` that hold secrets (readable by root, whom CI and containers run as):
+/// left out of the read-only profile.
+pub const ETC_SECRETS: &[&str] = &[
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "ssh",
+    "ssl",
+    "sudoers",
+    "sudoers.d",
+    "security",
+    "krb5.keytab",
+    "pki",
+    "letsencrypt",
+    "credstore",
+    "credstore.encrypted",
+    "NetworkManager",
+    "wpa_supplicant",
+    "docker",
+    "containers",
+    "machine-id",
 ];
 
 /// How deep git's `include.path` chains are followed (git itself stops at 10).
@@ -26,7 +51,12 @@ pub fn readable(workspace: &Path, env: &[(OsString, OsString)]) -> Vec<PathBuf> 
             .filter(|p| p.is_absolute())
     };
     let home = var("HOME");
-    let mut out: Vec<PathBuf> = SYSTEM_DIRS.iter().map(PathBuf::from).collect();
+    let mut out: Vec<PathBuf> = SYSTEM_DIRS
+        .iter()
+        .filter(|d| **d != "/etc")
+        .map(PathBuf::from)
+        .collect();
+    out.extend(etc_entries(Path::new("/etc")));
     out.push(workspace.to_path_buf());
     out.extend(enclosing_repository(workspace, home.as_deref()));
     out.extend(git_global_files(
@@ -40,6 +70,21 @@ pub fn readable(workspace: &Path, env: &[(OsString, OsString)]) -> Vec<PathBuf> 
     out.sort();
     out.dedup();
     out
+}
+
+/// The entries of `etc` but its secrets. (A certificate bundle under `/etc/ssl/certs` is
+/// reached through `/usr/share/ca-certificates`, which stays readable.)
+fn etc_entries(etc: &Path) -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir(etc) else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name();
+            !ETC_SECRETS.iter().any(|s| name == *s)
+        })
+        .map(|e| e.path())
+        .collect()
 }
 
 /// The directories of `PATH` that may be read: absolute ones that are neither the root, the
@@ -71,14 +116,19 @@ fn enclosing_repository(workspace: &Path, home: Option<&Path>) -> Vec<PathBuf> {
         }
         if meta.is_file() {
             // `gitdir: PATH` (a linked worktree, a submodule): that directory, and the
-            // common directory it names.
+            // common directory it names — each only if it is a real git directory that
+            // opens nothing wider (a planted `gitdir: /` must not open the file system).
             if let Some(git_dir) = std::fs::read_to_string(&dot_git)
                 .ok()
                 .and_then(|t| t.lines().next().map(str::to_owned))
                 .and_then(|l| l.strip_prefix("gitdir:").map(|p| dir.join(p.trim())))
+                .and_then(|g| git_dir_to_read(&g, workspace, home))
             {
-                if let Ok(common) = std::fs::read_to_string(git_dir.join("commondir")) {
-                    out.push(git_dir.join(common.trim()));
+                if let Some(common) = std::fs::read_to_string(git_dir.join("commondir"))
+                    .ok()
+                    .and_then(|c| git_dir_to_read(&git_dir.join(c.trim()), workspace, home))
+                {
+                    out.push(common);
                 }
                 out.push(git_dir);
             }
@@ -86,6 +136,19 @@ fn enclosing_repository(workspace: &Path, home: Option<&Path>) -> Vec<PathBuf> {
         return out;
     }
     Vec::new()
+}
+
+/// `path` resolved, when it is a git directory (it holds `HEAD` and `objects` or a
+/// `commondir`) that is neither the root, nor the home directory or one of its ancestors,
+/// nor an ancestor of the workspace.
+fn git_dir_to_read(path: &Path, workspace: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let real = path.canonicalize().ok()?;
+    let is_git_dir = real.join("HEAD").is_file()
+        && (real.join("objects").is_dir() || real.join("commondir").is_file());
+    let too_wide = real.parent().is_none()
+        || workspace.starts_with(&real)
+        || home.is_some_and(|h| h.starts_with(&real));
+    (is_git_dir && !too_wide).then_some(real)
 }
 
 /// Git's global configuration, ignore and attributes files, and every file they name:
@@ -213,6 +276,20 @@ mod tests {
     }
 
     #[test]
+    fn etc_secrets_are_left_out() {
+        let etc = tempfile::tempdir().unwrap();
+        for name in ["shadow", "passwd", "ssh", "gitconfig"] {
+            std::fs::write(etc.path().join(name), "x").unwrap();
+        }
+        let mut got: Vec<String> = etc_entries(etc.path())
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        got.sort();
+        assert_eq!(got, ["gitconfig", "passwd"]);
+    }
+
+    #[test]
     fn path_entries_never_open_the_home_directory() {
         let home = Path::new("/home/me");
         let path = OsString::from("/home/me:/home:/:/home/me/.cargo/bin:rel:/usr/bin");
@@ -270,6 +347,9 @@ mod tests {
         // A linked worktree: its git directory and the common one.
         let wt = root.path().join("wt");
         std::fs::create_dir_all(repo.join(".git/worktrees/wt")).unwrap();
+        std::fs::create_dir_all(repo.join(".git/objects")).unwrap();
+        std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(repo.join(".git/worktrees/wt/HEAD"), "ref: refs/heads/wt\n").unwrap();
         std::fs::write(repo.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
         std::fs::create_dir_all(&wt).unwrap();
         std::fs::write(
@@ -278,7 +358,16 @@ mod tests {
         )
         .unwrap();
         let got = enclosing_repository(&wt, None);
-        assert!(got.contains(&repo.join(".git/worktrees/wt")));
-        assert!(got.contains(&repo.join(".git/worktrees/wt/../..")));
+        let real = |p: PathBuf| p.canonicalize().unwrap();
+        assert!(
+            got.contains(&real(repo.join(".git/worktrees/wt"))),
+            "{got:?}"
+        );
+        assert!(got.contains(&real(repo.join(".git"))), "{got:?}");
+        // A planted `gitdir: /` (or any directory that is no git directory) opens nothing.
+        for planted in ["/", "/etc", root.path().to_str().unwrap()] {
+            std::fs::write(wt.join(".git"), format!("gitdir: {planted}\n")).unwrap();
+            assert!(enclosing_repository(&wt, None).is_empty(), "{planted}");
+        }
     }
 }

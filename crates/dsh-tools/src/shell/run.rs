@@ -422,6 +422,13 @@ impl Tool for RunShell {
             ));
         }
 
+        if args.network && cx.clearance == Clearance::ReadOnly {
+            // The read-only profile has no network; a call cleared only to read never gets it.
+            return Err(ToolError::new(
+                ToolErrorKind::Denied,
+                "run_shell: this call was allowed only to read, and the read-only sandbox has no network; ask for `network: true` only where a person or a rule allows the command",
+            ));
+        }
         let plan = self.plan().await?;
         self.ensure_tmp_dir()?;
         let env = env::command_env(std::env::vars_os(), &self.settings.pass_env, &self.tmp_dir);
