@@ -59,6 +59,11 @@ fn granted_on_dev_null() -> BitFlags<AccessFs> {
 
 /// Applies everything but the final `execve`. On `Err`, the caller reports and exits.
 pub(super) fn confine(spec: &ExecSpec) -> Result<(), String> {
+    // Mounts first: they need the capability the next steps drop, and Landlock forbids
+    // changing the mount topology once it is enforced.
+    if !spec.protect.is_empty() {
+        super::protect::read_only_mounts(&spec.protect)?;
+    }
     rustix::thread::set_no_new_privs(true).map_err(|e| format!("no_new_privs: {e}"))?;
     drop_capabilities(spec.read_only)?;
     cloexec_inherited();
@@ -76,6 +81,8 @@ pub(super) fn confine(spec: &ExecSpec) -> Result<(), String> {
     }
     let sockets = if spec.read_only {
         Sockets::None
+    } else if spec.hardened {
+        Sockets::NoneButMetadata
     } else if spec.allow_network {
         Sockets::Any
     } else {
@@ -90,10 +97,14 @@ pub(super) fn confine(spec: &ExecSpec) -> Result<(), String> {
 /// `--probe`. Since that ruleset handles every right of the workspace-write one, a full
 /// enforcement of it covers both profiles.
 pub(super) fn probe_self() -> Probe {
+    // Whether the hardened profile's mount namespace can be made (this process exits next).
+    let mounts = super::protect::read_only_mounts(&[]).map(|_| ());
     let spec = ExecSpec {
         landlock: LandlockLevel::BestEffort,
         read_only: true,
+        hardened: false,
         readable: Vec::new(),
+        protect: Vec::new(),
         writable: Vec::new(),
         allow_network: false,
         confine: true,
@@ -111,12 +122,14 @@ pub(super) fn probe_self() -> Probe {
             Probe {
                 landlock,
                 abi,
+                mounts,
                 detail,
             }
         }
         Err(e) => Probe {
             landlock: Enforcement::None,
             abi: 0,
+            mounts,
             detail: e,
         },
     }
@@ -174,7 +187,8 @@ fn landlock(spec: &ExecSpec) -> Result<RestrictionStatus, String> {
         LandlockLevel::Required => CompatLevel::HardRequirement,
         LandlockLevel::BestEffort | LandlockLevel::Off => CompatLevel::BestEffort,
     };
-    let handled = if spec.read_only {
+    let confined_reads = spec.read_only || spec.hardened;
+    let handled = if confined_reads {
         handled_fs_read_only()
     } else {
         handled_fs()
@@ -193,7 +207,7 @@ fn landlock(spec: &ExecSpec) -> Result<RestrictionStatus, String> {
         .map_err(err("scoping"))?
         .create()
         .map_err(err("creating the ruleset"))?;
-    let in_trees = if spec.read_only {
+    let in_trees = if confined_reads {
         granted_in_trees() | granted_readable()
     } else {
         granted_in_trees()
@@ -205,7 +219,7 @@ fn landlock(spec: &ExecSpec) -> Result<RestrictionStatus, String> {
             .map_err(err("writable tree"))?;
     }
     let mut null_rights = granted_on_dev_null();
-    if spec.read_only {
+    if confined_reads {
         null_rights |= AccessFs::ReadFile;
         // What may be read: a path that does not exist (any more) is skipped; a file gets
         // the file rights only.
@@ -381,6 +395,9 @@ pub(super) enum Sockets {
     /// No `socket(2)` at all, UNIX ones included; `socketpair(AF_UNIX)` still works (the
     /// read-only profile: a pathname socket could reach a daemon outside the sandbox).
     None,
+    /// As `None`, but a file's mode and times may change (builds `chmod +x` what they make):
+    /// the hardened workspace-write profile.
+    NoneButMetadata,
 }
 
 /// The seccomp program (see the parent module's docs for what it denies).
@@ -413,11 +430,13 @@ pub(super) fn seccomp_filter(sockets: Sockets) -> Result<BpfProgram, String> {
                 rules.insert(i64::from(nr), vec![arg(0, SeccompCmpOp::Ne, unix)?]);
             }
         }
-        Sockets::None => {
+        Sockets::None | Sockets::NoneButMetadata => {
             // An empty rule list matches every call of that number.
             rules.insert(i64::from(libc::SYS_socket), Vec::new());
-            for &nr in METADATA_WRITES {
-                rules.insert(i64::from(nr), Vec::new());
+            if sockets == Sockets::None {
+                for &nr in METADATA_WRITES {
+                    rules.insert(i64::from(nr), Vec::new());
+                }
             }
             rules.insert(
                 i64::from(libc::SYS_socketpair),

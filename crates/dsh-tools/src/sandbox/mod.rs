@@ -56,6 +56,16 @@
 //! enforced; the probe applies this profile's ruleset, which handles every right the
 //! workspace-write one does.
 //!
+//! **The hardened workspace-write profile** (`--hardened`, with `--protect PATH`…), for the
+//! `auto` permission mode — built and tested here, **not used yet**: `auto` behaves as `ask`
+//! until the policy side lands. Before anything else the child enters a private mount
+//! namespace (a user namespace too when it is not root) and bind-mounts each `--protect`
+//! path that exists onto itself read-only (`protect.rs`; a path that does not exist cannot be
+//! covered and is left to the caller); then reads are confined as in the read-only profile
+//! (the `--read` paths and the writable trees), writes go to the `--write` trees, and seccomp
+//! refuses `socket(2)` of every family — a file's mode and times may still change, as builds
+//! need. The probe says whether a private mount namespace can be made here (`mounts=yes`).
+//!
 //! A setup failure is reported on stderr as `dsh sandbox-exec: …` with exit code
 //! [`SETUP_FAILED`]; nothing runs.
 //!
@@ -107,6 +117,8 @@
 
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod protect;
 mod reads;
 #[cfg(target_os = "linux")]
 mod supervise;
@@ -199,6 +211,9 @@ pub struct Probe {
     pub landlock: Enforcement,
     /// The Landlock ABI version in effect (0 without Landlock).
     pub abi: u32,
+    /// Whether a private mount namespace (for the hardened profile's read-only bind mounts)
+    /// can be made here: `Err` says why not.
+    pub mounts: Result<(), String>,
     /// For people: what is enforced, or what is missing and why.
     pub detail: String,
 }
@@ -210,9 +225,16 @@ pub struct ExecSpec {
     /// The read-only profile (see the module docs): reads confined to `readable`, writes to
     /// `writable` (the session's TMPDIR), no socket of any family, no capabilities.
     pub read_only: bool,
-    /// The trees and files the command may read and execute beneath, in the read-only
-    /// profile (ignored otherwise: the workspace-write profile reads everywhere).
+    /// The hardened workspace-write profile (for `auto`): reads confined to `readable` (and
+    /// `writable`), writes to `writable`, no socket of any family, and `protect` read-only.
+    pub hardened: bool,
+    /// The trees and files the command may read and execute beneath, in the read-only and
+    /// hardened profiles (ignored otherwise: the workspace-write profile reads everywhere).
     pub readable: Vec<PathBuf>,
+    /// Paths inside the writable trees made read-only by bind mounts in a private mount
+    /// namespace (the hardened profile: `.git`, `.dsh`, prompt files). One that does not
+    /// exist is skipped: nothing can be mounted over it.
+    pub protect: Vec<PathBuf>,
     /// The trees the command may write beneath (the workspace and the session's TMPDIR; in
     /// the read-only profile only the TMPDIR).
     pub writable: Vec<PathBuf>,
@@ -237,6 +259,13 @@ impl ExecSpec {
         ))];
         if self.read_only {
             args.push("--read-only".into());
+        }
+        if self.hardened {
+            args.push("--hardened".into());
+        }
+        for p in &self.protect {
+            args.push("--protect".into());
+            args.push(p.clone().into_os_string());
         }
         for r in &self.readable {
             args.push("--read".into());
@@ -273,7 +302,9 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
     let mut spec = ExecSpec {
         landlock: LandlockLevel::Required,
         read_only: false,
+        hardened: false,
         readable: Vec::new(),
+        protect: Vec::new(),
         writable: Vec::new(),
         allow_network: false,
         confine: true,
@@ -295,6 +326,11 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "--net" => spec.allow_network = true,
             "--no-confine" => spec.confine = false,
             "--read-only" => spec.read_only = true,
+            "--hardened" => spec.hardened = true,
+            "--protect" => {
+                let path = it.next().ok_or("--protect needs a path")?;
+                spec.protect.push(PathBuf::from(path));
+            }
             "--read" => {
                 let path = it.next().ok_or("--read needs a path")?;
                 spec.readable.push(PathBuf::from(path));
@@ -341,14 +377,18 @@ fn run(request: Request) -> ! {
         Request::Probe => {
             let probe = linux::probe_self();
             println!(
-                "landlock={} abi={} {}",
+                "landlock={} abi={} mounts={} {}",
                 match probe.landlock {
                     Enforcement::Full => "full",
                     Enforcement::Partial => "partial",
                     Enforcement::None => "none",
                 },
                 probe.abi,
-                probe.detail
+                if probe.mounts.is_ok() { "yes" } else { "no" },
+                match &probe.mounts {
+                    Ok(()) => probe.detail.clone(),
+                    Err(why) => format!("{}; {why}", probe.detail),
+                }
             );
             std::process::exit(0)
         }
@@ -360,7 +400,7 @@ fn run(request: Request) -> ! {
 fn run(request: Request) -> ! {
     match request {
         Request::Probe => {
-            println!("landlock=none abi=0 {}", UNAVAILABLE_HERE);
+            println!("landlock=none abi=0 mounts=no {}", UNAVAILABLE_HERE);
             std::process::exit(0)
         }
         Request::Exec(_) => fail(UNAVAILABLE_HERE),
@@ -422,7 +462,7 @@ pub fn probe(helper: &Path) -> Result<Probe, String> {
 
 fn parse_probe(line: &str) -> Option<Probe> {
     let line = line.lines().next()?;
-    let mut words = line.splitn(3, ' ');
+    let mut words = line.splitn(4, ' ');
     let landlock = match words.next()? {
         "landlock=full" => Enforcement::Full,
         "landlock=partial" => Enforcement::Partial,
@@ -430,10 +470,18 @@ fn parse_probe(line: &str) -> Option<Probe> {
         _ => return None,
     };
     let abi = words.next()?.strip_prefix("abi=")?.parse().ok()?;
+    let mounts = words.next()?;
+    let detail = words.next().unwrap_or("").to_owned();
+    let mounts = match mounts {
+        "mounts=yes" => Ok(()),
+        "mounts=no" => Err(format!("no private mount namespace here ({detail})")),
+        _ => return None,
+    };
     Some(Probe {
         landlock,
         abi,
-        detail: words.next().unwrap_or("").to_owned(),
+        mounts,
+        detail,
     })
 }
 
@@ -446,7 +494,9 @@ mod tests {
         let spec = ExecSpec {
             landlock: LandlockLevel::BestEffort,
             read_only: true,
+            hardened: true,
             readable: vec![PathBuf::from("/usr"), PathBuf::from("/h/.gitconfig")],
+            protect: vec![PathBuf::from("/w s/.git")],
             writable: vec![PathBuf::from("/w s"), PathBuf::from("/tmp/x")],
             allow_network: true,
             confine: false,
@@ -462,10 +512,11 @@ mod tests {
     #[test]
     fn probe_lines_parse() {
         assert_eq!(
-            parse_probe("landlock=partial abi=5 missing: signal scoping (ABI 6)\n"),
+            parse_probe("landlock=partial abi=5 mounts=yes missing: signal scoping (ABI 6)\n"),
             Some(Probe {
                 landlock: Enforcement::Partial,
                 abi: 5,
+                mounts: Ok(()),
                 detail: "missing: signal scoping (ABI 6)".into()
             })
         );

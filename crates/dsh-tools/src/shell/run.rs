@@ -464,6 +464,8 @@ impl Tool for RunShell {
                 let spec = ExecSpec {
                     landlock,
                     read_only,
+                    hardened: false,
+                    protect: Vec::new(),
                     readable,
                     writable,
                     allow_network: args.network,
