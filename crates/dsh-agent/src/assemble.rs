@@ -275,6 +275,8 @@ pub struct Session {
     pub(crate) link: Arc<crate::subagent::SessionLink>,
     /// The permission mode in force (see `mode.rs`).
     pub(crate) mode: dsh_policy::ModeSwitch,
+    /// Whether `auto`'s hardened sandbox is enforced here.
+    pub(crate) hardened: dsh_policy::SandboxCheck,
 }
 
 impl std::fmt::Debug for Session {
@@ -388,17 +390,35 @@ impl Session {
         }
         // Commands get a private TMPDIR per session, under DSH_HOME like the spill store.
         let temp_dir = settings.dsh_home.join("tmp").join(&id);
+        // The hardened profile (`auto`) makes the protected paths' fixed prefixes and the
+        // prompt files read-only.
+        let mut shell_settings = settings.shell.clone();
+        shell_settings.protected = settings
+            .protected
+            .iter()
+            .map(|p| {
+                p.split('/')
+                    .take_while(|c| !c.contains(['*', '?', '[', '{']))
+                    .collect::<PathBuf>()
+            })
+            .chain(dsh_policy::PROMPT_FILES.iter().map(PathBuf::from))
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
         let run_shell = Arc::new(dsh_tools::RunShell::new(
             workspace.clone(),
             spill.clone(),
             temp_dir.clone(),
-            settings.shell.clone(),
+            shell_settings,
         ));
         // The shell policy lets git's reading subcommands run free only where the command
         // tool can run them in the read-only profile.
         let read_only_sandbox = {
             let tool = run_shell.clone();
-            dsh_policy::ReadOnlySandbox(Arc::new(move || tool.read_only_profile()))
+            dsh_policy::SandboxCheck(Arc::new(move || tool.read_only_profile()))
+        };
+        let hardened_sandbox = {
+            let tool = run_shell.clone();
+            dsh_policy::SandboxCheck(Arc::new(move || tool.hardened_profile()))
         };
         registry.register_arc(run_shell)?;
         // Sub-agents last: a profile may name any tool registered before it.
@@ -451,6 +471,11 @@ impl Session {
             .filter(|s| s.read_only)
             .map(|s| s.name.clone())
             .collect();
+        // `--yolo` is the yolo mode, and the yolo mode is its approver.
+        let mode = dsh_policy::ModeSwitch::new(match settings.approval {
+            Approval::Yolo => dsh_config::PermissionMode::Yolo,
+            _ => settings.mode,
+        });
         let added = dsh_policy::AddedRules::new();
         let shell = ShellPolicy::new(
             workspace.clone(),
@@ -462,7 +487,8 @@ impl Session {
         .with_temp_dir(temp_dir)
         .with_pass_env(settings.shell.pass_env.clone())
         .with_added(added.clone())
-        .with_read_only_sandbox(read_only_sandbox);
+        .with_read_only_sandbox(read_only_sandbox)
+        .with_mode(mode.clone(), hardened_sandbox.clone());
         let confinement = Confinement::new(workspace.clone());
         // The memory file may be written only where a person answers asks.
         let person_answers = matches!(
@@ -472,11 +498,6 @@ impl Session {
         let protected = ProtectedPaths::new(workspace.clone(), &settings.protected)?
             .with_memory_exemption(person_answers);
 
-        // `--yolo` is the yolo mode, and the yolo mode is its approver.
-        let mode = dsh_policy::ModeSwitch::new(match settings.approval {
-            Approval::Yolo => dsh_config::PermissionMode::Yolo,
-            _ => settings.mode,
-        });
         let mut builder = Pipeline::builder(registry, journal)
             .pre_policy(dsh_policy::ModePolicy::new(mode.clone(), shell.clone()))
             .pre_policy(confinement.clone())
@@ -521,6 +542,7 @@ impl Session {
             roster: crate::subagent::Roster::default(),
             link,
             mode,
+            hardened: hardened_sandbox,
         })
     }
 }

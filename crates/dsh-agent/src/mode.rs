@@ -1,4 +1,5 @@
 //! The session's permission mode (DESIGN §5 "Permission modes"): read by the `mode` listener
+//! and the shell policy
 //! at gate 1 ([`dsh_policy::ModePolicy`]), switched by a front end (`/mode`, Shift-Tab) —
 //! each switch journaled as `mode_changed` before any later call is judged under it.
 
@@ -26,9 +27,17 @@ impl Session {
         self.mode.get()
     }
 
-    /// Why `auto` behaves as `ask` here, when it does (always, in this build).
-    pub fn mode_notice(&self, mode: PermissionMode) -> Option<&'static str> {
-        (mode == PermissionMode::Auto).then_some(dsh_policy::AUTO_UNAVAILABLE)
+    /// Why `auto` behaves as `ask` here, when it does: its hardened sandbox is not enforced.
+    pub fn mode_notice(&self, mode: PermissionMode) -> Option<String> {
+        if mode != PermissionMode::Auto {
+            return None;
+        }
+        (self.hardened.0)().err().map(|why| {
+            format!(
+                "{}, which is not available here ({why}): auto behaves as ask",
+                dsh_policy::AUTO_NEEDS
+            )
+        })
     }
 
     /// Switches the mode (never into or out of `yolo`): journals `mode_changed` first, so

@@ -105,11 +105,6 @@ impl SessionSettings {
         if s.mode == dsh_config::PermissionMode::Yolo {
             s.approval = Approval::Yolo;
         }
-        if let Some(why) =
-            (s.mode == dsh_config::PermissionMode::Auto).then_some(dsh_policy::AUTO_UNAVAILABLE)
-        {
-            notices.push(why.to_owned());
-        }
         Ok(Configured {
             settings: s,
             notices,
@@ -165,6 +160,8 @@ fn shell_settings(c: &dsh_config::Config, notices: &mut Vec<String>) -> ShellSet
         } else {
             NetworkGrant::Refused
         },
+        // Filled by the session's assembly from the protected paths and prompt files.
+        protected: Vec::new(),
     }
 }
 

@@ -36,6 +36,7 @@ pub(crate) async fn check(common: &Common, tool: &str, args_json: &str) -> Resul
     }
     let settings = settings::load(common)?;
     let session = Session::assemble_dry(&settings).map_err(Failure::usage)?;
+    crate::start::say_mode(&session);
     let report = session
         .pipeline
         .check(&ToolCall::new("check", tool, args))
@@ -54,6 +55,7 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
     let signals = Signals::install().map_err(Failure::harness)?;
     let session =
         Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::assembly)?;
+    crate::start::say_mode(&session);
     let outcome = session.pipeline.run_batch(calls, signals.token()).await;
     let (results, error) = match outcome {
         Ok(out) => (out.results, Ok(())),

@@ -74,6 +74,14 @@ impl ResumedNote {
     }
 }
 
+/// Says once, on stderr, why the session's mode does not work as chosen (`auto` without its
+/// hardened sandbox behaves as `ask`).
+pub(crate) fn say_mode(session: &Session) {
+    if let Some(why) = session.mode_notice(session.mode()) {
+        eprintln!("dsh: {why}");
+    }
+}
+
 /// Starts the session `common` and `args` describe. `approval` overrides who answers
 /// `ask` (the REPL's person); `None` keeps the flags' choice (`--yolo` or nobody). The
 /// signal handlers are the caller's, installed once per process (`Signals::install`).
@@ -139,6 +147,7 @@ pub(crate) fn start(
     settings.events = events;
     let session =
         Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::assembly)?;
+    say_mode(&session);
     // Only the session holds the sink now: the stream ends when the session is gone.
     drop(settings);
     let session = Arc::new(session);

@@ -103,7 +103,8 @@ fn modes_from_flags_and_configuration_follow_the_trust_rules() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    // auto says once that it behaves as ask here.
+    // auto lets a build run (tests/auto_mode.rs has the rest); without its sandbox it says
+    // once that it behaves as ask.
     let out = d
         .dsh(&[
             "--mode",
@@ -114,8 +115,21 @@ fn modes_from_flags_and_configuration_follow_the_trust_rules() {
         ])
         .output()
         .unwrap();
+    assert_eq!(json_lines(&out)[0]["decision"], "allow", "{}", stderr(&out));
+    let out = d
+        .dsh(&[
+            "--mode",
+            "auto",
+            "--sandbox",
+            "off",
+            "check",
+            "run_shell",
+            r#"{"command":"cargo build"}"#,
+        ])
+        .output()
+        .unwrap();
     assert!(
-        stderr(&out).contains("not implemented yet"),
+        stderr(&out).contains("auto behaves as ask"),
         "{}",
         stderr(&out)
     );

@@ -936,11 +936,10 @@ fn the_mode_is_shown_switched_with_shift_tab_and_mode_and_journaled() {
     let pty = spawn(&d, &server, &[]);
     let header = pty.screen().contents();
     assert!(header.contains("mode ask"), "{header}");
-    // Shift-Tab: ask → auto (which says it behaves as ask here), then auto → read-only.
+    // Shift-Tab: ask → auto, then auto → read-only.
     let mark = pty.mark();
     pty.send(key::SHIFT_TAB);
     pty.wait_for_text_since(mark, "mode auto");
-    pty.wait_for_text_since(mark, "not implemented yet");
     let mark = pty.mark();
     pty.send(key::SHIFT_TAB);
     pty.wait_for_text_since(mark, "mode read-only");

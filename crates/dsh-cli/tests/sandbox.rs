@@ -243,15 +243,19 @@ fn device_nodes_cannot_be_created_even_in_the_workspace() {
 
 #[test]
 fn landlock_cannot_protect_git_inside_the_workspace() {
-    // A documented limit, asserted so that the documentation stays true: the workspace is
-    // writable as a whole, `.git` included. The protected-paths guard covers the file tools,
-    // and the shell policy refuses redirections into protected paths; a command that writes
-    // a file itself (here `tee`, allowed by this test's `run_shell(*)` rule) is bounded only
-    // by Landlock, which cannot single out `.git` inside the writable workspace.
+    // A documented limit of the workspace-write profile, asserted so that the documentation
+    // stays true: the workspace is writable as a whole, `.git` included. The protected-paths
+    // guard covers the file tools, and the shell policy refuses redirections and the
+    // destinations it knows (`tee .git/config`) into protected paths; a script that writes
+    // the file itself (`bash FILE`, allowed by this test's `run_shell(*)` rule) is bounded
+    // only by Landlock, which cannot single out `.git` inside the writable workspace (the
+    // hardened profile, for `auto`, can: tests/sandbox_hardened.rs).
     let e = Env::new();
     let refused = e.shell("echo '[alias]' >> .git/config");
     assert_eq!(kind(&refused), "denied", "{refused}");
-    let r = e.shell("echo '[alias]' | tee -a .git/config");
+    let refused = e.shell("echo '[alias]' | tee -a .git/config");
+    assert_eq!(kind(&refused), "denied", "{refused}");
+    let r = e.shell(&e.script("echo '[alias]' >> .git/config"));
     assert_sandboxed(&r);
     assert!(
         std::fs::read_to_string(e.ws.join(".git/config"))

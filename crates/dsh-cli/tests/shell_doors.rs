@@ -420,7 +420,8 @@ fn item4_destructive_modes_of_listed_programs_are_denied() {
     Env::new().table(&[
         // Judged as the program each acts as, one on no list: it asks (and where it
         // would act outside the workspace, it is refused).
-        ("find . -delete", "ask", "-delete"),
+        // From a directory holding `.git`: it would delete it.
+        ("find . -delete", "deny", "protected"),
         ("find src -name '*.o' -delete", "ask", "-delete"),
         ("find /etc -delete", "deny", "outside the workspace"),
         ("date -s 2020-01-01", "ask", "-s"),

@@ -698,9 +698,11 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
             let Some(perms) = ws.permissions else {
                 continue;
             };
+            let mode = perms.mode;
             let (allow, ask, deny) = parse_rules(src, &at, perms)?;
             part.workspaces.push(WorkspacePart {
                 path: PathBuf::from(name),
+                mode,
                 allow,
                 ask,
                 deny,

@@ -74,6 +74,8 @@ impl Site {
 pub(crate) struct WorkspacePart {
     /// The section's key: an absolute path.
     pub path: PathBuf,
+    /// `[workspaces."<path>".permissions] mode`: this workspace's mode, over the file's own.
+    pub mode: Option<PermissionMode>,
     pub allow: Vec<Rule>,
     pub ask: Vec<Rule>,
     pub deny: Vec<Rule>,
@@ -162,6 +164,9 @@ impl Part {
     pub(crate) fn select_workspace(&mut self, workspace: &Path) {
         for ws in std::mem::take(&mut self.workspaces) {
             if crate::trust::names_workspace(&ws.path, workspace) {
+                if ws.mode.is_some() {
+                    self.mode = ws.mode;
+                }
                 self.allow.extend(ws.allow);
                 self.ask.extend(ws.ask);
                 self.deny.extend(ws.deny);

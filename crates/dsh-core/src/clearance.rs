@@ -16,6 +16,9 @@ use crate::policy::{Verdict, Vote};
 pub enum Clearance {
     /// Allowed without a person on the condition that it only reads.
     ReadOnly,
+    /// Allowed without a person by the `auto` permission mode: the hardened workspace-write
+    /// profile (protected paths read-only, reads confined, no sockets).
+    Hardened,
     /// Approved by a person, or allowed by a rule on something not known to only read.
     #[default]
     Write,
@@ -24,18 +27,17 @@ pub enum Clearance {
 impl Clearance {
     /// The clearance of a call gate 1 allowed (no person involved): read-only when any
     /// allowing vote holds only on that condition, or when no policy voted and the tool
-    /// declares itself read-only.
+    /// declares itself read-only; else hardened when any allowing vote holds only in the
+    /// hardened profile; else write.
     pub(crate) fn of_allow(votes: &[Vote], tool_read_only: bool) -> Self {
-        let allows = votes.iter().filter(|v| v.verdict == Verdict::Allow);
-        let mut any = false;
-        for v in allows {
-            any = true;
-            if v.reading_only {
-                return Clearance::ReadOnly;
-            }
-        }
-        if !any && tool_read_only {
+        let allows: Vec<&Vote> = votes
+            .iter()
+            .filter(|v| v.verdict == Verdict::Allow)
+            .collect();
+        if allows.iter().any(|v| v.reading_only) || (allows.is_empty() && tool_read_only) {
             Clearance::ReadOnly
+        } else if allows.iter().any(|v| v.hardened) {
+            Clearance::Hardened
         } else {
             Clearance::Write
         }

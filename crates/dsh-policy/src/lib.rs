@@ -30,11 +30,11 @@ pub use added::AddedRules;
 pub use confine::Confinement;
 pub use glob::{PathPattern, PatternError};
 pub use memory::{MEMORY_FILE, MemoryPolicy, PROMPT_FILES, is_memory_file};
-pub use mode::{AUTO_UNAVAILABLE, ModePolicy, ModeSwitch};
+pub use mode::{AUTO_NEEDS, ModePolicy, ModeSwitch};
 pub use protect::{ProtectedPaths, protected_match};
 pub use python::PythonAuditGuard;
 pub use rules::{PermissionRules, Rule, RuleError, RuleKind};
 pub use shell::{
-    NetworkVote, READ_ONLY_PROGRAMS, ReadOnlySandbox, ShellLists, ShellPolicy, ShellRule,
+    NetworkVote, READ_ONLY_PROGRAMS, SandboxCheck, ShellLists, ShellPolicy, ShellRule,
 };
 pub use spill::Spill;

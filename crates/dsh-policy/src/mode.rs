@@ -5,11 +5,14 @@
 //!   policy's read-only list, judged as it judges it) and every network access is denied,
 //!   each saying "read-only mode" — a confirm-list `make` too.
 //! - `ask` (the default): abstains; the other listeners and a person decide.
-//! - `auto`: would lift the rule-liftable asks of builds and workspace writes, running them in
-//!   a hardened workspace-write profile. That profile (UNIX sockets refused, reads confined,
-//!   protected paths read-only through bind mounts in a private mount namespace) is **not
-//!   implemented yet**, and `auto` may lift nothing where it is not enforced: so `auto`
-//!   abstains, behaving as `ask`, and the session says so once when it starts or switches.
+//! - `auto`: lifts the asks a rule could lift for a program on the confirm list or on none
+//!   (not one that always asks: docker, ssh, kubectl, …), the shell policy's "writes a file
+//!   inside the workspace" asks, and file-tool writes — a Rule allow that holds only in the
+//!   hardened workspace-write sandbox (protected paths read-only through bind mounts, reads
+//!   confined, no sockets). It never lifts reads outside the workspace, the network, protected
+//!   paths, memory files or configured ask rules: those listeners' Rule asks and denials
+//!   outrank this allow. Where the hardened sandbox is not enforced, `auto` abstains —
+//!   behaving as `ask` — and the session says why.
 //! - `yolo`: abstains; the approver approves every ask (guards, the sandbox and the network
 //!   ban still hold).
 //!
@@ -25,8 +28,8 @@ use dsh_core::{Access, PolicyContext, PrePolicy, Tier, ToolCall, Vote, async_tra
 
 use crate::ShellPolicy;
 
-/// Why `auto` behaves as `ask` in this build.
-pub const AUTO_UNAVAILABLE: &str = "auto mode needs the hardened workspace-write sandbox (UNIX sockets refused, reads confined, protected paths read-only in a private mount namespace), which is not implemented yet; it behaves as ask";
+/// What `auto` needs, for the notice when it behaves as `ask`.
+pub const AUTO_NEEDS: &str = "auto mode needs the hardened workspace-write sandbox (Landlock in full and a private mount namespace)";
 
 /// The session's permission mode, shared between the `mode` listener, the approver and the
 /// runtime that switches it.
@@ -65,13 +68,52 @@ fn code(mode: PermissionMode) -> u8 {
 #[derive(Clone, Debug)]
 pub struct ModePolicy {
     switch: ModeSwitch,
-    /// Judges whether a command line only reads, as the shell policy does.
+    /// Judges command lines as the shell policy does (with the same mode).
     shell: ShellPolicy,
 }
 
 impl ModePolicy {
+    /// `shell` is the session's shell policy, following `switch` ([`ShellPolicy::with_mode`]).
     pub fn new(switch: ModeSwitch, shell: ShellPolicy) -> Self {
         ModePolicy { switch, shell }
+    }
+
+    /// `auto`: a Rule allow in the hardened sandbox when every command the call declares is
+    /// free or has only asks `auto` lifts, and it declares a write or such a command.
+    fn auto(&self, cx: &PolicyContext<'_>) -> Vote {
+        // Where the hardened sandbox is not enforced, `auto` is `ask`.
+        if (self.shell.hardened_sandbox.0)().is_err() {
+            return Vote::abstain();
+        }
+        let mut lifted = Vec::new();
+        for access in cx.accesses {
+            match access {
+                Access::Execute { command } => {
+                    let d = self.shell.decide(command);
+                    if self.shell.auto_lifts(&d) {
+                        lifted.push(d.reason);
+                    } else if d.verdict != crate::shell::Verdict::Allow {
+                        return Vote::abstain();
+                    }
+                }
+                Access::Write { path } => {
+                    lifted.push(format!("writes {}", dsh_core::quote_capped_path(path)));
+                }
+                Access::Network { .. } => return Vote::abstain(),
+                _ => {}
+            }
+        }
+        if lifted.is_empty() {
+            return Vote::abstain();
+        }
+        Vote::allow(
+            Tier::Rule,
+            format!(
+                "auto mode: runs without a person in the hardened sandbox (protected paths read-only, no sockets): {}",
+                lifted.join("; ")
+            ),
+        )
+        .in_hardened_sandbox()
     }
 }
 
@@ -82,8 +124,10 @@ impl PrePolicy for ModePolicy {
     }
 
     async fn vote(&self, call: &ToolCall, cx: &PolicyContext<'_>) -> Vote {
-        if self.switch.get() != PermissionMode::ReadOnly {
-            return Vote::abstain();
+        match self.switch.get() {
+            PermissionMode::ReadOnly => {}
+            PermissionMode::Auto => return self.auto(cx),
+            PermissionMode::Ask | PermissionMode::Yolo => return Vote::abstain(),
         }
         let deny = |why: String| {
             Vote::deny(

@@ -241,7 +241,7 @@ pub(crate) async fn run(
                 Ok(()) => {
                     screen.line(&format!("mode {}", st.bold(next.as_str())));
                     if let Some(why) = session.mode_notice(next) {
-                        screen.line(&st.dim(why));
+                        screen.line(&st.dim(&why));
                     }
                 }
                 Err(e) => screen.line(&st.red(&format!("/mode: {e}"))),

@@ -54,6 +54,9 @@ pub struct Vote {
     /// An `Allow` that holds only if the call runs in the read-only profile
     /// ([`crate::Clearance::ReadOnly`]); see [`Vote::reading_only`].
     pub(crate) reading_only: bool,
+    /// An `Allow` that holds only in the hardened workspace-write profile
+    /// ([`crate::Clearance::Hardened`]); see [`Vote::in_hardened_sandbox`].
+    pub(crate) hardened: bool,
 }
 
 impl Vote {
@@ -91,6 +94,15 @@ impl Vote {
         self
     }
 
+    /// Makes an `Allow` hold only on the condition that the call runs in the hardened
+    /// workspace-write profile (the `auto` permission mode): cleared
+    /// [`crate::Clearance::Hardened`].
+    #[must_use]
+    pub fn in_hardened_sandbox(mut self) -> Self {
+        self.hardened = true;
+        self
+    }
+
     /// Whether this allow holds only in the read-only profile.
     pub fn is_reading_only(&self) -> bool {
         self.reading_only
@@ -108,6 +120,7 @@ impl Vote {
             reason: reason.into(),
             refusal: FailureKind::Denied,
             reading_only: false,
+            hardened: false,
         }
     }
 

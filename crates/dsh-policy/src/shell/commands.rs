@@ -350,6 +350,38 @@ fn payload<'a>(args: &'a [Word], at: usize, ask_note: Option<&'static str>) -> W
     }
 }
 
+/// Programs that always ask, whatever the mode: they reach other machines, containers, the
+/// system's services or another user (`auto` never lifts them).
+pub(crate) fn always_asks(name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    matches!(
+        base,
+        "docker"
+            | "podman"
+            | "nerdctl"
+            | "systemd-run"
+            | "systemctl"
+            | "busctl"
+            | "dbus-send"
+            | "sudo"
+            | "su"
+            | "doas"
+            | "pkexec"
+            | "ssh"
+            | "scp"
+            | "sftp"
+            | "rsync"
+            | "kubectl"
+            | "helm"
+            | "gcloud"
+            | "aws"
+            | "az"
+            | "terraform"
+            | "curl"
+            | "wget"
+    )
+}
+
 /// Programs whose job is the network: with commands' network off they cannot work.
 pub(crate) fn network_client(name: &str) -> bool {
     let base = name.rsplit('/').next().unwrap_or(name);

@@ -18,17 +18,46 @@ use super::places::{Place, Write, from};
 use super::words::Word;
 use super::{Judgement, ShellPolicy, Verdict};
 
-/// The destinations of `name ARGS`, each with how it was written (for reasons).
-pub(crate) fn destinations(name: &str, args: &[Word]) -> Vec<Write> {
+/// How a destination is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// The path itself is written, created, moved or removed.
+    Path,
+    /// Everything beneath it too (`rm -r`, `find -delete`, `chmod -R`): refused when it
+    /// holds a protected path.
+    Tree,
+    /// A symbolic link will point there: refused when it is protected (a later write through
+    /// the link would reach it).
+    LinkTarget,
+}
+
+/// One destination: the word, how it was written, how it is reached.
+pub(crate) struct Destination {
+    pub write: Write,
+    pub reach: Reach,
+}
+
+/// The destinations of `name ARGS`, each with how it was written (for reasons). Brace
+/// expansions in the operands are expanded first (`cp {a,AGENTS.md}` has two operands).
+///
+/// `any_output`: also the output flags any program may have (`-o F`, `--output F`,
+/// `--out-dir D`, …) — not for the read-only list, whose flags mean other things (`ls -o`).
+pub(crate) fn destinations(name: &str, args: &[Word], any_output: bool) -> Vec<Destination> {
     let base = name.rsplit('/').next().unwrap_or(name);
+    let expanded: Vec<Word> = args.iter().flat_map(expand_braces).collect();
+    let args = expanded.as_slice();
     let mut out = Vec::new();
-    let mut push = |w: &Word, how: String| {
-        out.push(Write {
-            target: w.clone(),
-            how,
+    let mut push = |w: &Word, how: String, reach: Reach| {
+        out.push(Destination {
+            write: Write {
+                target: w.clone(),
+                how,
+            },
+            reach,
         });
     };
     let how = |w: &Word| format!("{base} {}", w.text());
+    let recursive = has_flag(args, 'r', "--recursive") || has_flag(args, 'R', "--recursive");
     match base {
         "rm" | "rmdir" | "mkdir" | "touch" | "shred" | "truncate" | "unlink" => {
             let values: &[&str] = match base {
@@ -38,8 +67,13 @@ pub(crate) fn destinations(name: &str, args: &[Word]) -> Vec<Write> {
                 "shred" => &["-n", "-s", "--iterations", "--size", "--random-source"],
                 _ => &[],
             };
+            let reach = if base == "rm" && recursive {
+                Reach::Tree
+            } else {
+                Reach::Path
+            };
             for w in operands(args, values) {
-                push(w, how(w));
+                push(w, how(w), reach);
             }
         }
         "chmod" | "chown" | "chgrp" => {
@@ -47,30 +81,78 @@ pub(crate) fn destinations(name: &str, args: &[Word]) -> Vec<Write> {
                 .iter()
                 .any(|w| w.literal().is_some_and(|a| a.starts_with("--reference")));
             let ops = operands(args, &["--from"]);
+            let reach = if recursive { Reach::Tree } else { Reach::Path };
             // The mode or owner comes first unless `--reference` gives it.
             for w in ops.into_iter().skip(usize::from(!reference)) {
-                push(w, how(w));
+                push(w, how(w), reach);
             }
         }
-        "cp" | "install" | "ln" | "mv" => {
+        "cp" | "install" | "ln" | "mv" | "rsync" | "link" => {
             let values: &[&str] = match base {
                 "install" => &["-m", "-o", "-g", "-S", "--mode", "--owner", "--group"],
+                "rsync" => &["-e", "--rsh", "--exclude", "--include", "--filter", "-f"],
                 _ => &["-S", "--suffix"],
             };
-            if let Some(dir) = value_of(args, "-t", "--target-directory") {
-                push(&dir, format!("{base} -t {}", dir.text()));
+            let dir = value_of(args, 't', "--target-directory");
+            if let Some(d) = &dir {
+                push(d, format!("{base} -t {}", d.text()), Reach::Path);
             }
             let ops = operands(args, &[values, &["-t", "--target-directory"]].concat());
             let makes_dirs = base == "install" && has_flag(args, 'd', "--directory");
-            let targeted = value_of(args, "-t", "--target-directory").is_some();
-            if base == "mv" || makes_dirs {
-                // `mv` removes its sources too; `install -d` creates every operand.
+            let symbolic = base == "ln" && has_flag(args, 's', "--symbolic");
+            let hard = (base == "ln" && !symbolic)
+                || base == "link"
+                || (base == "cp" && has_flag(args, 'l', "--link"));
+            // Remote rsync operands (`host:path`) are not local files.
+            let ops: Vec<&Word> = ops
+                .into_iter()
+                .filter(|w| base != "rsync" || !w.text().contains(':'))
+                .collect();
+            let (sources, target): (Vec<&Word>, Option<&Word>) = match (&dir, ops.split_last()) {
+                (Some(_), _) => (ops.clone(), None),
+                (None, Some((last, rest))) if !rest.is_empty() => (rest.to_vec(), Some(*last)),
+                (None, Some((only, _))) if base == "ln" => (vec![*only], None),
+                _ => (Vec::new(), None),
+            };
+            if makes_dirs {
                 for w in &ops {
-                    push(w, how(w));
+                    push(w, how(w), Reach::Path);
                 }
-            } else if !targeted && ops.len() >= 2 {
-                let last = ops[ops.len() - 1];
-                push(last, how(last));
+                return out;
+            }
+            if let Some(t) = target {
+                push(t, how(t), Reach::Path);
+            }
+            // Into a directory, each source lands as DIR/NAME: `cp -r x/.git .` writes
+            // `.git`.
+            let into = dir.as_ref().or(target);
+            for src in &sources {
+                if let Some(d) = into
+                    && let Some(landed) = joined(d, src)
+                {
+                    push(
+                        &landed,
+                        format!("{base} {} {}", src.text(), d.text()),
+                        Reach::Path,
+                    );
+                }
+                if base == "mv" {
+                    push(src, how(src), Reach::Path);
+                } else if hard {
+                    // A hard link makes the source writable under another name.
+                    push(
+                        src,
+                        format!("{base} {} (a hard link to it)", src.text()),
+                        Reach::Path,
+                    );
+                } else if symbolic {
+                    push(src, format!("ln -s {}", src.text()), Reach::LinkTarget);
+                }
+            }
+        }
+        "tee" => {
+            for w in operands(args, &[]) {
+                push(w, how(w), Reach::Path);
             }
         }
         "sed" if has_flag(args, 'i', "--in-place") => {
@@ -86,47 +168,144 @@ pub(crate) fn destinations(name: &str, args: &[Word]) -> Vec<Write> {
                 .into_iter()
                 .skip(usize::from(!scripted))
             {
-                push(w, format!("sed -i … {}", w.text()));
+                push(w, format!("sed -i … {}", w.text()), Reach::Path);
             }
         }
         "dd" => {
             for w in args {
                 if let Some(rest) = w.literal().and_then(|a| a.strip_prefix("of=")) {
-                    push(&retext(w, rest), format!("dd of={rest}"));
+                    push(&retext(w, rest), format!("dd of={rest}"), Reach::Path);
                 }
             }
         }
         "tar" | "bsdtar" => tar(args, &mut push),
         "unzip" => {
-            if let Some(dir) = value_of(args, "-d", "") {
-                push(&dir, format!("unzip -d {}", dir.text()));
+            if let Some(dir) = value_of(args, 'd', "") {
+                push(&dir, format!("unzip -d {}", dir.text()), Reach::Path);
             }
         }
         "patch" => {
-            if let Some(f) = value_of(args, "-o", "--output") {
-                push(&f, format!("patch -o {}", f.text()));
+            if let Some(f) = value_of(args, 'o', "--output") {
+                push(&f, format!("patch -o {}", f.text()), Reach::Path);
             }
-            if let Some(d) = value_of(args, "-d", "--directory") {
-                push(&d, format!("patch -d {}", d.text()));
+            if let Some(d) = value_of(args, 'd', "--directory") {
+                push(&d, format!("patch -d {}", d.text()), Reach::Path);
             }
             let values = &[
                 "-p", "-i", "-o", "-d", "-D", "-F", "-r", "-B", "-V", "-z", "-Y",
             ];
             if let Some(f) = operands(args, values).first() {
-                push(f, how(f));
+                push(f, how(f), Reach::Path);
             }
         }
         "find" if args.iter().any(|w| w.literal() == Some("-delete")) => {
             for w in args {
                 match w.literal() {
+                    Some("-L" | "-H" | "-P") => {}
                     Some(a) if a.starts_with('-') || a == "(" || a == "!" => break,
-                    _ => push(w, format!("find {} … -delete", w.text())),
+                    _ => push(w, format!("find {} … -delete", w.text()), Reach::Tree),
                 }
+            }
+        }
+        "git" if super::doors::git_subcommand(args).is_some_and(|(s, _)| s == "config") => {
+            // `git config -f FILE` writes FILE.
+            if let Some(f) = value_of(args, 'f', "--file") {
+                push(&f, format!("git config --file {}", f.text()), Reach::Path);
             }
         }
         _ => {}
     }
+    // Output flags any program may have (`go build -o F`, `--out-dir D`).
+    if any_output && !matches!(base, "tar" | "bsdtar" | "patch" | "git") {
+        if let Some(i) = args.iter().position(|w| w.literal() == Some("-o"))
+            && let Some(f) = args.get(i + 1)
+        {
+            push(f, format!("{base} -o {}", f.text()), Reach::Path);
+        }
+        for long in [
+            "--output",
+            "--out-dir",
+            "--outdir",
+            "--output-file",
+            "--target-dir",
+        ] {
+            if let Some(f) = value_of(args, '\0', long) {
+                push(&f, format!("{base} {long} {}", f.text()), Reach::Path);
+            }
+        }
+    }
     out
+}
+
+/// `dir/basename(src)`, when both are literal.
+fn joined(dir: &Word, src: &Word) -> Option<Word> {
+    let name = std::path::Path::new(src.literal()?.trim_end_matches('/')).file_name()?;
+    let d = dir.literal()?;
+    let text = format!("{}/{}", d.trim_end_matches('/'), name.to_string_lossy());
+    Some(match (dir, src) {
+        (Word::Lit { glob: a, .. }, Word::Lit { glob: b, .. }) => Word::Lit {
+            text,
+            glob: *a || *b,
+        },
+        _ => Word::Dyn(text),
+    })
+}
+
+/// A literal word's brace expansions (`{a,b}/c` → `a/c`, `b/c`; at most 64), each a word of
+/// its own; other words as they are.
+pub(crate) fn expand_braces(w: &Word) -> Vec<Word> {
+    let Word::Lit { text, .. } = w else {
+        return vec![w.clone()];
+    };
+    let mut out = Vec::new();
+    expand_into(text, &mut out);
+    if out.len() > 64 || out.is_empty() {
+        return vec![w.clone()];
+    }
+    out.into_iter()
+        .map(|t| Word::Lit {
+            glob: t.contains(['*', '?', '[', '{']),
+            text: t,
+        })
+        .collect()
+}
+
+fn expand_into(text: &str, out: &mut Vec<String>) {
+    if out.len() > 64 {
+        return;
+    }
+    // The first `{` whose group has a top-level comma.
+    let bytes = text.as_bytes();
+    for (open, _) in text.match_indices('{') {
+        let mut depth = 0;
+        let mut commas = Vec::new();
+        let mut close = None;
+        for (i, &b) in bytes.iter().enumerate().skip(open) {
+            match b {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(i);
+                        break;
+                    }
+                }
+                b',' if depth == 1 => commas.push(i),
+                _ => {}
+            }
+        }
+        let (Some(close), false) = (close, commas.is_empty()) else {
+            continue;
+        };
+        let (head, tail) = (&text[..open], &text[close + 1..]);
+        let mut start = open + 1;
+        for end in commas.into_iter().chain(std::iter::once(close)) {
+            expand_into(&format!("{head}{}{tail}", &text[start..end]), out);
+            start = end + 1;
+        }
+        return;
+    }
+    out.push(text.to_owned());
 }
 
 /// A word like `w` holding `text` (the value after `of=` or `--x=`).
@@ -151,7 +330,19 @@ fn operands<'a>(args: &'a [Word], values: &[&str]) -> Vec<&'a Word> {
         match w.literal() {
             Some("--") if options => options = false,
             Some(a) if options && a.starts_with('-') && a.len() > 1 => {
-                if values.contains(&a) {
+                // `-t DIR`, or a cluster ending in a short option that takes a value
+                // (`-rt DIR`).
+                let last = a.chars().last().map(|c| format!("-{c}"));
+                let clustered = !a.starts_with("--")
+                    && last.is_some_and(|l| l.len() == 2 && values.contains(&l.as_str()));
+                // `--targ DIR`: getopt_long's abbreviation of a long option with a value.
+                let abbreviated = a.starts_with("--")
+                    && !a.contains('=')
+                    && a.len() > 3
+                    && values
+                        .iter()
+                        .any(|v| v.starts_with("--") && v.starts_with(a));
+                if values.contains(&a) || clustered || abbreviated {
                     i += 1;
                 }
             }
@@ -161,17 +352,38 @@ fn operands<'a>(args: &'a [Word], values: &[&str]) -> Vec<&'a Word> {
     out
 }
 
-/// The value of `-X V` or `--long V`/`--long=V`.
-fn value_of(args: &[Word], short: &str, long: &str) -> Option<Word> {
+/// The value of the short option `short` (`-t V`, `-tV`, `-at V` at the end of a cluster;
+/// `'\0'` for none) or of `long` (`--long V`, `--long=V`, or an abbreviation getopt_long
+/// accepts: `--targ V`).
+fn value_of(args: &[Word], short: char, long: &str) -> Option<Word> {
+    let takes_long = |a: &str| {
+        let flag = a.split_once('=').map_or(a, |(f, _)| f);
+        !long.is_empty() && flag.len() > 3 && long.starts_with(flag)
+    };
     for (i, w) in args.iter().enumerate() {
         let Some(a) = w.literal() else { continue };
-        if a == short || (!long.is_empty() && a == long) {
-            return args.get(i + 1).cloned();
+        if a == "--" {
+            return None;
         }
-        if !long.is_empty()
-            && let Some(v) = a.strip_prefix(long).and_then(|r| r.strip_prefix('='))
-        {
-            return Some(retext(w, v));
+        if a.starts_with("--") {
+            if takes_long(a) {
+                return match a.split_once('=') {
+                    Some((_, v)) => Some(retext(w, v)),
+                    None => args.get(i + 1).cloned(),
+                };
+            }
+            continue;
+        }
+        if short == '\0' || !a.starts_with('-') || a.len() < 2 {
+            continue;
+        }
+        if let Some(pos) = a[1..].find(short) {
+            let rest = &a[1 + pos + short.len_utf8()..];
+            return if rest.is_empty() {
+                args.get(i + 1).cloned()
+            } else {
+                Some(retext(w, rest))
+            };
         }
     }
     None
@@ -188,7 +400,7 @@ fn has_flag(args: &[Word], c: char, long: &str) -> bool {
 
 /// `tar`: an extraction writes beneath `-C DIR` (or the working directory); a creation or
 /// append writes the archive `-f FILE`.
-fn tar(args: &[Word], push: &mut impl FnMut(&Word, String)) {
+fn tar(args: &[Word], push: &mut impl FnMut(&Word, String, Reach)) {
     let mut modes = String::new();
     let mut file = None;
     let mut dir = None;
@@ -205,17 +417,28 @@ fn tar(args: &[Word], push: &mut impl FnMut(&Word, String)) {
             None
         };
         if let Some(c) = cluster {
-            for ch in c.chars() {
+            let dashed = a.starts_with('-');
+            for (at, ch) in c.char_indices() {
+                let rest = &c[at + ch.len_utf8()..];
+                let value = |i: &mut usize| {
+                    if dashed && !rest.is_empty() {
+                        // `-C.git`, `-fout.tar`: the value attached.
+                        Some(retext(w, rest))
+                    } else {
+                        *i += 1;
+                        args.get(*i - 1).cloned()
+                    }
+                };
                 match ch {
-                    'f' => {
-                        file = args.get(i).cloned();
-                        i += 1;
+                    'f' => file = value(&mut i),
+                    'C' => dir = value(&mut i),
+                    other => {
+                        modes.push(other);
+                        continue;
                     }
-                    'C' => {
-                        dir = args.get(i).cloned();
-                        i += 1;
-                    }
-                    other => modes.push(other),
+                }
+                if dashed && !rest.is_empty() {
+                    break;
                 }
             }
             continue;
@@ -239,23 +462,35 @@ fn tar(args: &[Word], push: &mut impl FnMut(&Word, String)) {
     if modes.contains(['c', 'r', 'u'])
         && let Some(f) = &file
     {
-        push(f, format!("tar -f {}", f.text()));
+        push(f, format!("tar -f {}", f.text()), Reach::Path);
     }
     if modes.contains('x')
         && let Some(d) = &dir
     {
-        push(d, format!("tar -C {}", d.text()));
+        push(d, format!("tar -C {}", d.text()), Reach::Path);
     }
 }
 
 impl ShellPolicy {
     /// A program's destination: refused outside the workspace and the session's temporary
-    /// directory, into a device, a protected path or a prompt file, or when it is named only
-    /// at run time; inside, nothing is added (the program's own verdict decides).
-    pub(crate) fn judge_destination(&self, w: &Write, dirs: &[PathBuf], out: &mut Vec<Judgement>) {
+    /// directory, into a device, a protected path or a prompt file (the path itself, what
+    /// lies beneath it, or — for a tree — a protected path beneath the target), or when it is
+    /// named only at run time; inside, nothing is added (the program's own verdict decides).
+    pub(crate) fn judge_destination(
+        &self,
+        d: &Destination,
+        dirs: &[PathBuf],
+        out: &mut Vec<Judgement>,
+    ) {
+        let w = &d.write;
         let how = quote_capped(&w.how);
         let deny = |reason: String| firm(Verdict::Deny, reason);
         let target = match &w.target {
+            Word::Lit { text, .. } if text == "{}" => {
+                return out.push(deny(format!(
+                    "{how} acts on the files `find` finds at run time, which cannot be checked; use `find … -delete` (judged from its starting points) or name the files"
+                )));
+            }
             Word::Lit { text, glob: false } => text.as_str(),
             Word::Lit { text, glob: true } => {
                 if let Some(why) = self.glob_destination(text, dirs) {
@@ -273,14 +508,11 @@ impl ShellPolicy {
         for dir in dirs {
             let reason = match self.place(dir, target) {
                 Place::Sink | Place::Temp => continue,
-                Place::Inside(rel) => match crate::protected_match(&self.protected, &rel) {
-                    Some(hit) => format!(
-                        "{how} writes {}, which is protected (`{}`)",
-                        dsh_core::quote_capped_path(&rel),
-                        hit.as_str()
-                    ),
+                Place::Inside(rel) => match self.protected_at(&rel, d.reach) {
+                    Some(why) => format!("{how} {why}"),
                     None => continue,
                 },
+                _ if d.reach == Reach::LinkTarget => continue,
                 Place::Device => format!("{how} writes to a device"),
                 Place::Outside => format!(
                     "{how} writes {}, outside the workspace and the session's temporary directory{}; the sandbox would refuse it, so no approval is asked",
@@ -294,6 +526,47 @@ impl ShellPolicy {
             };
             return out.push(deny(reason));
         }
+    }
+
+    /// Why writing `rel` (reached as `reach`) touches a protected path, if it does: `rel`
+    /// itself or what lies beneath it (`.git` for `.git/**`), or for a tree a protected path
+    /// that exists beneath `rel` (`rm -rf .` holds `.git`).
+    fn protected_at(&self, rel: &Path, reach: Reach) -> Option<String> {
+        let hit = crate::protected_match(&self.protected, rel)
+            .or_else(|| crate::protected_match(&self.protected, &rel.join("x")));
+        if let Some(hit) = hit {
+            return Some(format!(
+                "writes {}, which is protected (`{}`)",
+                dsh_core::quote_capped_path(rel),
+                hit.as_str()
+            ));
+        }
+        if reach != Reach::Tree {
+            return None;
+        }
+        for p in &self.protected {
+            let anchor: PathBuf = p
+                .as_str()
+                .split('/')
+                .take_while(|c| !c.contains(['*', '?', '[', '{']))
+                .collect();
+            if anchor.as_os_str().is_empty() || !anchor.starts_with(rel) {
+                continue;
+            }
+            if self.workspace.root().join(&anchor).exists() {
+                let place = if rel.as_os_str().is_empty() {
+                    "the workspace".to_owned()
+                } else {
+                    dsh_core::quote_capped_path(rel)
+                };
+                return Some(format!(
+                    "reaches everything beneath {place}, which holds the protected {} (`{}`); name what to remove",
+                    dsh_core::quote_capped_path(&anchor),
+                    p.as_str()
+                ));
+            }
+        }
+        None
     }
 
     /// Why a glob destination may reach what a named one could not, or `None`.
@@ -316,16 +589,21 @@ impl ShellPolicy {
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
             for p in &self.protected {
-                let anchor: Vec<&str> = p
-                    .as_str()
-                    .split('/')
+                let parts: Vec<&str> = p.as_str().split('/').collect();
+                let anchor: Vec<&str> = parts
+                    .iter()
+                    .copied()
                     .take_while(|c| !c.contains(['*', '?', '[', '{']))
                     .collect();
+                // A pattern longer than a file's anchor cannot reach into it (`*/x` and
+                // `AGENTS.md`); one that is a prefix of it reaches what is beneath.
+                let anchor_is_dir = parts.len() > anchor.len();
                 let reaches = anchor.is_empty()
-                    || full
-                        .iter()
-                        .zip(&anchor)
-                        .all(|(g, a)| component_matches(g, &a.to_ascii_lowercase()));
+                    || ((full.len() <= anchor.len() || anchor_is_dir)
+                        && full
+                            .iter()
+                            .zip(&anchor)
+                            .all(|(g, a)| component_matches(g, &a.to_ascii_lowercase())));
                 if reaches {
                     return Some(format!(
                         "names files by a pattern ({}) that may match the protected `{}`; name the files",
@@ -340,25 +618,48 @@ impl ShellPolicy {
 }
 
 /// Whether the shell pattern component `glob` may match `name` (compared case-folded):
-/// `*` and `?` as bash reads them, a bracket class or a brace as any one character or more.
+/// `*`, `?` and bracket classes as bash reads them without `dotglob` (a leading dot is
+/// matched only by a leading dot).
 fn component_matches(glob: &str, name: &str) -> bool {
     let glob = glob.to_ascii_lowercase();
-    if glob.contains(['[', '{']) {
-        // Classes and braces: any name that the rest could reach; be conservative.
-        return !name.starts_with('.') || glob.starts_with('.') || glob.starts_with('[');
+    if name.starts_with('.') && !glob.starts_with('.') {
+        return false;
     }
     fn matches(g: &[u8], n: &[u8]) -> bool {
         match (g.first(), n.first()) {
             (None, None) => true,
             (Some(b'*'), _) => matches(&g[1..], n) || (!n.is_empty() && matches(g, &n[1..])),
             (Some(b'?'), Some(_)) => matches(&g[1..], &n[1..]),
+            (Some(b'['), Some(&c)) => match class(&g[1..], c) {
+                Some((true, rest)) => matches(rest, &n[1..]),
+                Some((false, _)) => false,
+                // Not a class: a literal `[`.
+                None => c == b'[' && matches(&g[1..], &n[1..]),
+            },
             (Some(a), Some(b)) if a == b => matches(&g[1..], &n[1..]),
             _ => false,
         }
     }
-    // Without dotglob a leading `*` or `?` never matches a leading dot.
-    if name.starts_with('.') && !glob.starts_with('.') {
-        return false;
+    /// Whether `c` is in the class that starts `g` (after `[`), and what follows it.
+    fn class(g: &[u8], c: u8) -> Option<(bool, &[u8])> {
+        let (negate, body) = match g.first() {
+            Some(b'!' | b'^') => (true, &g[1..]),
+            _ => (false, g),
+        };
+        let end = body.iter().skip(1).position(|&b| b == b']')? + 1;
+        let set = &body[..end];
+        let mut hit = false;
+        let mut i = 0;
+        while i < set.len() {
+            if i + 2 < set.len() && set[i + 1] == b'-' {
+                hit |= (set[i]..=set[i + 2]).contains(&c);
+                i += 3;
+            } else {
+                hit |= set[i] == c;
+                i += 1;
+            }
+        }
+        Some((hit != negate, &body[end + 1..]))
     }
     matches(glob.as_bytes(), name.as_bytes())
 }
@@ -373,21 +674,36 @@ mod tests {
 
     fn targets(line: &str) -> Vec<String> {
         let words = lits(line);
-        destinations(words[0].text(), &words[1..])
-            .into_iter()
-            .map(|w| w.target.text().to_owned())
-            .collect()
+        let mut seen: Vec<String> = Vec::new();
+        for d in destinations(words[0].text(), &words[1..], true) {
+            let t = d.write.target.text().to_owned();
+            if !seen.contains(&t) {
+                seen.push(t);
+            }
+        }
+        seen
     }
 
     #[test]
     fn each_program_names_what_it_writes() {
-        assert_eq!(targets("cp a b dest"), ["dest"]);
-        assert_eq!(targets("cp -t dir a b"), ["dir"]);
-        assert_eq!(targets("cp --target-directory=dir a"), ["dir"]);
-        assert_eq!(targets("mv a b"), ["a", "b"]);
-        assert_eq!(targets("install -m 755 a /usr/bin/a"), ["/usr/bin/a"]);
+        assert_eq!(targets("cp a b dest"), ["dest", "dest/a", "dest/b"]);
+        assert_eq!(targets("cp -t dir a b"), ["dir", "dir/a", "dir/b"]);
+        assert_eq!(targets("cp -tdir a"), ["dir", "dir/a"]);
+        assert_eq!(targets("cp -rt dir a"), ["dir", "dir/a"]);
+        assert_eq!(targets("cp --target-directory=dir a"), ["dir", "dir/a"]);
+        assert_eq!(targets("cp --targ dir a"), ["dir", "dir/a"]);
+        assert_eq!(targets("cp {a,b}"), ["b", "b/a"]);
+        assert_eq!(targets("mv a b"), ["b", "b/a", "a"]);
+        assert_eq!(
+            targets("install -m 755 a /usr/bin/a"),
+            ["/usr/bin/a", "/usr/bin/a/a"]
+        );
         assert_eq!(targets("install -d x y"), ["x", "y"]);
-        assert_eq!(targets("ln -s a b"), ["b"]);
+        assert_eq!(targets("ln -s a b"), ["b", "b/a", "a"]);
+        assert_eq!(targets("ln a b"), ["b", "b/a", "a"]);
+        assert_eq!(targets("go build -o bin/app ."), ["bin/app"]);
+        assert_eq!(targets("tee -a log"), ["log"]);
+        assert_eq!(targets("git config -f AGENTS.md a.b c"), ["AGENTS.md"]);
         assert_eq!(targets("rm -rf x y"), ["x", "y"]);
         assert_eq!(targets("mkdir -p -m 700 d"), ["d"]);
         assert_eq!(targets("touch -r ref f"), ["f"]);
@@ -397,6 +713,7 @@ mod tests {
         assert_eq!(targets("sed -n -e p -i f"), ["f"]);
         assert_eq!(targets("dd if=a of=b"), ["b"]);
         assert_eq!(targets("tar xzf a.tgz -C out"), ["out"]);
+        assert_eq!(targets("tar -xf a.tar -C.git"), [".git"]);
         assert_eq!(targets("tar -czf out.tgz src"), ["out.tgz"]);
         assert_eq!(targets("tar --extract --file=a --directory=d"), ["d"]);
         assert_eq!(targets("unzip a.zip -d out"), ["out"]);
@@ -413,5 +730,8 @@ mod tests {
         assert!(!component_matches("*.rs", "agents.md"));
         assert!(component_matches("?gents.md", "agents.md"));
         assert!(component_matches(".[a-z]*", ".git"));
+        assert!(!component_matches(".[a-z]*cache", ".git"));
+        assert!(!component_matches("[!.]*", ".git"));
+        assert!(component_matches("[a-z]gents.md", "agents.md"));
     }
 }

@@ -34,6 +34,14 @@ impl ShellPolicy {
         at: At<'_>,
         out: &mut Vec<Judgement>,
     ) -> Result<(), NotFree> {
+        // `test -v 'a[$(cmd)]'` and `printf -v 'a[$(cmd)]'` evaluate an array subscript,
+        // running what it holds; `printf -v PATH` sets a variable the rest of the line uses.
+        if matches!(name, "test" | "[" | "printf") && args.iter().any(|w| w.literal() == Some("-v"))
+        {
+            return Err(NotFree::Structural(format!(
+                "`{name} -v` evaluates or sets a variable named by its argument, which may run a command"
+            )));
+        }
         match name {
             "find" => return Ok(self.find_pass(args, at, out)?),
             "sed" => return Ok(self.sed_pass(args, at)?),

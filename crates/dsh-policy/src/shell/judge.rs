@@ -36,6 +36,7 @@ fn structural(verdict: Verdict, reason: String) -> Judgement {
         by_rule: true,
         firm: false,
         reads_only: false,
+        auto_liftable: false,
         reason,
     }
 }
@@ -47,6 +48,7 @@ pub(crate) fn firm(verdict: Verdict, reason: String) -> Judgement {
         by_rule: true,
         firm: true,
         reads_only: false,
+        auto_liftable: false,
         reason,
     }
 }
@@ -302,6 +304,8 @@ impl ShellPolicy {
                     by_rule: true,
                     firm: false,
                     reads_only,
+                    // A configured ask rule is the team's: `auto` never lifts it.
+                    auto_liftable: false,
                     reason: format!(
                         "{text} {did} by rule `{}` from {}",
                         rule.text(),
@@ -338,6 +342,7 @@ impl ShellPolicy {
                     by_rule: false,
                     firm: false,
                     reads_only: false,
+                    auto_liftable: false,
                     reason: format!(
                         "{tag}{text}{}: {note}",
                         from(dir),
@@ -416,6 +421,17 @@ impl ShellPolicy {
                     ..at
                 };
                 self.judge_command(payload, &inner_env, inner, out);
+                // xargs appends operands from its input: where the payload writes through its
+                // operands, those destinations are named only at run time.
+                if ask_note.is_some()
+                    && let Some(program) = payload.first().and_then(Word::literal)
+                {
+                    let mut with_input = payload[1..].to_vec();
+                    with_input.push(Word::Dyn("(xargs input)".to_owned()));
+                    for d in destinations::destinations(program, &with_input, false) {
+                        self.judge_destination(&d, at.dirs, out);
+                    }
+                }
                 // A payload that only reads runs free in the read-only sandbox whatever
                 // arguments the input adds: there they can neither write nor leak.
                 let free = out[start..]
@@ -456,6 +472,7 @@ impl ShellPolicy {
                     by_rule: false,
                     firm: false,
                     reads_only: true,
+                    auto_liftable: false,
                     reason: format!(
                         "{text} changes directory inside the workspace",
                         text = quote_capped(text)
@@ -488,6 +505,7 @@ impl ShellPolicy {
                 by_rule: false,
                 firm: false,
                 reads_only: false,
+                auto_liftable: false,
                 reason: format!("{text}: {why}", text = quote_capped(text)),
             });
         }
@@ -508,8 +526,9 @@ impl ShellPolicy {
             ));
         }
         // What it writes through its operands, whatever list it is on.
-        for w in destinations::destinations(name, &words[1..]) {
-            self.judge_destination(&w, at.dirs, out);
+        let free_listed = self.lists.safe.iter().any(|s| s == name);
+        for d in destinations::destinations(name, &words[1..], !free_listed) {
+            self.judge_destination(&d, at.dirs, out);
         }
         if commands::network_client(name) {
             return out.push(if self.network == super::NetworkVote::Refused {
@@ -539,8 +558,9 @@ impl ShellPolicy {
             // A destructive mode of a listed program is judged as the program it acts as:
             // one on no list.
             if let Some(why) = commands::acts_as_unlisted(name, &words[1..]) {
-                return out
-                    .push(self.unlisted(format!("{text}: {why}", text = quote_capped(text))));
+                return out.push(
+                    self.unlisted(name, format!("{text}: {why}", text = quote_capped(text))),
+                );
             }
             // git's output flags are judged with its doors, from its `-C` directory.
             if name != "git" {
@@ -556,6 +576,7 @@ impl ShellPolicy {
                     by_rule: false,
                     firm: false,
                     reads_only: true,
+                    auto_liftable: false,
                     reason: format!(
                         "{text} is on the safe list ({origin}) and only reads",
                         text = quote_capped(text)
@@ -570,6 +591,7 @@ impl ShellPolicy {
                     by_rule: false,
                     firm: false,
                     reads_only: false,
+                    auto_liftable: true,
                     reason: format!("{text}: {why}, so it asks", text = quote_capped(text)),
                 }),
             }
@@ -579,6 +601,7 @@ impl ShellPolicy {
                 by_rule: false,
                 firm: false,
                 reads_only: false,
+                auto_liftable: !commands::always_asks(name),
                 reason: format!(
                     "{text} is on the confirm list ({origin})",
                     text = quote_capped(text)
@@ -589,16 +612,19 @@ impl ShellPolicy {
                 let _ = self.find_pass(&words[1..], at, out);
             }
         } else {
-            out.push(self.unlisted(format!(
-                "{text} is not on the read-only or confirm lists ({origin})",
-                text = quote_capped(text)
-            )));
+            out.push(self.unlisted(
+                name,
+                format!(
+                    "{text} is not on the read-only or confirm lists ({origin})",
+                    text = quote_capped(text)
+                ),
+            ));
         }
     }
 
     /// A program on no list: asks (a rule may lift it) or, under `[shell] unlisted =
     /// "deny"`, is refused.
-    fn unlisted(&self, why: String) -> Judgement {
+    fn unlisted(&self, name: &str, why: String) -> Judgement {
         let (verdict, how) = match self.lists.unlisted {
             dsh_config::Unlisted::Ask => (Verdict::Ask, "so it asks"),
             dsh_config::Unlisted::Deny => (
@@ -611,6 +637,7 @@ impl ShellPolicy {
             by_rule: false,
             firm: false,
             reads_only: false,
+            auto_liftable: !commands::always_asks(name),
             reason: format!("{why}, {how}"),
         }
     }

@@ -16,7 +16,7 @@
 //! or is allowed by a rule but would have kept it — votes allow only on the condition that
 //! it runs in the read-only sandbox ([`dsh_core::Vote::reading_only`]); an allow rule on
 //! anything else clears writing. git's reading subcommands, and `xargs` running a free
-//! command, run free only where that sandbox is enforced ([`ReadOnlySandbox`]): a pager or
+//! command, run free only where that sandbox is enforced ([`SandboxCheck`]): a pager or
 //! diff driver the repository configures, or an argument the input adds, then runs confined;
 //! elsewhere they ask, saying why.
 //!
@@ -170,6 +170,9 @@ pub struct Judgement {
     /// An allow the policy gives because the command only reads (it runs free in the
     /// read-only sandbox); `false` on every other part.
     pub reads_only: bool,
+    /// An ask the `auto` mode may lift (in the hardened sandbox): a program on the confirm
+    /// list or on none (not one that always asks), or a write inside the workspace.
+    pub auto_liftable: bool,
     pub reason: String,
 }
 
@@ -187,6 +190,14 @@ impl Decision {
     /// An allowed line whose every part only reads: it runs in the read-only sandbox.
     pub fn reads_only(&self) -> bool {
         self.verdict == Verdict::Allow && self.parts.iter().all(|j| j.reads_only)
+    }
+
+    /// An asking line whose every ask the `auto` mode may lift.
+    pub fn auto_liftable(&self) -> bool {
+        self.verdict == Verdict::Ask
+            && self.parts.iter().all(|j| {
+                j.verdict == Verdict::Allow || (j.verdict == Verdict::Ask && j.auto_liftable)
+            })
     }
 
     pub fn vote(&self) -> Vote {
@@ -235,33 +246,38 @@ pub struct ShellPolicy {
     /// `run_shell` allow rules added while the session runs.
     added: crate::AddedRules,
     /// Whether the read-only sandbox is enforced where the commands run.
-    read_only_sandbox: ReadOnlySandbox,
+    read_only_sandbox: SandboxCheck,
+    /// The session's permission mode: under `auto`, where the hardened sandbox is enforced,
+    /// the asks it may lift are left to the `mode` listener.
+    mode: Option<crate::ModeSwitch>,
+    /// Whether the hardened workspace-write sandbox is enforced where the commands run.
+    pub(crate) hardened_sandbox: SandboxCheck,
 }
 
 /// Says whether the read-only sandbox is enforced where commands run: `Ok`, or why not
 /// (asked only when a line's verdict depends on it, and cached by whoever answers).
 #[derive(Clone)]
-pub struct ReadOnlySandbox(pub Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
+pub struct SandboxCheck(pub Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
 
-impl ReadOnlySandbox {
+impl SandboxCheck {
     /// A sandbox known to be enforced (tests of the policy alone).
     pub fn enforced() -> Self {
-        ReadOnlySandbox(Arc::new(|| Ok(())))
+        SandboxCheck(Arc::new(|| Ok(())))
     }
 }
 
-impl Default for ReadOnlySandbox {
+impl Default for SandboxCheck {
     /// Unknown, so not enforced: what needs it asks.
     fn default() -> Self {
-        ReadOnlySandbox(Arc::new(|| {
+        SandboxCheck(Arc::new(|| {
             Err("no sandbox is known to this policy".to_owned())
         }))
     }
 }
 
-impl std::fmt::Debug for ReadOnlySandbox {
+impl std::fmt::Debug for SandboxCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ReadOnlySandbox")
+        f.write_str("SandboxCheck")
     }
 }
 
@@ -287,14 +303,35 @@ impl ShellPolicy {
             temp_dir: None,
             pass_env: Vec::new(),
             added: crate::AddedRules::new(),
-            read_only_sandbox: ReadOnlySandbox::default(),
+            read_only_sandbox: SandboxCheck::default(),
+            mode: None,
+            hardened_sandbox: SandboxCheck::default(),
         }
+    }
+
+    /// Follows the session's permission mode: under `auto`, where `hardened` says the
+    /// hardened sandbox is enforced, a line whose every ask `auto` may lift gets no vote of
+    /// this policy — the `mode` listener allows it, to run in that sandbox.
+    #[must_use]
+    pub fn with_mode(mut self, mode: crate::ModeSwitch, hardened: SandboxCheck) -> Self {
+        self.mode = Some(mode);
+        self.hardened_sandbox = hardened;
+        self
+    }
+
+    /// Whether `auto` lifts this decision's asks here.
+    pub(crate) fn auto_lifts(&self, d: &Decision) -> bool {
+        self.mode
+            .as_ref()
+            .is_some_and(|m| m.get() == dsh_config::PermissionMode::Auto)
+            && d.auto_liftable()
+            && (self.hardened_sandbox.0)().is_ok()
     }
 
     /// Says whether the read-only sandbox is enforced: git's reading subcommands and
     /// `xargs` with a reading payload run free only where it is.
     #[must_use]
-    pub fn with_read_only_sandbox(mut self, sandbox: ReadOnlySandbox) -> Self {
+    pub fn with_read_only_sandbox(mut self, sandbox: SandboxCheck) -> Self {
         self.read_only_sandbox = sandbox;
         self
     }
@@ -504,10 +541,19 @@ impl PrePolicy for ShellPolicy {
         if commands.is_empty() && !network {
             return Vote::abstain();
         }
+        let decisions: Vec<Decision> = commands.iter().map(|c| self.decide(c)).collect();
+        // Under `auto`, asks it may lift are the `mode` listener's to allow.
+        if !network
+            && decisions.iter().any(|d| d.verdict == Verdict::Ask)
+            && decisions
+                .iter()
+                .all(|d| d.verdict == Verdict::Allow || self.auto_lifts(d))
+        {
+            return Vote::abstain();
+        }
         // The worst of the commands' decisions (the first of equals names the reason).
-        let decided = commands
-            .iter()
-            .map(|c| self.decide(c))
+        let decided = decisions
+            .into_iter()
             .reduce(|worst, d| if d.verdict > worst.verdict { d } else { worst });
         if network {
             match self.network {

@@ -36,6 +36,27 @@ pub(crate) struct Write {
     pub how: String,
 }
 
+/// `path` with every symlink of its longest existing prefix resolved, the rest appended.
+fn resolve_existing(path: &Path) -> PathBuf {
+    let mut prefix = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = prefix.canonicalize() {
+            return rest
+                .iter()
+                .rev()
+                .fold(real, |p, c: &std::ffi::OsString| p.join(c));
+        }
+        match (prefix.file_name().map(|n| n.to_owned()), prefix.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                prefix = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 /// `path` with `.` and `..` applied, lexically.
 pub(crate) fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -74,7 +95,19 @@ impl ShellPolicy {
             if let Some(tmp) = &self.temp_dir
                 && abs.starts_with(tmp)
             {
-                return Place::Temp;
+                // A symlink planted there (`ln -s WS/.git $TMPDIR/g`) may lead anywhere: the
+                // path is judged where it really leads.
+                let real = resolve_existing(&abs);
+                let real_tmp = resolve_existing(tmp);
+                if real.starts_with(&real_tmp) || real == abs {
+                    return Place::Temp;
+                }
+                return match real.to_str().map(|r| self.workspace.resolve(r)) {
+                    Some(Ok(p)) => Place::Inside(p.rel),
+                    Some(Err(dsh_core::PathError::Outside { .. })) => Place::Outside,
+                    Some(Err(e)) => Place::Unknown(e.to_string()),
+                    None => Place::Unknown("the path is not UTF-8".to_owned()),
+                };
             }
         }
         let joined = if given.is_absolute() || dir.as_os_str().is_empty() {
@@ -189,10 +222,13 @@ impl ShellPolicy {
             }
         }
         if asks {
-            out.push(firm(
+            // A person approves it, or `auto` lifts it (its sandbox keeps protected paths).
+            let mut j = firm(
                 Verdict::Ask,
                 format!("{how} writes a file", how = quote_capped(how)),
-            ));
+            );
+            j.auto_liftable = true;
+            out.push(j);
         }
     }
 

@@ -56,13 +56,15 @@
 //! enforced; the probe applies this profile's ruleset, which handles every right the
 //! workspace-write one does.
 //!
-//! **The hardened workspace-write profile** (`--hardened`, with `--protect PATH`…), for the
-//! `auto` permission mode — built and tested here, **not used yet**: `auto` behaves as `ask`
-//! until the policy side lands. Before anything else the child enters a private mount
+//! **The hardened workspace-write profile** (`--hardened`, with `--protect PATH`…), for calls
+//! the `auto` permission mode allowed ([`dsh_core::Clearance::Hardened`]). Before anything
+//! else the child enters a private mount
 //! namespace (a user namespace too when it is not root) and bind-mounts each `--protect`
 //! path that exists onto itself read-only (`protect.rs`; a path that does not exist cannot be
-//! covered and is left to the caller); then reads are confined as in the read-only profile
-//! (the `--read` paths and the writable trees), writes go to the `--write` trees, and seccomp
+//! covered: `run_shell` moves one the command created out of the workspace afterwards, into
+//! `DSH_HOME/quarantine/<session>/`, and says so); then reads are confined as in the
+//! read-only profile plus the toolchains' directories ([`toolchains`]: `~/.cargo/bin`,
+//! `~/.rustup`, …; their caches writable), writes go to the `--write` trees, and seccomp
 //! refuses `socket(2)` of every family — a file's mode and times may still change, as builds
 //! need. The probe says whether a private mount namespace can be made here (`mounts=yes`).
 //!
@@ -126,7 +128,7 @@ mod supervise;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-pub use reads::{SYSTEM_DIRS, readable};
+pub use reads::{SYSTEM_DIRS, readable, toolchains};
 
 /// The helper's exit code when it could not set the sandbox up (nothing ran).
 pub const SETUP_FAILED: i32 = 125;

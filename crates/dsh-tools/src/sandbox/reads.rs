@@ -72,6 +72,51 @@ pub fn readable(workspace: &Path, env: &[(OsString, OsString)]) -> Vec<PathBuf> 
     out
 }
 
+/// The toolchains' own directories under the home directory, for the hardened profile:
+/// `(readable, writable)` — their programs readable, their caches writable; never their
+/// credentials (`~/.cargo/credentials.toml`, `~/.npmrc` stay unreadable). Paths that do not
+/// exist are left out.
+pub fn toolchains(env: &[(OsString, OsString)]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let Some(home) = env
+        .iter()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| PathBuf::from(v))
+        .filter(|p| p.is_absolute())
+    else {
+        return (Vec::new(), Vec::new());
+    };
+    let at = |list: &[&str]| -> Vec<PathBuf> {
+        list.iter()
+            .map(|p| home.join(p))
+            .filter(|p| p.exists())
+            .collect()
+    };
+    let readable = at(&[
+        ".cargo/bin",
+        ".rustup",
+        ".pyenv",
+        ".nvm",
+        ".volta",
+        ".bun",
+        ".local/bin",
+        ".local/lib",
+        ".local/share/pnpm",
+        "go/bin",
+        ".deno",
+    ]);
+    let writable = at(&[
+        ".cargo/registry",
+        ".cargo/git",
+        ".npm",
+        ".cache",
+        ".yarn",
+        "go/pkg",
+        ".m2",
+        ".gradle",
+    ]);
+    (readable, writable)
+}
+
 /// The entries of `etc` but its secrets. (A certificate bundle under `/etc/ssl/certs` is
 /// reached through `/usr/share/ca-certificates`, which stays readable.)
 fn etc_entries(etc: &Path) -> Vec<PathBuf> {

@@ -73,6 +73,9 @@ pub struct ShellSettings {
     /// unsandboxed with a warning.
     pub helper: Option<PathBuf>,
     pub network: NetworkGrant,
+    /// Workspace-relative paths the hardened profile (`auto`) makes read-only: the protected
+    /// paths' fixed prefixes (`.git`, `.dsh`) and the prompt files.
+    pub protected: Vec<PathBuf>,
 }
 
 impl Default for ShellSettings {
@@ -85,6 +88,7 @@ impl Default for ShellSettings {
             sandbox: SandboxMode::Auto,
             helper: None,
             network: NetworkGrant::Refused,
+            protected: Vec::new(),
         }
     }
 }

@@ -223,6 +223,65 @@ impl RunShell {
         }
     }
 
+    /// Whether commands `auto` lifts can run in the hardened workspace-write profile here:
+    /// the read-only profile's conditions and a private mount namespace.
+    pub fn hardened_profile(&self) -> Result<(), String> {
+        self.read_only_profile()?;
+        let Some(helper) = &self.settings.helper else {
+            return Err("no sandbox helper is configured".to_owned());
+        };
+        match self.probe.get_or_init(|| sandbox::probe(helper)) {
+            Ok(p) => p.mounts.clone(),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// The protected paths of this workspace, absolute, for the hardened profile.
+    fn protected_here(&self) -> Vec<PathBuf> {
+        self.settings
+            .protected
+            .iter()
+            .map(|p| self.workspace.root().join(p))
+            .collect()
+    }
+
+    /// Moves `path`, which an `auto` command created although it is protected, out of the
+    /// workspace into `DSH_HOME/quarantine/<session>/`, and says so.
+    fn quarantine(&self, path: &Path) -> String {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let home = self.tmp_dir.parent().and_then(Path::parent);
+        let session = self.tmp_dir.file_name().unwrap_or_default();
+        let Some(dir) = home.map(|h| h.join("quarantine").join(session)) else {
+            return format!(
+                "[auto: the command created {}, a protected path]",
+                path.display()
+            );
+        };
+        let moved = std::fs::create_dir_all(&dir).and_then(|()| {
+            let mut to = dir.join(&name);
+            let mut n = 1;
+            while to.symlink_metadata().is_ok() {
+                to = dir.join(format!("{name}.{n}"));
+                n += 1;
+            }
+            std::fs::rename(path, &to).map(|()| to)
+        });
+        match moved {
+            Ok(to) => format!(
+                "[auto: the command created {}, a protected path auto may not write; it was moved to {} — run the command in ask mode if it was meant]",
+                path.display(),
+                to.display()
+            ),
+            Err(e) => format!(
+                "[auto: the command created {}, a protected path auto may not write, and it could not be moved away ({e}); remove it]",
+                path.display()
+            ),
+        }
+    }
+
     /// Creates the session's TMPDIR (0700) if it does not exist yet.
     fn ensure_tmp_dir(&self) -> Result<(), ToolError> {
         let mut builder = std::fs::DirBuilder::new();
@@ -431,6 +490,8 @@ impl Tool for RunShell {
         }
         let plan = self.plan().await?;
         self.ensure_tmp_dir()?;
+        // Protected paths the hardened profile could not cover because they did not exist.
+        let mut missing_protected: Vec<PathBuf> = Vec::new();
         let env = env::command_env(std::env::vars_os(), &self.settings.pass_env, &self.tmp_dir);
         let bash: Vec<OsString> = vec!["bash".into(), "-c".into(), args.command.clone().into()];
         let (launch, state, warning) = match plan {
@@ -447,7 +508,26 @@ impl Tool for RunShell {
                     && state == SandboxState::Landlock
                     && warning.is_none()
                     && !args.network;
-                let (state, readable, writable) = if read_only {
+                let hardened = cx.clearance == Clearance::Hardened;
+                if hardened && (args.network || self.hardened_profile().is_err()) {
+                    // `auto` allowed it only in the hardened sandbox: nowhere else.
+                    return Err(ToolError::new(
+                        ToolErrorKind::Denied,
+                        "run_shell: auto mode allowed this command only in the hardened sandbox, which cannot be used for it here (no network, Landlock in full and a private mount namespace); run it in ask mode",
+                    ));
+                }
+                let (state, readable, writable) = if hardened {
+                    let (tool_reads, tool_writes) = sandbox::toolchains(&env);
+                    let mut readable = self
+                        .readable
+                        .get_or_init(|| sandbox::readable(self.workspace.root(), &env))
+                        .clone();
+                    readable.extend(tool_reads);
+                    let mut writable =
+                        vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
+                    writable.extend(tool_writes);
+                    (SandboxState::Landlock, readable, writable)
+                } else if read_only {
                     let readable = self
                         .readable
                         .get_or_init(|| sandbox::readable(self.workspace.root(), &env))
@@ -461,11 +541,17 @@ impl Tool for RunShell {
                     let writable = vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
                     (state, Vec::new(), writable)
                 };
+                let protect = if hardened {
+                    self.protected_here()
+                } else {
+                    Vec::new()
+                };
+                missing_protected = protect.iter().filter(|p| !p.exists()).cloned().collect();
                 let spec = ExecSpec {
                     landlock,
                     read_only,
-                    hardened: false,
-                    protect: Vec::new(),
+                    hardened,
+                    protect,
                     readable,
                     writable,
                     allow_network: args.network,
@@ -557,6 +643,14 @@ impl Tool for RunShell {
             )));
         }
 
+        // What an `auto` command created where nothing may be written is moved out of the
+        // workspace (never deleted: `mv src .git` would lose `src`), and the result says so.
+        for path in missing_protected
+            .iter()
+            .filter(|p| p.symlink_metadata().is_ok())
+        {
+            notes.push(self.quarantine(path));
+        }
         let call_id = cx.call.id();
         let (shown, truncated, spill_id) = self.shape_output(call_id, &text);
         let mut content = String::new();
