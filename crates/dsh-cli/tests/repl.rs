@@ -957,7 +957,19 @@ fn the_mode_is_shown_switched_with_shift_tab_and_mode_and_journaled() {
     let mark = pty.mark();
     pty.send_line("/mode ask");
     pty.wait_for_text_since(mark, "mode ask");
-    leave(pty, 5);
+    // (Shift-Tab repaints its prompt in place, so prompts are not counted here: the
+    // screen's last line is the prompt that follows `mode ask`.)
+    pty.wait_for("the prompt after /mode ask", |screen| {
+        let rows = screen.rows();
+        let filled: Vec<&String> = rows.iter().filter(|r| !r.trim().is_empty()).collect();
+        filled.len() >= 2
+            && filled[filled.len() - 1].trim() == PROMPT
+            && filled[filled.len() - 2].trim() == "mode ask"
+    });
+    let mut pty = pty;
+    pty.send(key::CTRL_D);
+    let status = pty.wait_exit();
+    assert!(status.success(), "exit: {status:?}\n{}", pty.report());
     let records = journal(&d);
     assert_eq!(records[0]["mode"], "ask", "{}", records[0]);
     let modes: Vec<(&str, &str)> = records
