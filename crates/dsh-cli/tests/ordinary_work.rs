@@ -107,6 +107,28 @@ fn ordinary_commands_ask_instead_of_being_refused() {
     );
 }
 
+/// The same table in the other modes: `auto` lets each run without a person (in the
+/// hardened sandbox), `read-only` refuses each.
+#[test]
+fn ordinary_commands_run_in_auto_and_are_refused_in_read_only() {
+    let d = Dirs::new();
+    let mut wrong = Vec::new();
+    for (mode, want) in [("auto", "allow"), ("read-only", "deny")] {
+        for line in ORDINARY {
+            let args = json!({ "command": line }).to_string();
+            let out = d
+                .dsh(&["--mode", mode, "check", "run_shell", &args])
+                .output()
+                .unwrap();
+            let c = json_lines(&out).remove(0);
+            if c["decision"] != want || c["policy"] != "mode" {
+                wrong.push(format!("--mode {mode} {line}: {c}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 #[test]
 fn approved_file_work_runs_in_the_workspace_write_sandbox() {
     let d = Dirs::new();
