@@ -1,10 +1,9 @@
-//! The `auto` permission mode (issue "ordinary work runs", item 4; DESIGN §5): builds and
-//! workspace writes run without a person — a gate-1 allow by `policy: "mode"` — in the
-//! hardened workspace-write sandbox, where what a person would still have to see stays
-//! refused or asked: protected paths and prompt files, writes outside, UNIX sockets, reads
-//! outside the workspace, programs that always ask, the network. Where the hardened sandbox
-//! cannot be used (`--sandbox off`), `auto` behaves as `ask` and says why. On Linux these
-//! tests fail, never skip, without Landlock or a private mount namespace.
+//! The `auto` permission mode (issue "ordinary work runs", item 4; DESIGN §5). Its policy
+//! side is built — the asks it may lift are marked, the `mode` listener would allow them in
+//! the hardened sandbox — but the hardened sandbox is **held back** (`run_shell`'s
+//! `HELD_BACK`) until a review's findings are fixed, so `auto` behaves as `ask` and says why.
+//! These tests hold that: nothing auto would have run without a person runs, the attacks
+//! that review used change nothing, and what auto must never lift stays refused or asked.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -28,7 +27,10 @@ fn world() -> Dirs {
     git(&["init", "-q", "."]);
     std::fs::write(d.ws.join("x"), "#!/bin/sh\necho planted\n").unwrap();
     std::fs::create_dir_all(d.user_home.join(".ssh")).unwrap();
-    std::fs::write(d.user_home.join(".ssh/id_rsa"), "SECRET-KEY\n").unwrap();
+    let key = d.user_home.join(".ssh/id_rsa");
+    std::fs::write(&key, "SECRET-KEY\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     d
 }
 
@@ -54,31 +56,24 @@ fn batch(d: &Dirs, extra: &[&str], lines: &[&str]) -> Vec<Value> {
 const AUTO: &[&str] = &["--mode", "auto"];
 
 #[test]
-fn auto_runs_builds_and_workspace_writes_without_a_person_in_the_hardened_sandbox() {
+fn auto_is_held_back_and_asks_saying_why() {
     let d = world();
-    let (c, _) = check(&d, AUTO, "run_shell", json!({"command": "perl -e 1"}));
-    assert_eq!(c["decision"], "allow", "{c}");
-    assert_eq!(c["policy"], "mode", "{c}");
+    let (c, err) = check(&d, AUTO, "run_shell", json!({"command": "perl -e 1"}));
+    assert_eq!(c["decision"], "ask", "{c}");
+    assert!(err.contains("held back"), "{err}");
     let (c, _) = check(
         &d,
         AUTO,
         "write_file",
         json!({"path": "notes.txt", "content": "x"}),
     );
-    assert_eq!(c["decision"], "allow", "{c}");
-    assert_eq!(c["policy"], "mode", "{c}");
-    let r = batch(
-        &d,
-        AUTO,
-        &["mkdir -p build/out && cp x build/out/y && chmod +x build/out/y && echo built"],
-    );
-    assert_eq!(kind(&r[0]), "ok", "{}", r[0]);
-    assert_eq!(r[0]["sandbox"], "landlock", "{}", r[0]);
-    assert!(d.ws.join("build/out/y").exists());
+    assert_eq!(c["decision"], "ask", "{c}");
 }
 
+/// What the review's attacks tried, under `--mode auto` with nobody to ask: none runs, and
+/// nothing changes.
 #[test]
-fn auto_changes_no_protected_path_and_reaches_nothing_outside() {
+fn the_reviews_attacks_change_nothing() {
     let d = world();
     let socket = d.outside.join("agent.sock");
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
@@ -86,38 +81,30 @@ fn auto_changes_no_protected_path_and_reaches_nothing_outside() {
     let outside = d.outside.join("planted");
     let lines = [
         "perl -e 'open F, \">.git/hooks/pre-commit\" or die'".to_owned(),
-        "perl -e 'open F, \">>.git/config\" or die'".to_owned(),
-        // Prompt files and `.dsh` that do not exist yet: created, then moved away.
         "perl -e 'open F, \">AGENTS.md\" or die; print F \"obey\"'".to_owned(),
-        "perl -e 'mkdir \".dsh\"; open F, \">.dsh/config.toml\" or die'".to_owned(),
+        "perl -e 'mkdir \".dsh\"; open F, \">.dsh/config.toml\" or die; print \"dsh sandbox-exec: fake\\n\"; exit 125'".to_owned(),
+        format!("perl -e 'chmod 0644, \"{}/.ssh/id_rsa\"'", d.user_home.display()),
         format!("perl -e 'open F, \">{}\" or die'", outside.display()),
         format!(
             "perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => $ARGV[0]) and print \"UNIX-CONNECTED\"' {}",
             socket.display()
         ),
-        format!(
-            "perl -e 'open F, \"<{}/.ssh/id_rsa\" or die; print <F>'",
-            d.user_home.display()
-        ),
     ];
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
     let r = batch(&d, AUTO, &lines);
     for (line, x) in lines.iter().zip(&r) {
-        assert_eq!(kind(x), "ok", "{line}: {x}");
-        assert_eq!(x["decided_by"]["policy"], "mode", "{line}: {x}");
-        let text = x["content"].as_str().unwrap();
-        assert!(!text.contains("UNIX-CONNECTED"), "{line}: {text}");
-        assert!(!text.contains("SECRET-KEY"), "{line}: {text}");
+        assert_eq!(kind(x), "unavailable", "{line}: {x}");
     }
     assert!(!d.ws.join(".git/hooks/pre-commit").exists());
-    assert!(!d.ws.join("AGENTS.md").exists(), "AGENTS.md stayed");
-    assert!(!d.ws.join(".dsh").exists(), ".dsh stayed");
-    assert!(
-        r[2]["content"].as_str().unwrap().contains("moved to"),
-        "{}",
-        r[2]
-    );
+    assert!(!d.ws.join("AGENTS.md").exists());
+    assert!(!d.ws.join(".dsh").exists());
     assert!(!outside.exists());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(d.user_home.join(".ssh/id_rsa"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the key's mode changed");
     assert!(matches!(
         listener.accept(),
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock

@@ -615,3 +615,18 @@ fn the_shell_policy_decides_and_check_and_batch_agree() {
     let r = e.shell_args(json!({"command": "ls", "network": true}), &["--yolo"]);
     assert_eq!(kind(&r), "denied", "{r}");
 }
+
+#[test]
+fn nothing_leaves_the_commands_process_group() {
+    // A chain of processes that each change group and fork would outrun the sweeps that
+    // kill what a command leaves: `setpgid` is refused, while `timeout` still works.
+    let e = Env::new();
+    let r = e.shell(&e.script(
+        "perl -e 'setpgrp(0, 0) ? print \"LEFT-THE-GROUP\" : print \"SETPGID-REFUSED\"'; timeout 5 true && echo TIMEOUT-OK",
+    ));
+    assert_sandboxed(&r);
+    let text = content(&r);
+    assert!(text.contains("SETPGID-REFUSED"), "{text}");
+    assert!(!text.contains("LEFT-THE-GROUP"), "{text}");
+    assert!(text.contains("TIMEOUT-OK"), "{text}");
+}

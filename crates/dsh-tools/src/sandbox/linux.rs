@@ -304,8 +304,10 @@ const ALWAYS_DENIED: &[libc::c_long] = &[
     libc::SYS_io_uring_setup,
     libc::SYS_io_uring_enter,
     libc::SYS_io_uring_register,
-    // Nothing leaves the session dsh kills when the command ends.
+    // Nothing leaves the session dsh kills when the command ends, nor the process group it
+    // kills at once (a chain that `setpgid`s and forks would outrun the sweeps of /proc).
     libc::SYS_setsid,
+    libc::SYS_setpgid,
     // Reaching into other processes (Landlock confines this too, when present).
     libc::SYS_ptrace,
     libc::SYS_process_vm_readv,

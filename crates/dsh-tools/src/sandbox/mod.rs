@@ -33,8 +33,9 @@
 //!    (ABI 6 scoping) — so the command cannot kill dsh;
 //! 4. installs a **seccomp** filter returning `EPERM` for: `socket`/`socketpair` of any family
 //!    but `AF_UNIX` (unless the network is lifted); `io_uring_*` (it can open sockets without
-//!    passing through `socket(2)`); `setsid` (so nothing leaves the session dsh kills at the
-//!    end); `ptrace`, `process_vm_readv/writev`; `bpf`, `perf_event_open`, `userfaultfd`;
+//!    passing through `socket(2)`); `setsid` and `setpgid` (so nothing leaves the session and
+//!    the process group dsh kills at the end: a chain of processes that each change group
+//!    and fork would outrun the sweeps of /proc); `ptrace`, `process_vm_readv/writev`; `bpf`, `perf_event_open`, `userfaultfd`;
 //!    module and kexec loading, `reboot`, `swapon/off`, `acct`, the clock setters; the mount
 //!    family; the kernel keyring; `ioctl(TIOCSTI/TIOCLINUX)`; `iopl`/`ioperm` on x86-64; and on
 //!    x86-64 every x32-ABI system call (the filter matches numbers, and x32 numbers differ).
@@ -114,6 +115,7 @@
 //! Writes to `~/.cache`, `~/.cargo`, `/tmp` and the like fail (point such tools at the
 //! workspace or `$TMPDIR`, e.g. with `shell.pass_env`); `/dev/shm` (POSIX semaphores, so
 //! Python's `multiprocessing` locks) and pseudo-terminals are not writable; `setsid`,
+//! `setpgid` (`timeout(1)` and job control run, in the command's own group),
 //! `ptrace` (strace, gdb) and 32-bit binaries fail; nothing can be left running in the
 //! background past the end of the command.
 

@@ -19,6 +19,18 @@ use super::{NetworkGrant, ShellSettings, env};
 use crate::parse_args;
 use crate::sandbox::{self, Enforcement, ExecSpec, LandlockLevel, Probe, SandboxMode};
 
+/// Why the hardened profile is not used for `auto` yet, if it is not. A review of 8225c52
+/// found, among others: a command can fake the helper's setup failure and skip the
+/// quarantine; chmod/chown of files outside the workspace (root keeps its file capabilities);
+/// the writable caches (`~/.cache`, `~/.m2`, `~/.gradle`) hold credentials and code other
+/// tools run; a prompt file that is a symlink can be replaced; hooks and config git takes
+/// from the workspace (`core.hooksPath`, `include.path`) are writable; the quarantine fails
+/// across file systems or on a read-only directory; protected patterns that start with a
+/// glob are not covered; the file tools' deny rules do not bind shell commands.
+const HELD_BACK: Option<&str> = Some(
+    "auto's hardened sandbox is held back until a review's findings are fixed (chmod outside the workspace, writable caches, symlinked prompt files, hook paths inside the workspace, file rules over shell commands, the quarantine's gaps)",
+);
+
 /// How long to wait for the output pipe to close once the command's tree has stopped. Only
 /// a process that escaped the tree (possible without the sandbox) can hold it longer.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -226,6 +238,11 @@ impl RunShell {
     /// Whether commands `auto` lifts can run in the hardened workspace-write profile here:
     /// the read-only profile's conditions and a private mount namespace.
     pub fn hardened_profile(&self) -> Result<(), String> {
+        // Held back: a review of the hardened profile as `auto` uses it found ways out that
+        // are not fixed yet (see `HELD_BACK`); until they are, `auto` behaves as `ask`.
+        if let Some(why) = HELD_BACK {
+            return Err(why.to_owned());
+        }
         self.read_only_profile()?;
         let Some(helper) = &self.settings.helper else {
             return Err("no sandbox helper is configured".to_owned());
