@@ -673,6 +673,10 @@ fn ctrl_c_interrupts_a_turn_and_twice_on_an_empty_prompt_leaves() {
     pty.wait_for_count(PROMPT, 2);
     pty.send(key::CTRL_C);
     pty.wait_for_text("Ctrl-C again");
+    // The next prompt must be up (the line editor in raw mode) before the key is sent:
+    // between two prompts the terminal turns Ctrl-C into SIGINT, which ends the REPL as
+    // interrupted (exit 130) — a race a loaded machine lost.
+    pty.wait_for_count(PROMPT, 3);
     pty.send(key::CTRL_C);
     assert!(pty.wait_exit().success());
     gate.open();
