@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{Dirs, json_lines, kind, stderr};
+use common::{Dirs, check_shell as shell, json_lines, kind, shell_call, stderr};
 use serde_json::{Value, json};
 
 /// A workspace with a `.git` (hooks, config) and `.dsh`, prompt files, and an `evil/` holding
@@ -34,19 +34,6 @@ fn world() -> Dirs {
     d
 }
 
-fn check(d: &Dirs, extra: &[&str], tool: &str, args: &Value) -> Value {
-    let args = args.to_string();
-    let mut a = extra.to_vec();
-    a.extend(["check", tool, &args]);
-    let out = d.dsh(&a).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    json_lines(&out).remove(0)
-}
-
-fn shell(d: &Dirs, extra: &[&str], line: &str) -> Value {
-    check(d, extra, "run_shell", &json!({ "command": line }))
-}
-
 /// Every line must be denied; collects the ones that are not, so one run lists them all.
 fn all_denied(d: &Dirs, extra: &[&str], lines: &[&str]) {
     let loose: Vec<String> = lines
@@ -59,10 +46,7 @@ fn all_denied(d: &Dirs, extra: &[&str], lines: &[&str]) {
 }
 
 fn batch(d: &Dirs, extra: &[&str], lines: &[&str]) -> Vec<Value> {
-    let calls: Vec<Value> = lines
-        .iter()
-        .map(|l| json!({"name": "run_shell", "args": {"command": l}}))
-        .collect();
+    let calls: Vec<Value> = lines.iter().map(|l| shell_call(l)).collect();
     let out = d.batch_output(&calls, extra, &[]);
     json_lines(&out)
 }

@@ -14,7 +14,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-use common::{Dirs, json_lines, kind, stderr};
+use common::{Dirs, check_shell as check, json_lines, kind, shell_call, stderr};
 use serde_json::{Value, json};
 
 /// A git workspace with a few files, an attacker's helper scripts in it (a repository may
@@ -69,15 +69,6 @@ fn plant_external_diff(d: &Dirs, script: &str) {
     std::fs::write(d.ws.join("README.md"), "changed\n").unwrap();
 }
 
-fn check(d: &Dirs, extra: &[&str], line: &str) -> Value {
-    let args = json!({ "command": line }).to_string();
-    let mut a = extra.to_vec();
-    a.extend(["check", "run_shell", &args]);
-    let out = d.dsh(&a).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    json_lines(&out).remove(0)
-}
-
 fn batch_calls(d: &Dirs, extra: &[&str], envs: &[(&str, &str)], calls: &[Value]) -> Vec<Value> {
     let out = d.batch_output(calls, extra, envs);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -87,10 +78,7 @@ fn batch_calls(d: &Dirs, extra: &[&str], envs: &[(&str, &str)], calls: &[Value])
 }
 
 fn batch(d: &Dirs, extra: &[&str], lines: &[&str]) -> Vec<Value> {
-    let calls: Vec<Value> = lines
-        .iter()
-        .map(|l| json!({"name": "run_shell", "args": {"command": l}}))
-        .collect();
+    let calls: Vec<Value> = lines.iter().map(|l| shell_call(l)).collect();
     batch_calls(d, extra, &[], &calls)
 }
 

@@ -11,8 +11,8 @@ mod common;
 
 use std::process::Command;
 
-use common::{Dirs, json_lines, kind, stderr};
-use serde_json::{Value, json};
+use common::{Dirs, batch_lines as batch, check_with_stderr as check, kind, stderr};
+use serde_json::json;
 
 fn world() -> Dirs {
     let d = Dirs::new();
@@ -32,25 +32,6 @@ fn world() -> Dirs {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     d
-}
-
-fn check(d: &Dirs, extra: &[&str], tool: &str, args: Value) -> (Value, String) {
-    let args = args.to_string();
-    let mut a = extra.to_vec();
-    a.extend(["check", tool, &args]);
-    let out = d.dsh(&a).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    (json_lines(&out).remove(0), stderr(&out))
-}
-
-fn batch(d: &Dirs, extra: &[&str], lines: &[&str]) -> Vec<Value> {
-    let calls: Vec<Value> = lines
-        .iter()
-        .map(|l| json!({"name": "run_shell", "args": {"command": l}}))
-        .collect();
-    let out = d.batch_output(&calls, extra, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    json_lines(&out)
 }
 
 const AUTO: &[&str] = &["--mode", "auto"];

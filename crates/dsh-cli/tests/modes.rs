@@ -6,21 +6,8 @@
 
 mod common;
 
-use common::{Dirs, json_lines, kind, records, stderr};
-use serde_json::{Value, json};
-
-fn check(d: &Dirs, extra: &[&str], tool: &str, args: Value) -> Value {
-    let args = args.to_string();
-    let mut a = extra.to_vec();
-    a.extend(["check", tool, &args]);
-    let out = d.dsh(&a).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    json_lines(&out).remove(0)
-}
-
-fn shell(d: &Dirs, extra: &[&str], line: &str) -> Value {
-    check(d, extra, "run_shell", json!({ "command": line }))
-}
+use common::{Dirs, check, check_shell as shell, json_lines, kind, records, stderr};
+use serde_json::json;
 
 #[test]
 fn read_only_mode_denies_writes_and_programs_that_do_not_only_read() {

@@ -8,16 +8,9 @@
 
 mod common;
 
-use common::{Dirs, json_lines, kind, scripted_exec, stderr};
+use common::{Dirs, check_shell, json_lines, kind, scripted_exec, stderr};
 use dsh_testkit::model_server::{Reply, ScriptedServer, Turn};
 use serde_json::{Value, json};
-
-fn check(d: &Dirs, line: &str) -> Value {
-    let args = json!({ "command": line }).to_string();
-    let out = d.dsh(&["check", "run_shell", &args]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    json_lines(&out).remove(0)
-}
 
 /// The shell policy's vote in a check.
 fn shell_vote(c: &Value) -> &Value {
@@ -81,7 +74,7 @@ fn ordinary_commands_ask_instead_of_being_refused() {
     let d = Dirs::new();
     let mut wrong = Vec::new();
     for line in ORDINARY {
-        let c = check(&d, line);
+        let c = check_shell(&d, &[], line);
         if c["decision"] != "ask" {
             wrong.push(format!("{line}: {c}"));
         }
@@ -89,14 +82,17 @@ fn ordinary_commands_ask_instead_of_being_refused() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     assert!(ORDINARY.len() >= 40);
     // A rule lifts such an ask: it is the lists' verdict (tier default), not a structural one.
-    let c = check(&d, "cargo test --workspace");
+    let c = check_shell(&d, &[], "cargo test --workspace");
     assert_eq!(shell_vote(&c)["tier"], "default", "{c}");
     assert!(c["reason"].as_str().unwrap().contains("so it asks"), "{c}");
     d.write_user_config("[permissions]\nallow = [\"run_shell(cargo *)\"]\n");
-    assert_eq!(check(&d, "cargo test --workspace")["decision"], "allow");
+    assert_eq!(
+        check_shell(&d, &[], "cargo test --workspace")["decision"],
+        "allow"
+    );
     // The strict allowlist, for teams that want it.
     d.write_user_config("[shell]\nunlisted = \"deny\"\n");
-    let c = check(&d, "cargo test");
+    let c = check_shell(&d, &[], "cargo test");
     assert_eq!(c["decision"], "deny", "{c}");
     assert!(
         c["reason"]
@@ -192,7 +188,7 @@ fn destinations_outside_or_protected_are_refused_even_with_yolo() {
         .map(|l| json!({"name": "run_shell", "args": {"command": l}}))
         .collect();
     for line in lines {
-        assert_eq!(check(&d, line)["decision"], "deny", "{line}");
+        assert_eq!(check_shell(&d, &[], line)["decision"], "deny", "{line}");
     }
     let out = d.batch_output(&calls, &["--yolo"], &[]);
     for (line, r) in lines.iter().zip(json_lines(&out)) {

@@ -13,7 +13,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Dirs, json_lines, kind, stderr};
+use common::{Dirs, batch_lines as batch, check_shell as check, json_lines, kind, stderr};
 use serde_json::{Value, json};
 
 /// A workspace that is a git repository with a few files, and a planted secret at
@@ -46,29 +46,6 @@ fn git(dir: &Path, args: &[&str]) {
         .output()
         .unwrap();
     assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-}
-
-/// `dsh check run_shell {"command": line}`.
-fn check(d: &Dirs, extra: &[&str], line: &str) -> Value {
-    let args = json!({ "command": line }).to_string();
-    let mut a = extra.to_vec();
-    a.extend(["check", "run_shell", &args]);
-    let out = d.dsh(&a).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    json_lines(&out).remove(0)
-}
-
-/// Every line through `dsh batch` (no approver), one result each.
-fn batch(d: &Dirs, extra: &[&str], lines: &[&str]) -> Vec<Value> {
-    let calls: Vec<Value> = lines
-        .iter()
-        .map(|l| json!({"name": "run_shell", "args": {"command": l}}))
-        .collect();
-    let out = d.batch_output(&calls, extra, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let results = json_lines(&out);
-    assert_eq!(results.len(), lines.len());
-    results
 }
 
 fn content(r: &Value) -> &str {

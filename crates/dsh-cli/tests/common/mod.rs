@@ -157,3 +157,49 @@ pub fn records(path: &Path) -> Vec<Value> {
         .map(|e| Value::Object(e.json))
         .collect()
 }
+
+/// One `run_shell` call of `line`, as a `dsh batch` input line.
+pub fn shell_call(line: &str) -> Value {
+    serde_json::json!({"name": "run_shell", "args": {"command": line}})
+}
+
+/// `dsh EXTRA… check TOOL ARGS` (exit 0 asserted): its one JSON line, and its stderr.
+pub fn check_with_stderr(
+    d: &Dirs,
+    extra: &[&str],
+    tool: &str,
+    args: impl std::borrow::Borrow<Value>,
+) -> (Value, String) {
+    let args = args.borrow().to_string();
+    let mut a = extra.to_vec();
+    a.extend(["check", tool, &args]);
+    let out = d.dsh(&a).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    (json_lines(&out).remove(0), stderr(&out))
+}
+
+/// `dsh EXTRA… check TOOL ARGS` (exit 0 asserted): its one JSON line.
+pub fn check(d: &Dirs, extra: &[&str], tool: &str, args: impl std::borrow::Borrow<Value>) -> Value {
+    check_with_stderr(d, extra, tool, args).0
+}
+
+/// `dsh EXTRA… check run_shell {"command": LINE}`: its one JSON line.
+pub fn check_shell(d: &Dirs, extra: &[&str], line: &str) -> Value {
+    check(
+        d,
+        extra,
+        "run_shell",
+        serde_json::json!({ "command": line }),
+    )
+}
+
+/// `dsh EXTRA… batch -` on one `run_shell` call per line: one result per line (exit 0
+/// asserted).
+pub fn batch_lines(d: &Dirs, extra: &[&str], lines: &[&str]) -> Vec<Value> {
+    let calls: Vec<Value> = lines.iter().map(|l| shell_call(l)).collect();
+    let out = d.batch_output(&calls, extra, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let results = json_lines(&out);
+    assert_eq!(results.len(), lines.len());
+    results
+}

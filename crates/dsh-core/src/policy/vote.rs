@@ -103,11 +103,6 @@ impl Vote {
         self
     }
 
-    /// Whether this allow holds only in the read-only profile.
-    pub fn is_reading_only(&self) -> bool {
-        self.reading_only
-    }
-
     /// Whether this is a [`Vote::failed`]: a refusal that decides nothing about the call.
     pub fn is_failure(&self) -> bool {
         self.refusal == FailureKind::ToolError

@@ -76,6 +76,11 @@ const LISTING: &[&str] = &[
     "--column",
     "--no-column",
     "--ignore-case",
+    "--omit-empty",
+];
+
+/// `branch` and `tag` listing options that take a value (the next word, or after `=`).
+const LISTING_WITH_VALUE: &[&str] = &[
     "--contains",
     "--no-contains",
     "--merged",
@@ -83,7 +88,6 @@ const LISTING: &[&str] = &[
     "--points-at",
     "--sort",
     "--format",
-    "--omit-empty",
 ];
 
 /// Whether `git ARGS` is a reading subcommand without writing options: `Err(why)` if not.
@@ -206,15 +210,6 @@ pub(crate) fn judge(args: &[Word]) -> Result<(), String> {
 /// `git branch`/`git tag` run free only to list: listing options, and names only with
 /// `-l`/`--list` (as patterns).
 fn listing(sub: &str, rest: &[Word]) -> Result<(), String> {
-    const TAKES_VALUE: &[&str] = &[
-        "--contains",
-        "--no-contains",
-        "--merged",
-        "--no-merged",
-        "--points-at",
-        "--sort",
-        "--format",
-    ];
     let mut list = false;
     let mut operands = false;
     let mut i = 0;
@@ -225,11 +220,12 @@ fn listing(sub: &str, rest: &[Word]) -> Result<(), String> {
             continue;
         };
         let name = a.split_once('=').map_or(a, |(f, _)| f);
-        if !LISTING.contains(&name) {
+        let takes_value = LISTING_WITH_VALUE.contains(&name);
+        if !LISTING.contains(&name) && !takes_value {
             return Err(format!("`git {sub} {a}` does more than list"));
         }
         list |= matches!(name, "-l" | "--list");
-        if TAKES_VALUE.contains(&name) && !a.contains('=') {
+        if takes_value && !a.contains('=') {
             i += 1;
         }
     }

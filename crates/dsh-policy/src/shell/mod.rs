@@ -254,17 +254,11 @@ pub struct ShellPolicy {
     pub(crate) hardened_sandbox: SandboxCheck,
 }
 
-/// Says whether the read-only sandbox is enforced where commands run: `Ok`, or why not
-/// (asked only when a line's verdict depends on it, and cached by whoever answers).
+/// Says whether a sandbox profile (read-only, hardened) is enforced where commands run:
+/// `Ok`, or why not (asked only when a line's verdict depends on it, and cached by whoever
+/// answers).
 #[derive(Clone)]
 pub struct SandboxCheck(pub Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
-
-impl SandboxCheck {
-    /// A sandbox known to be enforced (tests of the policy alone).
-    pub fn enforced() -> Self {
-        SandboxCheck(Arc::new(|| Ok(())))
-    }
-}
 
 impl Default for SandboxCheck {
     /// Unknown, so not enforced: what needs it asks.

@@ -130,7 +130,7 @@ mod supervise;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-pub use reads::{SYSTEM_DIRS, readable, toolchains};
+pub use reads::{readable, toolchains};
 
 /// The helper's exit code when it could not set the sandbox up (nothing ran).
 pub const SETUP_FAILED: i32 = 125;

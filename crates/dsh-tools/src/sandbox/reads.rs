@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 
 /// The system's directories: programs, libraries, their data and configuration (`/etc`
 /// entry by entry, less [`ETC_SECRETS`]).
-pub const SYSTEM_DIRS: &[&str] = &[
+const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt",
 ];
 
 /// Entries of `/etc` that hold secrets (readable by root, whom CI and containers run as):
 /// left out of the read-only profile.
-pub const ETC_SECRETS: &[&str] = &[
+const ETC_SECRETS: &[&str] = &[
     "shadow",
     "shadow-",
     "gshadow",

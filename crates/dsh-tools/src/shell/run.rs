@@ -253,6 +253,14 @@ impl RunShell {
         }
     }
 
+    /// What the read-only and hardened profiles read, computed once per session from the
+    /// environment commands get.
+    fn readable(&self, env: &[(OsString, OsString)]) -> Vec<PathBuf> {
+        self.readable
+            .get_or_init(|| sandbox::readable(self.workspace.root(), env))
+            .clone()
+    }
+
     /// The protected paths of this workspace, absolute, for the hardened profile.
     fn protected_here(&self) -> Vec<PathBuf> {
         self.settings
@@ -535,20 +543,14 @@ impl Tool for RunShell {
                 }
                 let (state, readable, writable) = if hardened {
                     let (tool_reads, tool_writes) = sandbox::toolchains(&env);
-                    let mut readable = self
-                        .readable
-                        .get_or_init(|| sandbox::readable(self.workspace.root(), &env))
-                        .clone();
+                    let mut readable = self.readable(&env);
                     readable.extend(tool_reads);
                     let mut writable =
                         vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
                     writable.extend(tool_writes);
                     (SandboxState::Landlock, readable, writable)
                 } else if read_only {
-                    let readable = self
-                        .readable
-                        .get_or_init(|| sandbox::readable(self.workspace.root(), &env))
-                        .clone();
+                    let readable = self.readable(&env);
                     (
                         SandboxState::LandlockReadOnly,
                         readable,
