@@ -42,7 +42,10 @@ fn unavailable_hint(shell: &ShellPolicy, workspace: &Arc<Workspace>) -> dsh_core
             Some(rule) => format!(
                 "to let it run, add an allow rule (`allow = [{rule:?}]` under [permissions] in .dsh/config.toml or your user config) or run with --yolo"
             ),
-            None => UNAVAILABLE_HINT.to_owned(),
+            None => format!(
+                "to let it run, add an allow rule for `{0}` (`allow = [\"{0}(PATTERN)\"]` under [permissions] in .dsh/config.toml or your user config) or run with --yolo",
+                call.name()
+            ),
         },
     ))
 }
@@ -390,20 +393,16 @@ impl Session {
         }
         // Commands get a private TMPDIR per session, under DSH_HOME like the spill store.
         let temp_dir = settings.dsh_home.join("tmp").join(&id);
-        // The hardened profile (`auto`) makes the protected paths' fixed prefixes and the
-        // prompt files read-only.
+        // What `auto`'s hardened profile keeps from commands: the protected paths, the prompt
+        // files, and what the file tools' deny/ask rules name.
         let mut shell_settings = settings.shell.clone();
-        shell_settings.protected = settings
-            .protected
-            .iter()
-            .map(|p| {
-                p.split('/')
-                    .take_while(|c| !c.contains(['*', '?', '[', '{']))
-                    .collect::<PathBuf>()
-            })
-            .chain(dsh_policy::PROMPT_FILES.iter().map(PathBuf::from))
-            .filter(|p| !p.as_os_str().is_empty())
+        let file_readers: Vec<String> = registry
+            .specs()
+            .filter(|s| s.read_only)
+            .map(|s| s.name.clone())
             .collect();
+        shell_settings.keep =
+            crate::keep::keep(&settings.protected, &settings.rules, &file_readers)?;
         let run_shell = Arc::new(dsh_tools::RunShell::new(
             workspace.clone(),
             spill.clone(),

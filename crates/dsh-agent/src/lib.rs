@@ -27,6 +27,7 @@ pub mod context;
 pub mod cost;
 mod ending;
 pub mod events;
+mod keep;
 pub mod leftovers;
 mod mode;
 pub mod prompt;

@@ -160,8 +160,8 @@ fn shell_settings(c: &dsh_config::Config, notices: &mut Vec<String>) -> ShellSet
         } else {
             NetworkGrant::Refused
         },
-        // Filled by the session's assembly from the protected paths and prompt files.
-        protected: Vec::new(),
+        // Filled by the session's assembly from the protected paths, prompt files and rules.
+        keep: dsh_tools::shell::Keep::default(),
     }
 }
 

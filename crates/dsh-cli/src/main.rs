@@ -54,9 +54,9 @@ pub(crate) struct Common {
     #[arg(long, global = true)]
     yolo: bool,
     /// The permission mode: read-only (every write and every program not on the read-only
-    /// list denied), ask (the default), auto (behaves as ask in this build: its hardened
-    /// sandbox is not implemented yet), yolo (every ask approved). Overrides
-    /// [permissions] mode.
+    /// list denied), ask (the default), auto (builds and workspace writes run unasked in a
+    /// hardened sandbox; asks where that sandbox is unavailable), yolo (every ask approved).
+    /// Overrides [permissions] mode.
     #[arg(long, global = true, value_name = "read-only|ask|auto|yolo")]
     mode: Option<dsh_config::PermissionMode>,
     /// `exec` and `batch`: print the session's journal records, one JSON line each, as they

@@ -90,8 +90,8 @@ fn modes_from_flags_and_configuration_follow_the_trust_rules() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    // auto is held back (tests/auto_mode.rs): it asks, and says why once; without its
-    // sandbox it says so too.
+    // auto lets it run by the mode's vote, in the hardened sandbox; without its sandbox it
+    // asks and says why.
     let out = d
         .dsh(&[
             "--mode",
@@ -102,8 +102,9 @@ fn modes_from_flags_and_configuration_follow_the_trust_rules() {
         ])
         .output()
         .unwrap();
-    assert_eq!(json_lines(&out)[0]["decision"], "ask", "{}", stderr(&out));
-    assert!(stderr(&out).contains("held back"), "{}", stderr(&out));
+    let c = &json_lines(&out)[0];
+    assert_eq!(c["decision"], "allow", "{}", stderr(&out));
+    assert_eq!(c["policy"], "mode", "{c}");
     let out = d
         .dsh(&[
             "--mode",

@@ -1,9 +1,8 @@
 //! The hardened workspace-write profile (for `auto`, issue "ordinary work runs", item 4),
 //! attacked through the real helper (`dsh sandbox-exec --hardened`): the workspace is
 //! writable but its protected paths are read-only (bind mounts in a private mount
-//! namespace), reads are confined, and no socket opens. `auto` does not use it yet: these
-//! tests hold the profile to its promises before it is wired. On Linux they fail, never
-//! skip, without Landlock or a private mount namespace.
+//! namespace), every other mount is read-only, reads are confined, and no socket opens.
+//! On Linux they fail, never skip, without Landlock or a private mount namespace.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -61,11 +61,15 @@ fn granted_on_dev_null() -> BitFlags<AccessFs> {
 pub(super) fn confine(spec: &ExecSpec) -> Result<(), String> {
     // Mounts first: they need the capability the next steps drop, and Landlock forbids
     // changing the mount topology once it is enforced.
-    if !spec.protect.is_empty() {
-        super::protect::read_only_mounts(&spec.protect)?;
+    if spec.hardened {
+        super::protect::hardened_mounts(&super::protect::Mounts {
+            writable: &spec.writable,
+            read_only: &spec.protect,
+            hidden: &spec.hide,
+        })?;
     }
     rustix::thread::set_no_new_privs(true).map_err(|e| format!("no_new_privs: {e}"))?;
-    drop_capabilities(spec.read_only)?;
+    drop_capabilities(spec.read_only || spec.hardened)?;
     cloexec_inherited();
     if spec.landlock != LandlockLevel::Off {
         let status = landlock(spec)?;
@@ -98,17 +102,23 @@ pub(super) fn confine(spec: &ExecSpec) -> Result<(), String> {
 /// enforcement of it covers both profiles.
 pub(super) fn probe_self() -> Probe {
     // Whether the hardened profile's mount namespace can be made (this process exits next).
-    let mounts = super::protect::read_only_mounts(&[]).map(|_| ());
+    let mounts = super::protect::hardened_mounts(&super::protect::Mounts {
+        writable: &[],
+        read_only: &[],
+        hidden: &[],
+    });
     let spec = ExecSpec {
         landlock: LandlockLevel::BestEffort,
         read_only: true,
         hardened: false,
         readable: Vec::new(),
         protect: Vec::new(),
+        hide: Vec::new(),
         writable: Vec::new(),
         allow_network: false,
         confine: true,
         lifeline: false,
+        status_fd: None,
         program: Vec::new(),
     };
     match landlock(&spec) {
@@ -254,7 +264,8 @@ fn landlock(spec: &ExecSpec) -> Result<RestrictionStatus, String> {
 }
 
 /// Keeps a root caller's file-ownership capabilities (so root inside the writable trees
-/// still owns its files) and drops every other one; the read-only profile keeps none. With
+/// still owns its files) and drops every other one; the read-only and hardened profiles
+/// keep none. With
 /// `no_new_privs` set, `execve` cannot give them back. For an ordinary user this changes
 /// nothing: the sets are already empty.
 fn drop_capabilities(keep_none: bool) -> Result<(), String> {
@@ -378,6 +389,28 @@ const METADATA_WRITES: &[libc::c_long] = &[
     libc::SYS_futimesat,
 ];
 
+/// The system calls that set a file's mode, and the index of their mode argument: the
+/// hardened profile refuses set-user-ID and set-group-ID bits in it (a root-owned setuid
+/// program left in the workspace would serve any local user). `openat2` passes its mode in
+/// a struct the filter cannot read, so that profile refuses it (programs fall back to
+/// `openat`).
+const MODE_SETTERS: &[(libc::c_long, u8)] = &[
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (libc::SYS_openat, 3),
+    (libc::SYS_mknodat, 2),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_fchmodat2, 2),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_chmod, 1),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_open, 2),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_creat, 1),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_mknod, 1),
+];
+
 fn target_arch() -> Result<TargetArch, String> {
     TargetArch::try_from(std::env::consts::ARCH).map_err(|_| {
         format!(
@@ -397,8 +430,9 @@ pub(super) enum Sockets {
     /// No `socket(2)` at all, UNIX ones included; `socketpair(AF_UNIX)` still works (the
     /// read-only profile: a pathname socket could reach a daemon outside the sandbox).
     None,
-    /// As `None`, but a file's mode and times may change (builds `chmod +x` what they make):
-    /// the hardened workspace-write profile.
+    /// As `None`, but a file's mode and times may change (builds `chmod +x` what they make;
+    /// outside the writable trees every mount is read-only), except that no set-user-ID or
+    /// set-group-ID bit may be set: the hardened workspace-write profile.
     NoneButMetadata,
 }
 
@@ -438,6 +472,24 @@ pub(super) fn seccomp_filter(sockets: Sockets) -> Result<BpfProgram, String> {
             if sockets == Sockets::None {
                 for &nr in METADATA_WRITES {
                     rules.insert(i64::from(nr), Vec::new());
+                }
+            } else {
+                rules.insert(i64::from(libc::SYS_openat2), Vec::new());
+                for &(nr, mode) in MODE_SETTERS {
+                    let bit = |b: u32| {
+                        SeccompCondition::new(
+                            mode,
+                            SeccompCmpArgLen::Dword,
+                            SeccompCmpOp::MaskedEq(u64::from(b)),
+                            u64::from(b),
+                        )
+                        .and_then(|c| SeccompRule::new(vec![c]))
+                        .map_err(|e| format!("seccomp rule: {e}"))
+                    };
+                    rules.insert(
+                        i64::from(nr),
+                        vec![bit(libc::S_ISUID)?, bit(libc::S_ISGID)?],
+                    );
                 }
             }
             rules.insert(

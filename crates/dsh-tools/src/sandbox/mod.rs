@@ -57,20 +57,27 @@
 //! enforced; the probe applies this profile's ruleset, which handles every right the
 //! workspace-write one does.
 //!
-//! **The hardened workspace-write profile** (`--hardened`, with `--protect PATH`…), for calls
-//! the `auto` permission mode allowed ([`dsh_core::Clearance::Hardened`]). Before anything
-//! else the child enters a private mount
-//! namespace (a user namespace too when it is not root) and bind-mounts each `--protect`
-//! path that exists onto itself read-only (`protect.rs`; a path that does not exist cannot be
-//! covered: `run_shell` moves one the command created out of the workspace afterwards, into
-//! `DSH_HOME/quarantine/<session>/`, and says so); then reads are confined as in the
-//! read-only profile plus the toolchains' directories ([`toolchains`]: `~/.cargo/bin`,
-//! `~/.rustup`, …; their caches writable), writes go to the `--write` trees, and seccomp
-//! refuses `socket(2)` of every family — a file's mode and times may still change, as builds
-//! need. The probe says whether a private mount namespace can be made here (`mounts=yes`).
+//! **The hardened workspace-write profile** (`--hardened`, with `--protect PATH`… and
+//! `--hide PATH`…), for calls the `auto` permission mode allowed
+//! ([`dsh_core::Clearance::Hardened`]). Before anything else the child enters a private
+//! mount namespace (a user namespace too when it is not root) where every mount is
+//! read-only and `nosuid` but the `--write` trees, each `--protect` path that exists is
+//! bind-mounted onto itself read-only, and each `--hide` path is covered (`protect.rs`).
+//! `run_shell` decides those paths before each command and settles what no mount could
+//! prevent afterwards (a protected path the command created is moved to
+//! `DSH_HOME/quarantine/<session>/`, a replaced symlink put back: `shell/keep.rs`). Then no
+//! capability is kept; reads are confined as in the read-only profile plus the toolchains'
+//! directories ([`toolchains`]: `~/.cargo/bin`, `~/.rustup`, the package caches — readable,
+//! never writable, never their credentials); writes go to the `--write` trees; and seccomp
+//! refuses `socket(2)` of every family, `openat2`, and any set-user-ID or set-group-ID bit in
+//! a mode (`chmod`, `open`, `mknod`) — a file's mode and times may otherwise change inside
+//! the workspace, as builds need. The probe says whether such a mount namespace can be made
+//! here (`mounts=yes`; it needs `mount_setattr`, Linux 5.12).
 //!
-//! A setup failure is reported on stderr as `dsh sandbox-exec: …` with exit code
-//! [`SETUP_FAILED`]; nothing runs.
+//! A setup failure is reported as `dsh sandbox-exec: …` with exit code [`SETUP_FAILED`] —
+//! on the `--status-fd` descriptor when `run_shell` passes one (a pipe only the helper
+//! writes to, closed on `execve`: a command printing the same words cannot pass for a
+//! failed setup), else on stderr; nothing runs.
 //!
 //! # Modes (`--sandbox`, `sandbox.mode`)
 //!
@@ -119,18 +126,22 @@
 //! `ptrace` (strace, gdb) and 32-bit binaries fail; nothing can be left running in the
 //! background past the end of the command.
 
+mod gitconfig;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 mod protect;
 mod reads;
+mod status;
 #[cfg(target_os = "linux")]
 mod supervise;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
+pub use gitconfig::named_in_workspace;
 pub use reads::{readable, toolchains};
+pub use status::StatusPipe;
 
 /// The helper's exit code when it could not set the sandbox up (nothing ran).
 pub const SETUP_FAILED: i32 = 125;
@@ -239,6 +250,10 @@ pub struct ExecSpec {
     /// namespace (the hardened profile: `.git`, `.dsh`, prompt files). One that does not
     /// exist is skipped: nothing can be mounted over it.
     pub protect: Vec<PathBuf>,
+    /// Paths inside the readable trees made unreadable in the hardened profile's mount
+    /// namespace (what the file tools' deny/ask rules keep from reading: `.env`): a file is
+    /// covered by an inaccessible device node, a directory by an empty read-only file system.
+    pub hide: Vec<PathBuf>,
     /// The trees the command may write beneath (the workspace and the session's TMPDIR; in
     /// the read-only profile only the TMPDIR).
     pub writable: Vec<PathBuf>,
@@ -250,6 +265,11 @@ pub struct ExecSpec {
     /// Standard input is dsh's lifeline (see `supervise`): when it reads end-of-file, dsh is
     /// gone and the command is killed. The command itself reads `/dev/null`.
     pub lifeline: bool,
+    /// A descriptor the helper reports a setup failure on (and nothing else): closed
+    /// without a word once the command is `execve`d. Output and exit code are the
+    /// command's to choose, so a command could fake a failure printed there; it cannot
+    /// reach this one (close-on-exec).
+    pub status_fd: Option<i32>,
     /// The program and its arguments, e.g. `bash -c …`.
     pub program: Vec<OsString>,
 }
@@ -271,6 +291,10 @@ impl ExecSpec {
             args.push("--protect".into());
             args.push(p.clone().into_os_string());
         }
+        for p in &self.hide {
+            args.push("--hide".into());
+            args.push(p.clone().into_os_string());
+        }
         for r in &self.readable {
             args.push("--read".into());
             args.push(r.clone().into_os_string());
@@ -287,6 +311,9 @@ impl ExecSpec {
         }
         if self.lifeline {
             args.push("--lifeline".into());
+        }
+        if let Some(fd) = self.status_fd {
+            args.push(format!("--status-fd={fd}").into());
         }
         args.push("--".into());
         args.extend(self.program.iter().cloned());
@@ -309,10 +336,12 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
         hardened: false,
         readable: Vec::new(),
         protect: Vec::new(),
+        hide: Vec::new(),
         writable: Vec::new(),
         allow_network: false,
         confine: true,
         lifeline: false,
+        status_fd: None,
         program: Vec::new(),
     };
     let mut probe = false;
@@ -335,6 +364,10 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
                 let path = it.next().ok_or("--protect needs a path")?;
                 spec.protect.push(PathBuf::from(path));
             }
+            "--hide" => {
+                let path = it.next().ok_or("--hide needs a path")?;
+                spec.hide.push(PathBuf::from(path));
+            }
             "--read" => {
                 let path = it.next().ok_or("--read needs a path")?;
                 spec.readable.push(PathBuf::from(path));
@@ -347,6 +380,14 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "--landlock=required" => spec.landlock = LandlockLevel::Required,
             "--landlock=best-effort" => spec.landlock = LandlockLevel::BestEffort,
             "--landlock=off" => spec.landlock = LandlockLevel::Off,
+            other if other.starts_with("--status-fd=") => {
+                let fd = other["--status-fd=".len()..]
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|fd| *fd > 2)
+                    .ok_or("--status-fd needs a descriptor above 2")?;
+                spec.status_fd = Some(fd);
+            }
             other => return Err(format!("unexpected argument `{other}`")),
         }
     }
@@ -372,6 +413,13 @@ pub fn sandbox_exec_main(args: Vec<OsString>) -> ! {
         Ok(r) => r,
         Err(e) => fail(&e),
     };
+    if let Request::Exec(ExecSpec {
+        status_fd: Some(fd),
+        ..
+    }) = &request
+    {
+        status::claim(*fd);
+    }
     run(request)
 }
 
@@ -436,8 +484,10 @@ fn exec(program: &[OsString]) -> ! {
     std::process::exit(code)
 }
 
+/// Reports a setup failure — on the status descriptor when there is one, else on stderr —
+/// and exits with [`SETUP_FAILED`].
 fn fail(message: &str) -> ! {
-    eprintln!("{MESSAGE_PREFIX}{message}");
+    status::report(&format!("{MESSAGE_PREFIX}{message}"));
     std::process::exit(SETUP_FAILED)
 }
 
@@ -501,16 +551,19 @@ mod tests {
             hardened: true,
             readable: vec![PathBuf::from("/usr"), PathBuf::from("/h/.gitconfig")],
             protect: vec![PathBuf::from("/w s/.git")],
+            hide: vec![PathBuf::from("/w s/.env")],
             writable: vec![PathBuf::from("/w s"), PathBuf::from("/tmp/x")],
             allow_network: true,
             confine: false,
             lifeline: true,
+            status_fd: Some(3),
             program: vec!["bash".into(), "-c".into(), "--net -- x".into()],
         };
         assert_eq!(parse(spec.to_args()), Ok(Request::Exec(spec)));
         assert_eq!(parse(vec!["--probe".into()]), Ok(Request::Probe));
         assert!(parse(vec!["--landlock=none".into()]).is_err());
         assert!(parse(vec!["--".into()]).is_err());
+        assert!(parse(vec!["--status-fd=1".into(), "--".into(), "x".into()]).is_err());
     }
 
     #[test]

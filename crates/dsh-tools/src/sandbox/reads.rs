@@ -22,12 +22,10 @@ const ETC_SECRETS: &[&str] = &[
     "gshadow",
     "gshadow-",
     "ssh",
-    "ssl",
     "sudoers",
     "sudoers.d",
     "security",
     "krb5.keytab",
-    "pki",
     "letsencrypt",
     "credstore",
     "credstore.encrypted",
@@ -39,7 +37,7 @@ const ETC_SECRETS: &[&str] = &[
 ];
 
 /// How deep git's `include.path` chains are followed (git itself stops at 10).
-const MAX_INCLUDE_DEPTH: usize = 10;
+pub(super) const MAX_INCLUDE_DEPTH: usize = 10;
 
 /// The paths the read-only profile may read, for commands run in `workspace` with `env`
 /// (the environment [`crate::shell`] gives them). Paths that do not exist are left out.
@@ -72,64 +70,97 @@ pub fn readable(workspace: &Path, env: &[(OsString, OsString)]) -> Vec<PathBuf> 
     out
 }
 
-/// The toolchains' own directories under the home directory, for the hardened profile:
-/// `(readable, writable)` — their programs readable, their caches writable; never their
-/// credentials (`~/.cargo/credentials.toml`, `~/.npmrc` stay unreadable). Paths that do not
-/// exist are left out.
-pub fn toolchains(env: &[(OsString, OsString)]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+/// The toolchains' own directories under the home directory, for the hardened profile to
+/// read: their programs and the packages they downloaded. Never their credentials
+/// (`~/.cargo/credentials.toml`, `~/.npmrc`, `~/.m2/settings.xml`,
+/// `~/.gradle/gradle.properties`, `~/.cache/huggingface/token`) and nothing writable: a
+/// planted registry source, Gradle init script or build cache entry would run in the
+/// person's next build outside any sandbox, and with the network off nothing needs
+/// downloading (point a tool's cache at `$TMPDIR` or the workspace where it must write:
+/// `GOCACHE`, `npm_config_cache`). Paths that do not exist are left out.
+pub fn toolchains(env: &[(OsString, OsString)]) -> Vec<PathBuf> {
     let Some(home) = env
         .iter()
         .find(|(k, _)| k == "HOME")
         .map(|(_, v)| PathBuf::from(v))
         .filter(|p| p.is_absolute())
     else {
-        return (Vec::new(), Vec::new());
+        return Vec::new();
     };
-    let at = |list: &[&str]| -> Vec<PathBuf> {
-        list.iter()
-            .map(|p| home.join(p))
-            .filter(|p| p.exists())
-            .collect()
-    };
-    let readable = at(&[
+    [
         ".cargo/bin",
+        ".cargo/registry",
+        ".cargo/git",
+        ".cargo/config.toml",
+        ".cargo/config",
         ".rustup",
         ".pyenv",
         ".nvm",
         ".volta",
         ".bun",
+        ".deno",
         ".local/bin",
         ".local/lib",
         ".local/share/pnpm",
+        ".npm/_cacache",
+        ".cache/pip",
+        ".cache/uv",
+        ".cache/go-build",
         "go/bin",
-        ".deno",
-    ]);
-    let writable = at(&[
-        ".cargo/registry",
-        ".cargo/git",
-        ".npm",
-        ".cache",
-        ".yarn",
-        "go/pkg",
-        ".m2",
-        ".gradle",
-    ]);
-    (readable, writable)
+        "go/pkg/mod",
+        ".m2/repository",
+        ".gradle/caches",
+        ".gradle/wrapper",
+    ]
+    .iter()
+    .map(|p| home.join(p))
+    .filter(|p| p.exists())
+    .collect()
 }
 
-/// The entries of `etc` but its secrets. (A certificate bundle under `/etc/ssl/certs` is
-/// reached through `/usr/share/ca-certificates`, which stays readable.)
+/// The entries of `etc` but its secrets. The certificate stores (`ssl`, `pki` and its
+/// `tls`) are opened entry by entry less their `private` directories: TLS libraries read
+/// `openssl.cnf` and the certificates (Node and npm stop without them).
 fn etc_entries(etc: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir(etc) else {
+        return out;
+    };
+    for e in dir.filter_map(Result::ok) {
+        let name = e.file_name();
+        if ETC_SECRETS.iter().any(|s| name == *s) {
+            continue;
+        }
+        if CERTIFICATE_STORES.iter().any(|s| name == *s) {
+            out.extend(less_private(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+/// Directories of `/etc` whose `private` part holds keys.
+const CERTIFICATE_STORES: &[&str] = &["ssl", "pki"];
+
+/// The entries of `dir` but `private`, going into `tls` the same way.
+fn less_private(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    dir.filter_map(Result::ok)
-        .filter(|e| {
-            let name = e.file_name();
-            !ETC_SECRETS.iter().any(|s| name == *s)
-        })
-        .map(|e| e.path())
-        .collect()
+    let mut out = Vec::new();
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name();
+        if name == "private" {
+            continue;
+        }
+        if name == "tls" && e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(less_private(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
 }
 
 /// The directories of `PATH` that may be read: absolute ones that are neither the root, the
@@ -240,7 +271,7 @@ fn git_global_files(home: Option<&Path>, xdg: Option<&Path>) -> Vec<PathBuf> {
 
 /// `~/x` against the home directory, a relative path against the including file's
 /// directory.
-fn expand(value: &str, home: Option<&Path>, base: &Path) -> Option<PathBuf> {
+pub(super) fn expand(value: &str, home: Option<&Path>, base: &Path) -> Option<PathBuf> {
     if let Some(rest) = value.strip_prefix("~/") {
         return home.map(|h| h.join(rest));
     }
@@ -255,48 +286,15 @@ fn expand(value: &str, home: Option<&Path>, base: &Path) -> Option<PathBuf> {
 /// `[include]` or `[includeIf "…"]` section, `excludesfile` and `attributesfile` in `[core]`
 /// (keys lower-cased, values unquoted).
 fn named_files(text: &str) -> Vec<(String, String)> {
-    let mut section = String::new();
-    let mut out = Vec::new();
-    for raw in text.lines() {
-        let line = raw.trim();
-        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
-            continue;
-        }
-        let mut rest = line;
-        if let Some(after) = line.strip_prefix('[') {
-            let Some(end) = after.find(']') else {
-                continue;
-            };
-            let header = &after[..end];
-            section = header
-                .split(|c: char| c.is_whitespace() || c == '"')
-                .next()
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            rest = after[end + 1..].trim();
-            if rest.is_empty() {
-                continue;
-            }
-        }
-        let Some((key, value)) = rest.split_once('=') else {
-            continue;
-        };
-        let key = key.trim().to_ascii_lowercase();
-        let wanted = match section.as_str() {
-            "include" | "includeif" => key == "path",
-            "core" => key == "excludesfile" || key == "attributesfile",
+    super::gitconfig::entries(text)
+        .into_iter()
+        .filter(|e| match e.section.as_str() {
+            "include" | "includeif" => e.key == "path",
+            "core" => e.key == "excludesfile" || e.key == "attributesfile",
             _ => false,
-        };
-        if !wanted {
-            continue;
-        }
-        let value = value.split(['#', ';']).next().unwrap_or("").trim();
-        let value = value.trim_matches('"').to_owned();
-        if !value.is_empty() {
-            out.push((key, value));
-        }
-    }
-    out
+        })
+        .map(|e| (e.key, e.value))
+        .collect()
 }
 
 #[cfg(test)]
@@ -332,6 +330,30 @@ mod tests {
             .collect();
         got.sort();
         assert_eq!(got, ["gitconfig", "passwd"]);
+    }
+
+    #[test]
+    fn certificate_stores_open_less_their_private_keys() {
+        let etc = tempfile::tempdir().unwrap();
+        let e = etc.path();
+        for dir in [
+            "ssl/private",
+            "ssl/certs",
+            "pki/tls/private",
+            "pki/tls/certs",
+        ] {
+            std::fs::create_dir_all(e.join(dir)).unwrap();
+        }
+        std::fs::write(e.join("ssl/openssl.cnf"), "x").unwrap();
+        let mut got: Vec<PathBuf> = etc_entries(e)
+            .into_iter()
+            .map(|p| p.strip_prefix(e).unwrap().to_path_buf())
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            ["pki/tls/certs", "ssl/certs", "ssl/openssl.cnf"].map(PathBuf::from)
+        );
     }
 
     #[test]

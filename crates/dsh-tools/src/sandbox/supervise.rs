@@ -103,6 +103,8 @@ fn child(spec: &ExecSpec, helper: i32) -> ! {
 
 /// The helper's side: wait for the command or for dsh's end, sweep, exit.
 fn parent(child: i32, helper: i32, dsh: Option<Option<rustix::process::Pid>>) -> ! {
+    // Setup failures from here on are the child's to report.
+    super::status::release();
     let status = wait(child, dsh);
     sweep(helper);
     match status {

@@ -29,6 +29,7 @@
 //! say how to allow them.
 
 pub mod env;
+mod keep;
 mod output;
 mod process;
 mod run;
@@ -36,6 +37,7 @@ mod run;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use keep::{Cover, Judge, Keep};
 pub use output::head_tail;
 pub use run::RunShell;
 
@@ -73,9 +75,8 @@ pub struct ShellSettings {
     /// unsandboxed with a warning.
     pub helper: Option<PathBuf>,
     pub network: NetworkGrant,
-    /// Workspace-relative paths the hardened profile (`auto`) makes read-only: the protected
-    /// paths' fixed prefixes (`.git`, `.dsh`) and the prompt files.
-    pub protected: Vec<PathBuf>,
+    /// What the hardened profile (`auto`) keeps from commands inside the workspace.
+    pub keep: Keep,
 }
 
 impl Default for ShellSettings {
@@ -88,7 +89,7 @@ impl Default for ShellSettings {
             sandbox: SandboxMode::Auto,
             helper: None,
             network: NetworkGrant::Refused,
-            protected: Vec::new(),
+            keep: Keep::default(),
         }
     }
 }

@@ -55,12 +55,14 @@ pub(crate) struct Spawned {
 }
 
 /// Spawns `launch` with exactly `env`, in `cwd`, stdin from `/dev/null` (the helper: the
-/// lifeline), stdout and stderr into `output`.
+/// lifeline), stdout and stderr into `output`, and `status` (the helper's status pipe) as
+/// descriptor [`StatusPipe::FD`](crate::sandbox::StatusPipe::FD).
 pub(crate) fn spawn(
     launch: &Launch,
     env: Vec<(OsString, OsString)>,
     cwd: &Path,
     output: std::io::PipeWriter,
+    status: Option<std::io::PipeWriter>,
 ) -> std::io::Result<Spawned> {
     #[cfg(unix)]
     let stdin = if launch.own_session {
@@ -83,11 +85,42 @@ pub(crate) fn spawn(
     if !launch.own_session {
         cmd.process_group(0);
     }
+    // Held until the child exists, then dropped: this process must not keep a write end.
+    #[cfg(unix)]
+    let status = status.map(|s| map_status_fd(&mut cmd, &s)).transpose()?;
     let child = cmd.spawn()?;
+    drop(status);
     // `cmd` holds the pipe's write ends; drop them now, or the reader never sees the end.
     drop(cmd);
     let pgid = child.id();
     Ok(Spawned { child, pgid })
+}
+
+/// Makes `status` the child's descriptor [`StatusPipe::FD`](crate::sandbox::StatusPipe::FD)
+/// (without close-on-exec there, so the helper gets it).
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn map_status_fd(
+    cmd: &mut tokio::process::Command,
+    status: &std::io::PipeWriter,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::AsRawFd;
+    const FD: i32 = crate::sandbox::StatusPipe::FD;
+    // Standard streams are set up before the hook below runs: a pipe that happened to get a
+    // descriptor below 3 (dsh started with one closed) would be overwritten by them first.
+    let raw = rustix::io::fcntl_dupfd_cloexec(status, FD + 1)?;
+    let fd = raw.as_raw_fd();
+    // SAFETY: the hook runs between fork and execve and calls only dup2, which is
+    // async-signal-safe; `raw` stays open in this process until the spawn returns.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(fd, FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(raw)
 }
 
 /// Kills the process group `pgid` — and, when `session`, the session `pgid` — and waits

@@ -17,19 +17,7 @@ use super::output::{head_tail, spawn_reader};
 use super::process::{Launch, kill_tree, spawn};
 use super::{NetworkGrant, ShellSettings, env};
 use crate::parse_args;
-use crate::sandbox::{self, Enforcement, ExecSpec, LandlockLevel, Probe, SandboxMode};
-
-/// Why the hardened profile is not used for `auto` yet, if it is not. A review of 8225c52
-/// found, among others: a command can fake the helper's setup failure and skip the
-/// quarantine; chmod/chown of files outside the workspace (root keeps its file capabilities);
-/// the writable caches (`~/.cache`, `~/.m2`, `~/.gradle`) hold credentials and code other
-/// tools run; a prompt file that is a symlink can be replaced; hooks and config git takes
-/// from the workspace (`core.hooksPath`, `include.path`) are writable; the quarantine fails
-/// across file systems or on a read-only directory; protected patterns that start with a
-/// glob are not covered; the file tools' deny rules do not bind shell commands.
-const HELD_BACK: Option<&str> = Some(
-    "auto's hardened sandbox is held back until a review's findings are fixed (chmod outside the workspace, writable caches, symlinked prompt files, hook paths inside the workspace, file rules over shell commands, the quarantine's gaps)",
-);
+use crate::sandbox::{self, Enforcement, ExecSpec, LandlockLevel, Probe, SandboxMode, StatusPipe};
 
 /// How long to wait for the output pipe to close once the command's tree has stopped. Only
 /// a process that escaped the tree (possible without the sandbox) can hold it longer.
@@ -238,11 +226,6 @@ impl RunShell {
     /// Whether commands `auto` lifts can run in the hardened workspace-write profile here:
     /// the read-only profile's conditions and a private mount namespace.
     pub fn hardened_profile(&self) -> Result<(), String> {
-        // Held back: a review of the hardened profile as `auto` uses it found ways out that
-        // are not fixed yet (see `HELD_BACK`); until they are, `auto` behaves as `ask`.
-        if let Some(why) = HELD_BACK {
-            return Err(why.to_owned());
-        }
         self.read_only_profile()?;
         let Some(helper) = &self.settings.helper else {
             return Err("no sandbox helper is configured".to_owned());
@@ -261,49 +244,13 @@ impl RunShell {
             .clone()
     }
 
-    /// The protected paths of this workspace, absolute, for the hardened profile.
-    fn protected_here(&self) -> Vec<PathBuf> {
-        self.settings
-            .protected
-            .iter()
-            .map(|p| self.workspace.root().join(p))
-            .collect()
-    }
-
-    /// Moves `path`, which an `auto` command created although it is protected, out of the
-    /// workspace into `DSH_HOME/quarantine/<session>/`, and says so.
-    fn quarantine(&self, path: &Path) -> String {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let home = self.tmp_dir.parent().and_then(Path::parent);
+    /// Where what an `auto` command created on a protected path goes:
+    /// `DSH_HOME/quarantine/<session>/` (the TMPDIR is `DSH_HOME/tmp/<session>`).
+    fn quarantine_dir(&self) -> PathBuf {
         let session = self.tmp_dir.file_name().unwrap_or_default();
-        let Some(dir) = home.map(|h| h.join("quarantine").join(session)) else {
-            return format!(
-                "[auto: the command created {}, a protected path]",
-                path.display()
-            );
-        };
-        let moved = std::fs::create_dir_all(&dir).and_then(|()| {
-            let mut to = dir.join(&name);
-            let mut n = 1;
-            while to.symlink_metadata().is_ok() {
-                to = dir.join(format!("{name}.{n}"));
-                n += 1;
-            }
-            std::fs::rename(path, &to).map(|()| to)
-        });
-        match moved {
-            Ok(to) => format!(
-                "[auto: the command created {}, a protected path auto may not write; it was moved to {} — run the command in ask mode if it was meant]",
-                path.display(),
-                to.display()
-            ),
-            Err(e) => format!(
-                "[auto: the command created {}, a protected path auto may not write, and it could not be moved away ({e}); remove it]",
-                path.display()
-            ),
+        match self.tmp_dir.parent().and_then(Path::parent) {
+            Some(home) => home.join("quarantine").join(session),
+            None => self.tmp_dir.with_extension("quarantine"),
         }
     }
 
@@ -515,8 +462,10 @@ impl Tool for RunShell {
         }
         let plan = self.plan().await?;
         self.ensure_tmp_dir()?;
-        // Protected paths the hardened profile could not cover because they did not exist.
-        let mut missing_protected: Vec<PathBuf> = Vec::new();
+        // The kept paths before an `auto` command (the hardened profile), to settle after.
+        let mut survey = None;
+        // Where the helper reports a setup failure.
+        let mut setup_pipe = None;
         let env = env::command_env(std::env::vars_os(), &self.settings.pass_env, &self.tmp_dir);
         let bash: Vec<OsString> = vec!["bash".into(), "-c".into(), args.command.clone().into()];
         let (launch, state, warning) = match plan {
@@ -542,12 +491,9 @@ impl Tool for RunShell {
                     ));
                 }
                 let (state, readable, writable) = if hardened {
-                    let (tool_reads, tool_writes) = sandbox::toolchains(&env);
                     let mut readable = self.readable(&env);
-                    readable.extend(tool_reads);
-                    let mut writable =
-                        vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
-                    writable.extend(tool_writes);
+                    readable.extend(sandbox::toolchains(&env));
+                    let writable = vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
                     (SandboxState::Landlock, readable, writable)
                 } else if read_only {
                     let readable = self.readable(&env);
@@ -560,22 +506,43 @@ impl Tool for RunShell {
                     let writable = vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
                     (state, Vec::new(), writable)
                 };
-                let protect = if hardened {
-                    self.protected_here()
+                let (protect, hide) = if hardened {
+                    let home = env
+                        .iter()
+                        .find(|(k, _)| k == "HOME")
+                        .map(|(_, v)| PathBuf::from(v));
+                    let s = self
+                        .settings
+                        .keep
+                        .survey(self.workspace.root(), home.as_deref())
+                        .map_err(|e| {
+                            ToolError::new(
+                                ToolErrorKind::Denied,
+                                format!("run_shell: auto mode cannot run this command: {e}; run it in ask mode"),
+                            )
+                        })?;
+                    let kept = (s.read_only.clone(), s.hidden.clone());
+                    survey = Some(s);
+                    kept
                 } else {
-                    Vec::new()
+                    (Vec::new(), Vec::new())
                 };
-                missing_protected = protect.iter().filter(|p| !p.exists()).cloned().collect();
+                let pipe = StatusPipe::new().map_err(|e| {
+                    ToolError::failed(format!("cannot create the sandbox's status pipe: {e}"))
+                })?;
+                setup_pipe = Some(pipe);
                 let spec = ExecSpec {
                     landlock,
                     read_only,
                     hardened,
                     protect,
+                    hide,
                     readable,
                     writable,
                     allow_network: args.network,
                     confine,
                     lifeline: true,
+                    status_fd: Some(StatusPipe::FD),
                     program: bash,
                 };
                 let mut helper_args = vec![OsString::from(sandbox::SUBCOMMAND)];
@@ -602,12 +569,14 @@ impl Tool for RunShell {
             .map_err(|e| ToolError::failed(format!("cannot create the output pipe: {e}")))?;
         let (capture, finished) = spawn_reader(reader)
             .map_err(|e| ToolError::failed(format!("cannot start the output reader: {e}")))?;
-        let mut spawned = spawn(&launch, env, self.workspace.root(), writer).map_err(|e| {
-            ToolError::failed(format!(
-                "cannot start {}: {e}",
-                Path::new(&launch.program).display()
-            ))
-        })?;
+        let status_writer = setup_pipe.as_mut().and_then(StatusPipe::take_writer);
+        let mut spawned = spawn(&launch, env, self.workspace.root(), writer, status_writer)
+            .map_err(|e| {
+                ToolError::failed(format!(
+                    "cannot start {}: {e}",
+                    Path::new(&launch.program).display()
+                ))
+            })?;
         let mut guard = TreeGuard(spawned.pgid);
 
         let end = tokio::select! {
@@ -652,23 +621,29 @@ impl Tool for RunShell {
         let signal = status.as_ref().and_then(signal_of);
         let exit_code = code.or(signal.map(|s| 128 + s)).unwrap_or(-1);
 
-        if launch.own_session
-            && code == Some(sandbox::SETUP_FAILED)
-            && text.starts_with(sandbox::MESSAGE_PREFIX)
-        {
+        // Only the helper writes there, and only when nothing ran.
+        if let Some(report) = setup_pipe.and_then(StatusPipe::report) {
             return Err(ToolError::failed(format!(
-                "the sandbox could not be set up, so the command did not run: {}",
-                text.trim()
+                "the sandbox could not be set up, so the command did not run: {report}"
             )));
         }
 
-        // What an `auto` command created where nothing may be written is moved out of the
-        // workspace (never deleted: `mv src .git` would lose `src`), and the result says so.
-        for path in missing_protected
-            .iter()
-            .filter(|p| p.symlink_metadata().is_ok())
-        {
-            notes.push(self.quarantine(path));
+        // What an `auto` command did to kept paths that no mount could prevent is undone (see
+        // `keep.rs`); the result says so, and fails when it could not be.
+        if let Some(survey) = &survey {
+            match survey.settle(
+                &self.settings.keep,
+                self.workspace.root(),
+                &self.quarantine_dir(),
+            ) {
+                Ok(undone) => notes.extend(undone),
+                Err(e) => {
+                    return Err(ToolError::failed(format!(
+                        "{e}. The command's output:\n{}",
+                        text.trim_end()
+                    )));
+                }
+            }
         }
         let call_id = cx.call.id();
         let (shown, truncated, spill_id) = self.shape_output(call_id, &text);
