@@ -1,0 +1,188 @@
+//! What `auto` may not lift (DESIGN §5 "Permission modes"): what it lifts runs without a
+//! person in the hardened sandbox, so programs made to act outside it stay with a person.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use dsh_config::PermissionMode;
+use dsh_core::{Access, PolicyContext, PrePolicy, Tier, ToolCall, ToolSpec, Vote, Workspace};
+use dsh_policy::{
+    ModePolicy, ModeSwitch, NetworkVote, Rule, RuleKind, SandboxCheck, ShellLists, ShellPolicy,
+};
+
+/// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
+fn parse_rule(kind: RuleKind, text: &str) -> Rule {
+    let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
+    Rule::new(
+        kind,
+        parsed.tool,
+        parsed.specifier.as_deref(),
+        "user /u/config.toml",
+    )
+    .unwrap()
+}
+
+/// A workspace holding `a`, `x`, `src/`, `migrations/001.sql` and an empty `.git/`.
+fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["src", "migrations", ".git"] {
+        std::fs::create_dir_all(dir.path().join(d)).unwrap();
+    }
+    for f in ["a", "x", "migrations/001.sql"] {
+        std::fs::write(dir.path().join(f), "a\n").unwrap();
+    }
+    let ws = Arc::new(Workspace::new(dir.path()).unwrap());
+    (dir, ws)
+}
+
+/// A session's shell and `mode` listeners under `mode`, where both sandboxes are enforced,
+/// with the file-tool `rules` (`read_file` the one reader) and the protected paths a session
+/// gives the shell policy (the defaults and the prompt files).
+struct Session {
+    shell: ShellPolicy,
+    mode: ModePolicy,
+}
+
+fn session(ws: &Arc<Workspace>, lists: ShellLists, rules: &[(RuleKind, &str)]) -> Session {
+    let enforced = SandboxCheck(Arc::new(|| Ok(())));
+    let switch = ModeSwitch::new(PermissionMode::Auto);
+    let protected = [".git/**", ".dsh/**"]
+        .into_iter()
+        .chain(dsh_policy::PROMPT_FILES)
+        .map(|p| dsh_policy::PathPattern::new(p).unwrap())
+        .collect();
+    let all: Vec<Rule> = rules.iter().map(|(k, t)| parse_rule(*k, t)).collect();
+    let shell_rules = all
+        .iter()
+        .map(|r| dsh_policy::ShellRule::new(r.clone(), false));
+    let shell = ShellPolicy::new(ws.clone(), shell_rules, lists, NetworkVote::Refused)
+        .with_file_rules(all.clone(), &["read_file".to_owned()], protected)
+        .with_read_only_sandbox(enforced.clone())
+        .with_mode(switch.clone(), enforced);
+    let mode = ModePolicy::new(switch.clone(), shell.clone());
+    Session { shell, mode }
+}
+
+impl Session {
+    /// The `mode` and `shell` votes on a `run_shell` call of `line`.
+    async fn votes(&self, line: &str) -> (Vote, Vote) {
+        let spec = ToolSpec::new("run_shell", "runs a command line");
+        let accesses = [Access::Execute {
+            command: line.to_owned(),
+        }];
+        let cx = PolicyContext {
+            spec: &spec,
+            accesses: &accesses,
+        };
+        let call = ToolCall::new("1", "run_shell", serde_json::json!({ "command": line }));
+        (
+            self.mode.vote(&call, &cx).await,
+            self.shell.vote(&call, &cx).await,
+        )
+    }
+
+    /// Asserts that `auto` lifts `line`: `mode` allows it, the shell policy leaves it to it.
+    async fn lifted(&self, line: &str) {
+        let (mode, shell) = self.votes(line).await;
+        assert_eq!(
+            (mode.verdict, shell.verdict),
+            (dsh_core::Verdict::Allow, dsh_core::Verdict::Abstain),
+            "{line:?}: mode {:?} ({}), shell {:?} ({})",
+            mode.verdict,
+            mode.reason,
+            shell.verdict,
+            shell.reason
+        );
+    }
+
+    /// Asserts that `auto` leaves `line` alone and the shell policy gives `verdict` at
+    /// `tier`; the reason.
+    async fn kept(&self, line: &str, verdict: dsh_core::Verdict, tier: Tier) -> String {
+        let (mode, shell) = self.votes(line).await;
+        assert_eq!(
+            (mode.verdict, shell.verdict, shell.tier),
+            (dsh_core::Verdict::Abstain, verdict, tier),
+            "{line:?}: mode {:?} ({}), shell {:?} {:?} ({})",
+            mode.verdict,
+            mode.reason,
+            shell.verdict,
+            shell.tier,
+            shell.reason
+        );
+        shell.reason
+    }
+}
+
+#[tokio::test]
+async fn programs_that_act_outside_the_sandbox_are_never_lifted() {
+    let (_dir, ws) = workspace();
+    let s = session(&ws, ShellLists::default(), &[]);
+    // An ordinary program on no list is lifted: the sandbox bounds it.
+    s.lifted("cargo build").await;
+    for name in [
+        "docker-compose",
+        "gh",
+        "glab",
+        "oc",
+        "ansible",
+        "ansible-playbook",
+        "sshpass",
+        "mosh",
+        "nsenter",
+        "ssh-add",
+        "ssh-agent",
+        "gpg",
+        "gpg2",
+        "unshare",
+        "machinectl",
+        "lxc",
+        "virsh",
+        "flyctl",
+        "heroku",
+        "vercel",
+        "netlify",
+        "wrangler",
+        "firebase",
+        "doctl",
+        "pulumi",
+        "eksctl",
+        "minikube",
+        "kind",
+        "k9s",
+        "skopeo",
+        "buildah",
+        "crictl",
+        "ctr",
+        "runc",
+        "chroot",
+        "setpriv",
+        "capsh",
+        "runuser",
+        "vault",
+        "crontab",
+    ] {
+        s.kept(&format!("{name} x"), dsh_core::Verdict::Ask, Tier::Default)
+            .await;
+        s.kept(
+            &format!("/usr/bin/{name} x"),
+            dsh_core::Verdict::Ask,
+            Tier::Default,
+        )
+        .await;
+        s.kept(
+            &format!("timeout 5 {name} x"),
+            dsh_core::Verdict::Ask,
+            Tier::Default,
+        )
+        .await;
+    }
+    // On the confirm list too.
+    let confirm = ShellLists {
+        confirm: vec!["gh".to_owned(), "make".to_owned()],
+        ..ShellLists::default()
+    };
+    let s = session(&ws, confirm, &[]);
+    s.lifted("make").await;
+    s.kept("gh pr create", dsh_core::Verdict::Ask, Tier::Default)
+        .await;
+}
