@@ -1,5 +1,7 @@
 //! What `auto` may not lift (DESIGN §5 "Permission modes"): what it lifts runs without a
-//! person in the hardened sandbox, so programs made to act outside it stay with a person.
+//! person in the hardened sandbox, so programs made to act outside it and git beyond its
+//! reading subcommands (the sandbox keeps `.git` read-only) stay with a person, and writes
+//! to protected paths are refused.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -185,4 +187,66 @@ async fn programs_that_act_outside_the_sandbox_are_never_lifted() {
     s.lifted("make").await;
     s.kept("gh pr create", dsh_core::Verdict::Ask, Tier::Default)
         .await;
+}
+
+#[tokio::test]
+async fn git_beyond_its_reading_subcommands_keeps_asking_in_auto() {
+    let (_dir, ws) = workspace();
+    let s = session(&ws, ShellLists::default(), &[]);
+    let status = s.shell.decide("git status");
+    assert!(status.reads_only(), "{}", status.reason);
+    for line in [
+        "git add .",
+        "git commit -m x",
+        "git checkout -b topic",
+        "git reset --hard",
+        "git stash",
+        "git fetch",
+        "/usr/bin/git commit -m x",
+        "env git add a",
+    ] {
+        let why = s.kept(line, dsh_core::Verdict::Ask, Tier::Default).await;
+        assert!(
+            why.contains("auto mode never writes `.git`"),
+            "{line}: {why}"
+        );
+        assert!(!s.shell.decide(line).auto_liftable(), "{line}");
+    }
+    // Moved to the confirm list by a configuration, git still keeps asking.
+    let lists = ShellLists {
+        safe: ShellLists::default()
+            .safe
+            .into_iter()
+            .filter(|p| p != "git")
+            .collect(),
+        confirm: vec!["git".to_owned()],
+        ..ShellLists::default()
+    };
+    let s = session(&ws, lists, &[]);
+    let why = s
+        .kept("git status", dsh_core::Verdict::Ask, Tier::Default)
+        .await;
+    assert!(why.contains("auto mode never writes `.git`"), "{why}");
+}
+
+#[tokio::test]
+async fn writes_into_protected_paths_are_refused_in_auto() {
+    let (_dir, ws) = workspace();
+    let s = session(&ws, ShellLists::default(), &[]);
+    s.lifted("cp x src/y").await;
+    s.lifted("echo x > src/y").await;
+    for line in [
+        "cp x .git/config",
+        "mv a .git/hooks/pre-commit",
+        "touch .dsh/config.toml",
+        "sed -i s/a/b/ AGENTS.md",
+        "echo x > .git/config",
+        "echo x | tee .git/description",
+        "cd .git && touch x",
+        "rm -rf .",
+        "rm .g*",
+    ] {
+        let why = s.kept(line, dsh_core::Verdict::Deny, Tier::Rule).await;
+        assert!(why.contains("protected"), "{line}: {why}");
+    }
 }

@@ -171,7 +171,8 @@ pub struct Judgement {
     /// read-only sandbox); `false` on every other part.
     pub reads_only: bool,
     /// An ask the `auto` mode may lift (in the hardened sandbox): a program on the confirm
-    /// list or on none (not one that always asks), or a write inside the workspace.
+    /// list or on none (not one that always asks, nor git: its sandbox keeps `.git`
+    /// read-only), or a write inside the workspace.
     pub auto_liftable: bool,
     pub reason: String,
 }
