@@ -11,9 +11,10 @@
 //!   file inside the workspace" asks, and file-tool writes — a Rule allow that holds only in
 //!   the hardened workspace-write sandbox (protected paths read-only through bind mounts,
 //!   reads confined, no sockets). It never lifts reads outside the workspace, the network,
-//!   protected paths, memory files or configured ask rules: those listeners' Rule asks and
-//!   denials outrank this allow. Where the hardened sandbox is not enforced, `auto` abstains
-//!   — behaving as `ask` — and the session says why.
+//!   protected paths, memory files or configured ask rules (a file tool's path rule included,
+//!   wherever a command writes): those listeners' Rule asks and denials outrank this allow.
+//!   Where the hardened sandbox is not enforced, `auto` abstains — behaving as `ask` — and
+//!   the session says why.
 //! - `yolo`: abstains; the approver approves every ask (guards, the sandbox and the network
 //!   ban still hold).
 //!

@@ -1,13 +1,14 @@
 //! What `auto` may not lift (DESIGN §5 "Permission modes"): what it lifts runs without a
-//! person in the hardened sandbox, so programs made to act outside it and git beyond its
-//! reading subcommands (the sandbox keeps `.git` read-only) stay with a person, and writes
-//! to protected paths are refused.
+//! person in the hardened sandbox, so programs made to act outside it, git beyond its
+//! reading subcommands (the sandbox keeps `.git` read-only), writes to protected paths and
+//! writes the file tools' rules keep all stay with a person or are refused.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
 use dsh_config::PermissionMode;
 use dsh_core::{Access, PolicyContext, PrePolicy, Tier, ToolCall, ToolSpec, Vote, Workspace};
+use dsh_policy::shell::Verdict;
 use dsh_policy::{
     ModePolicy, ModeSwitch, NetworkVote, Rule, RuleKind, SandboxCheck, ShellLists, ShellPolicy,
 };
@@ -41,6 +42,7 @@ fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
 /// with the file-tool `rules` (`read_file` the one reader) and the protected paths a session
 /// gives the shell policy (the defaults and the prompt files).
 struct Session {
+    switch: ModeSwitch,
     shell: ShellPolicy,
     mode: ModePolicy,
 }
@@ -62,7 +64,11 @@ fn session(ws: &Arc<Workspace>, lists: ShellLists, rules: &[(RuleKind, &str)]) -
         .with_read_only_sandbox(enforced.clone())
         .with_mode(switch.clone(), enforced);
     let mode = ModePolicy::new(switch.clone(), shell.clone());
-    Session { shell, mode }
+    Session {
+        switch,
+        shell,
+        mode,
+    }
 }
 
 impl Session {
@@ -249,4 +255,68 @@ async fn writes_into_protected_paths_are_refused_in_auto() {
         let why = s.kept(line, dsh_core::Verdict::Deny, Tier::Rule).await;
         assert!(why.contains("protected"), "{line}: {why}");
     }
+}
+
+/// The lines of the security review, each writing under `migrations/`.
+const INTO_MIGRATIONS: &[&str] = &[
+    "cp x migrations/001.sql",
+    "mv a migrations/b",
+    "touch migrations/x",
+    "sed -i s/a/b/ migrations/001.sql",
+    "echo x > migrations/y",
+    "cd migrations && touch y",
+];
+
+#[tokio::test]
+async fn a_file_tools_deny_rule_refuses_shell_writes_to_its_paths() {
+    let (_dir, ws) = workspace();
+    let rule = (RuleKind::Deny, "write_file(migrations/**)");
+    let s = session(&ws, ShellLists::default(), &[rule]);
+    s.lifted("cp x src/y").await;
+    for mode in [PermissionMode::Auto, PermissionMode::Ask] {
+        s.switch.set(mode);
+        for line in INTO_MIGRATIONS.iter().chain(&["rm -r migrations"]) {
+            let why = s.kept(line, dsh_core::Verdict::Deny, Tier::Rule).await;
+            assert!(
+                why.contains("deny rule `write_file(migrations/**)` from user /u/config.toml"),
+                "{line}: {why}"
+            );
+        }
+    }
+    // A reading tool's rule does not stop writes, nor a write tool's rule reads.
+    s.switch.set(PermissionMode::Auto);
+    s.lifted("grep -r x migrations > src/found").await;
+    let read = s.shell.decide("cat migrations/001.sql");
+    assert_eq!(read.verdict, Verdict::Allow, "{}", read.reason);
+}
+
+#[tokio::test]
+async fn a_file_tools_ask_rule_asks_for_shell_writes_to_its_paths_in_every_mode() {
+    let (_dir, ws) = workspace();
+    let rules = [
+        (RuleKind::Ask, "edit_file(migrations/**)"),
+        // An allow rule on the commands lifts the program's ask, not the rule's.
+        (RuleKind::Allow, "run_shell(cp *)"),
+        (RuleKind::Allow, "run_shell(touch *)"),
+        (RuleKind::Allow, "run_shell(mv *)"),
+    ];
+    let s = session(&ws, ShellLists::default(), &rules);
+    for mode in [PermissionMode::Auto, PermissionMode::Ask] {
+        s.switch.set(mode);
+        for line in INTO_MIGRATIONS {
+            let why = s.kept(line, dsh_core::Verdict::Ask, Tier::Rule).await;
+            assert!(
+                why.contains("ask rule `edit_file(migrations/**)`"),
+                "{line}: {why}"
+            );
+        }
+        // A pattern that may name such a path asks too.
+        let why = s
+            .kept("rm migrations/*.sql", dsh_core::Verdict::Ask, Tier::Rule)
+            .await;
+        assert!(why.contains("edit_file(migrations/**)"), "{why}");
+    }
+    s.switch.set(PermissionMode::Ask);
+    let (_, shell) = s.votes("cp x src/y").await;
+    assert_eq!(shell.verdict, dsh_core::Verdict::Allow, "{}", shell.reason);
 }

@@ -197,13 +197,10 @@ impl ShellPolicy {
                         quoted = quote_capped(&format!("cd {target}"))
                     ));
                 }
-                if let Some(hit) = crate::protected_match(&self.protected, &rel)
-                    .or_else(|| crate::protected_match(&self.protected, &rel.join("x")))
-                {
+                if let Some(why) = self.protected_place(&rel) {
                     return Err(format!(
-                        "{quoted} enters {}, which is protected (`{}`)",
+                        "{quoted} enters {}, {why}",
                         quote_capped_path(&rel),
-                        hit.as_str(),
                         quoted = quote_capped(&format!("cd {target}"))
                     ));
                 }
