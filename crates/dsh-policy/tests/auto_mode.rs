@@ -1,7 +1,8 @@
 //! What `auto` may not lift (DESIGN §5 "Permission modes"): what it lifts runs without a
 //! person in the hardened sandbox, so programs made to act outside it, git beyond its
 //! reading subcommands (the sandbox keeps `.git` read-only), writes to protected paths and
-//! writes the file tools' rules keep all stay with a person or are refused.
+//! prompt files — named or through a symlink — and writes the file tools' rules keep all
+//! stay with a person or are refused.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -319,4 +320,35 @@ async fn a_file_tools_ask_rule_asks_for_shell_writes_to_its_paths_in_every_mode(
     s.switch.set(PermissionMode::Ask);
     let (_, shell) = s.votes("cp x src/y").await;
     assert_eq!(shell.verdict, dsh_core::Verdict::Allow, "{}", shell.reason);
+}
+
+#[tokio::test]
+async fn a_prompt_file_is_protected_where_its_symlink_leads() {
+    let (dir, ws) = workspace();
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    std::fs::write(dir.path().join("docs/guide.md"), "be kind\n").unwrap();
+    std::os::unix::fs::symlink("docs/guide.md", dir.path().join("AGENTS.md")).unwrap();
+    // A protected directory reached through a symlink too.
+    std::fs::create_dir(dir.path().join("dotdsh")).unwrap();
+    std::os::unix::fs::symlink("dotdsh", dir.path().join(".dsh")).unwrap();
+    let s = session(&ws, ShellLists::default(), &[]);
+    s.lifted("echo x > docs/other.md").await;
+    s.lifted("cp a docs/other.md").await;
+    for line in [
+        "echo x > docs/guide.md",
+        "echo x >> AGENTS.md",
+        "cp a docs/guide.md",
+        "mv a docs/guide.md",
+        "sed -i s/a/b/ docs/guide.md",
+        "cd docs && touch guide.md",
+        "rm -r docs",
+        "rm docs/*.md",
+    ] {
+        let why = s.kept(line, dsh_core::Verdict::Deny, Tier::Rule).await;
+        assert!(why.contains("AGENTS.md"), "{line}: {why}");
+    }
+    for line in ["touch dotdsh/config.toml", "cd dotdsh && ls"] {
+        let why = s.kept(line, dsh_core::Verdict::Deny, Tier::Rule).await;
+        assert!(why.contains(".dsh"), "{line}: {why}");
+    }
 }

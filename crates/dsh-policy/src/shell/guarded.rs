@@ -7,9 +7,11 @@
 //!
 //! A write is matched on its resolved path: the path itself or what lies beneath it (`mv .git
 //! x` writes `.git/**`), for a tree a kept path that exists beneath it (`rm -rf .` holds
-//! `.git`), and for a glob every kept path its names may match. Protected paths are compared
-//! as a folding file system resolves names ([`crate::protected_match`]); rules as the file
-//! tools compare them, exactly.
+//! `.git`), and for a glob every kept path its names may match. A protected name that is a
+//! symlink is protected where it leads too (`crate::linked`): with `AGENTS.md ->
+//! docs/agents.md`, `docs/agents.md` is refused as `AGENTS.md` is. Protected paths are
+//! compared as a folding file system resolves names ([`crate::protected_match`]); rules as
+//! the file tools compare them, exactly.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -75,6 +77,52 @@ impl<'a> Keeper<'a> {
     }
 }
 
+/// A keeper, with where its name really leads when that name is a symlink.
+struct Held<'a> {
+    keeper: Keeper<'a>,
+    link: Option<Link>,
+}
+
+/// A protected name that is a symlink inside the workspace (`AGENTS.md`), and where it
+/// leads (`docs/agents.md`).
+struct Link {
+    named: PathBuf,
+    real: PathBuf,
+}
+
+impl Held<'_> {
+    /// Whether it keeps `rel` (resolved, workspace-relative), named or where its link leads:
+    /// the words after "writes `rel`, ".
+    fn holds(&self, rel: &Path) -> Option<String> {
+        if self.keeper.holds(rel) {
+            return Some(format!("which {}", self.keeper.says()));
+        }
+        let link = self.link.as_ref()?;
+        let rest = crate::linked::beneath(rel, &link.real)?;
+        let as_named = if rest.as_os_str().is_empty() {
+            link.named.clone()
+        } else {
+            link.named.join(rest)
+        };
+        self.keeper.holds(&as_named).then(|| {
+            format!(
+                "where {} leads, which {}",
+                quote_capped_path(&link.named),
+                self.keeper.says()
+            )
+        })
+    }
+
+    /// Its pattern's literal leading names, as written and where its link leads, and
+    /// whether the pattern goes on beneath them.
+    fn anchors(&self) -> (Vec<PathBuf>, bool) {
+        let (named, beyond) = anchor(self.keeper.pattern());
+        let named: PathBuf = named.iter().collect();
+        let real = self.link.as_ref().map(|l| l.real.clone());
+        (std::iter::once(named).chain(real).collect(), beyond)
+    }
+}
+
 /// A write a keeper stops, and why (the words after how it was written).
 pub(crate) struct Kept {
     pub verdict: Verdict,
@@ -90,66 +138,82 @@ impl Kept {
 }
 
 impl ShellPolicy {
-    /// Everything that keeps paths from shell writes, strictest first: protected paths, deny
-    /// rules, ask rules.
-    fn keepers(&self) -> impl Iterator<Item = Keeper<'_>> {
+    /// Everything that keeps paths from shell writes, strictest first: protected paths (each
+    /// with where its name leads, looked up now), deny rules, ask rules.
+    fn keepers(&self) -> Vec<Held<'_>> {
         let rules = |kind| {
             self.write_rules
                 .iter()
                 .filter(move |r| r.kind == kind)
-                .map(Keeper::Rule)
+                .map(|r| Held {
+                    keeper: Keeper::Rule(r),
+                    link: None,
+                })
         };
         self.protected
             .iter()
-            .map(Keeper::Protected)
+            .map(|p| Held {
+                keeper: Keeper::Protected(p),
+                link: self.link(p),
+            })
             .chain(rules(RuleKind::Deny))
             .chain(rules(RuleKind::Ask))
+            .collect()
+    }
+
+    /// Where a protected pattern's literal name leads, when it is a symlink inside the
+    /// workspace.
+    fn link(&self, pattern: &PathPattern) -> Option<Link> {
+        let named: PathBuf = anchor(pattern.as_str()).0.iter().collect();
+        if named.as_os_str().is_empty() {
+            return None;
+        }
+        let real = crate::linked::real_rel(&self.workspace, &named)?;
+        (real != named).then_some(Link { named, real })
     }
 
     /// What keeps a write to `rel` (resolved, workspace-relative) reached as `reach`, the
     /// strictest first: `rel` itself or what lies beneath it, or for a tree a kept path that
     /// exists beneath `rel`.
     pub(crate) fn kept_write(&self, rel: &Path, reach: Reach) -> Option<Kept> {
-        for keeper in self.keepers() {
+        for held in self.keepers() {
             let kept = |why: String| Kept {
-                verdict: keeper.verdict(),
+                verdict: held.keeper.verdict(),
                 why,
             };
-            if keeper.holds(rel) {
-                return Some(kept(format!(
-                    "writes {}, which {}",
-                    quote_capped_path(rel),
-                    keeper.says()
-                )));
+            if let Some(how) = held.holds(rel) {
+                return Some(kept(format!("writes {}, {how}", quote_capped_path(rel))));
             }
             if reach != Reach::Tree {
                 continue;
             }
-            let anchor: PathBuf = anchor(keeper.pattern()).0.iter().collect();
-            if anchor.as_os_str().is_empty()
-                || !anchor.starts_with(rel)
-                || !self.workspace.root().join(&anchor).exists()
-            {
-                continue;
+            let beneath = held.anchors().0.into_iter().find(|a| {
+                !a.as_os_str().is_empty()
+                    && crate::linked::beneath(a, rel).is_some()
+                    && self.workspace.root().join(a).exists()
+            });
+            if let Some(anchor) = beneath {
+                let place = if rel.as_os_str().is_empty() {
+                    "the workspace".to_owned()
+                } else {
+                    quote_capped_path(rel)
+                };
+                let holding = match held.keeper {
+                    Keeper::Protected(p) => format!(
+                        "the protected {} (`{}`)",
+                        quote_capped_path(&anchor),
+                        p.as_str()
+                    ),
+                    Keeper::Rule(_) => format!(
+                        "{}, which {}",
+                        quote_capped_path(&anchor),
+                        held.keeper.says()
+                    ),
+                };
+                return Some(kept(format!(
+                    "reaches everything beneath {place}, which holds {holding}; name what to remove"
+                )));
             }
-            let place = if rel.as_os_str().is_empty() {
-                "the workspace".to_owned()
-            } else {
-                quote_capped_path(rel)
-            };
-            let holding = match keeper {
-                Keeper::Protected(p) => format!(
-                    "the protected {} (`{}`)",
-                    quote_capped_path(&anchor),
-                    p.as_str()
-                ),
-                Keeper::Rule(_) => {
-                    format!("{}, which {}", quote_capped_path(&anchor), keeper.says())
-                }
-            };
-            return Some(kept(format!(
-                "reaches everything beneath {place}, which holds {holding}; name what to remove"
-            )));
         }
         None
     }
@@ -157,11 +221,10 @@ impl ShellPolicy {
     /// Why `cd` may not enter `rel`: a protected path keeps it or what lies beneath it (the
     /// words after "enters `rel`, ").
     pub(crate) fn protected_place(&self, rel: &Path) -> Option<String> {
-        self.protected
+        self.keepers()
             .iter()
-            .map(Keeper::Protected)
-            .find(|k| k.holds(rel))
-            .map(|k| format!("which {}", k.says()))
+            .filter(|h| matches!(h.keeper, Keeper::Protected(_)))
+            .find_map(|h| h.holds(rel))
     }
 
     /// What a glob destination may reach that a named one could not: a place outside the
@@ -181,16 +244,19 @@ impl ShellPolicy {
                 ),
             });
         }
+        let keepers = self.keepers();
         for dir in dirs {
             let full: Vec<String> = names_of(&dir.join(given));
-            for keeper in self.keepers() {
-                let (anchor, beyond) = anchor(keeper.pattern());
-                let anchor: Vec<String> = anchor.iter().map(|a| (*a).to_owned()).collect();
-                if !glob_reaches(&full, &anchor, beyond) {
+            for held in &keepers {
+                let (anchors, beyond) = held.anchors();
+                if !anchors
+                    .iter()
+                    .any(|a| glob_reaches(&full, &names_of(a), beyond))
+                {
                     continue;
                 }
                 let shown = quote_capped(pattern);
-                return Some(match keeper {
+                return Some(match held.keeper {
                     Keeper::Protected(p) => Kept {
                         verdict: Verdict::Deny,
                         why: format!(

@@ -34,9 +34,9 @@
 //!   `find -fprint`, `git --output`, …) into a place outside the workspace and the session's
 //!   temporary directory (`$TMPDIR` is known; `$HOME`, `$(…)` are not), into a device other
 //!   than `/dev/null`/`/dev/stdout`/`/dev/stderr`, or into a protected path, matched as a
-//!   case-folding file system resolves it (`places.rs`, `guarded.rs`); writes inside ask at
-//!   tier `Rule`, and where a file tool's `deny`/`ask` path rule keeps the path they are
-//!   refused or asked so in every mode (`guarded.rs`);
+//!   case-folding file system resolves it and where a protected symlink leads (`places.rs`,
+//!   `guarded.rs`); writes inside ask at tier `Rule`, and where a file tool's `deny`/`ask`
+//!   path rule keeps the path they are refused or asked so in every mode (`guarded.rs`);
 //! - expansions that evaluate a value: `${x@P}`, `${x@E}`, `${!x}` (but not `${!arr[@]}` or
 //!   `${!prefix*}`); arithmetic on a variable the line sets from something it does not spell
 //!   out (input, a file name, a substitution) asks, since `a[$(cmd)]` in it would run; an
