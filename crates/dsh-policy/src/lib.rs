@@ -18,6 +18,7 @@
 mod added;
 mod confine;
 mod glob;
+mod linked;
 mod memory;
 mod mode;
 mod protect;

@@ -6,13 +6,15 @@
 //!   each saying "read-only mode" — a confirm-list `make` too.
 //! - `ask` (the default): abstains; the other listeners and a person decide.
 //! - `auto`: lifts the asks a rule could lift for a program on the confirm list or on none
-//!   (not one that always asks: docker, ssh, kubectl, …), the shell policy's "writes a file
-//!   inside the workspace" asks, and file-tool writes — a Rule allow that holds only in the
-//!   hardened workspace-write sandbox (protected paths read-only through bind mounts, reads
-//!   confined, no sockets). It never lifts reads outside the workspace, the network, protected
-//!   paths, memory files or configured ask rules: those listeners' Rule asks and denials
-//!   outrank this allow. Where the hardened sandbox is not enforced, `auto` abstains —
-//!   behaving as `ask` — and the session says why.
+//!   (not one that always asks: docker, ssh, gh, kubectl, …; nor git beyond its reading
+//!   subcommands, which could only fail with `.git` read-only), the shell policy's "writes a
+//!   file inside the workspace" asks, and file-tool writes — a Rule allow that holds only in
+//!   the hardened workspace-write sandbox (protected paths read-only through bind mounts,
+//!   reads confined, no sockets). It never lifts reads outside the workspace, the network,
+//!   protected paths, memory files or configured ask rules (a file tool's path rule included,
+//!   wherever a command writes): those listeners' Rule asks and denials outrank this allow.
+//!   Where the hardened sandbox is not enforced, `auto` abstains — behaving as `ask` — and
+//!   the session says why.
 //! - `yolo`: abstains; the approver approves every ask (guards, the sandbox and the network
 //!   ban still hold).
 //!

@@ -96,6 +96,12 @@ impl Rule {
         self.pattern.as_ref().is_some_and(|p| p.matches(rel))
     }
 
+    /// Whether its specifier is a path pattern (a rule for a tool other than `run_shell`
+    /// that names one).
+    pub(crate) fn names_paths(&self) -> bool {
+        self.pattern.is_some()
+    }
+
     /// The rule as written.
     pub fn text(&self) -> String {
         match &self.specifier {

@@ -350,36 +350,145 @@ fn payload<'a>(args: &'a [Word], at: usize, ask_note: Option<&'static str>) -> W
     }
 }
 
-/// Programs that always ask, whatever the mode: they reach other machines, containers, the
-/// system's services or another user (`auto` never lifts them).
+/// Programs that always ask, whatever the mode: they reach other machines, containers or
+/// virtual machines, credentials and their agents, the system's services, or another user
+/// or namespace (`auto` never lifts them, even on the confirm list or none). The hardened
+/// sandbox bounds what runs in the workspace; these exist to act outside it, so a person
+/// sees each one.
+const ALWAYS_ASK: &[&str] = &[
+    // Containers, their images and runtimes, and virtual machines.
+    "docker",
+    "docker-compose",
+    "podman",
+    "podman-compose",
+    "nerdctl",
+    "buildah",
+    "skopeo",
+    "crictl",
+    "ctr",
+    "runc",
+    "crun",
+    "lxc",
+    "incus",
+    "machinectl",
+    "systemd-nspawn",
+    "virsh",
+    "vagrant",
+    "multipass",
+    "limactl",
+    "colima",
+    "distrobox",
+    "toolbox",
+    "apptainer",
+    "singularity",
+    // Clusters.
+    "kubectl",
+    "helm",
+    "oc",
+    "eksctl",
+    "minikube",
+    "kind",
+    "k3d",
+    "k9s",
+    "kubectx",
+    "kubens",
+    "argocd",
+    "istioctl",
+    // Clouds, hosting and deployment.
+    "gcloud",
+    "gsutil",
+    "aws",
+    "az",
+    "doctl",
+    "hcloud",
+    "flyctl",
+    "heroku",
+    "vercel",
+    "netlify",
+    "wrangler",
+    "firebase",
+    "railway",
+    "terraform",
+    "tofu",
+    "terragrunt",
+    "pulumi",
+    "nomad",
+    "rclone",
+    // Code forges.
+    "gh",
+    "glab",
+    "hub",
+    // Other machines.
+    "ssh",
+    "scp",
+    "sftp",
+    "rsync",
+    "sshpass",
+    "sshfs",
+    "mosh",
+    "autossh",
+    "ssh-copy-id",
+    "ansible",
+    "ansible-playbook",
+    "ansible-pull",
+    "salt",
+    "salt-ssh",
+    "pdsh",
+    "curl",
+    "wget",
+    // Credentials and their agents.
+    "ssh-add",
+    "ssh-agent",
+    "gpg",
+    "gpg2",
+    "gpg-agent",
+    "gpgconf",
+    "gpg-connect-agent",
+    "ansible-vault",
+    "vault",
+    "op",
+    "bw",
+    "pass",
+    "gopass",
+    "secret-tool",
+    "keyctl",
+    "aws-vault",
+    "sops",
+    "kinit",
+    // The system's services, mounts and schedules.
+    "systemd-run",
+    "systemctl",
+    "service",
+    "loginctl",
+    "busctl",
+    "dbus-send",
+    "gdbus",
+    "mount",
+    "umount",
+    "crontab",
+    "at",
+    // Another user, namespace or root directory.
+    "sudo",
+    "su",
+    "doas",
+    "pkexec",
+    "run0",
+    "runuser",
+    "sg",
+    "newgrp",
+    "nsenter",
+    "unshare",
+    "chroot",
+    "setpriv",
+    "capsh",
+    "bwrap",
+    "firejail",
+];
+
+/// Whether `name` (or the program a path to it names) is one of [`ALWAYS_ASK`].
 pub(crate) fn always_asks(name: &str) -> bool {
     let base = name.rsplit('/').next().unwrap_or(name);
-    matches!(
-        base,
-        "docker"
-            | "podman"
-            | "nerdctl"
-            | "systemd-run"
-            | "systemctl"
-            | "busctl"
-            | "dbus-send"
-            | "sudo"
-            | "su"
-            | "doas"
-            | "pkexec"
-            | "ssh"
-            | "scp"
-            | "sftp"
-            | "rsync"
-            | "kubectl"
-            | "helm"
-            | "gcloud"
-            | "aws"
-            | "az"
-            | "terraform"
-            | "curl"
-            | "wget"
-    )
+    ALWAYS_ASK.contains(&base)
 }
 
 /// Programs whose job is the network: with commands' network off they cannot work.

@@ -2,14 +2,15 @@
 //! `install`, `ln`, `touch`, `rm`, `mkdir`, `chmod`, `tar -x`, `unzip -d`, `patch`, `sed -i`,
 //! `dd of=`, `find -delete`, … — judged like a redirection's target: outside the workspace
 //! and the session's temporary directory, into a device, a protected path or a prompt file,
-//! they are refused whatever the lists, rules or approvals say. Inside, the program's own
-//! verdict (its list, a rule, a person) decides.
+//! they are refused whatever the lists, rules or approvals say; where a file tool's path rule
+//! keeps them, they are refused or asked as its writes are (`guarded.rs`). Elsewhere inside,
+//! the program's own verdict (its list, a rule, a person) decides.
 //!
 //! A destination holding a glob (`rm *.o`) is judged as a pattern: it must stay inside the
 //! workspace lexically, and none of its components may match a protected path's (`.g*` would
 //! match `.git`, `*.md` would match `AGENTS.md`).
 
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
 use dsh_core::quote_capped;
 
@@ -473,9 +474,9 @@ fn tar(args: &[Word], push: &mut impl FnMut(&Word, String, Reach)) {
 
 impl ShellPolicy {
     /// A program's destination: refused outside the workspace and the session's temporary
-    /// directory, into a device, a protected path or a prompt file (the path itself, what
-    /// lies beneath it, or — for a tree — a protected path beneath the target), or when it is
-    /// named only at run time; inside, nothing is added (the program's own verdict decides).
+    /// directory, into a device, a protected path or a prompt file, or when it is named only
+    /// at run time; refused or asked where a file tool's path rule keeps it (`guarded.rs`);
+    /// elsewhere inside, nothing is added (the program's own verdict decides).
     pub(crate) fn judge_destination(
         &self,
         d: &Destination,
@@ -493,8 +494,8 @@ impl ShellPolicy {
             }
             Word::Lit { text, glob: false } => text.as_str(),
             Word::Lit { text, glob: true } => {
-                if let Some(why) = self.glob_destination(text, dirs) {
-                    out.push(deny(format!("{how} {why}")));
+                if let Some(kept) = self.kept_glob(text, dirs) {
+                    out.push(kept.judgement(&how));
                 }
                 return;
             }
@@ -505,11 +506,19 @@ impl ShellPolicy {
                 )));
             }
         };
+        let mut asked = false;
         for dir in dirs {
             let reason = match self.place(dir, target) {
                 Place::Sink | Place::Temp => continue,
-                Place::Inside(rel) => match self.protected_at(&rel, d.reach) {
-                    Some(why) => format!("{how} {why}"),
+                Place::Inside(rel) => match self.kept_write(&rel, d.reach) {
+                    Some(kept) if kept.verdict == Verdict::Deny => format!("{how} {}", kept.why),
+                    // A file tool's ask rule: asked once, while another directory may refuse.
+                    Some(kept) => {
+                        if !std::mem::replace(&mut asked, true) {
+                            out.push(kept.judgement(&how));
+                        }
+                        continue;
+                    }
                     None => continue,
                 },
                 _ if d.reach == Reach::LinkTarget => continue,
@@ -527,141 +536,6 @@ impl ShellPolicy {
             return out.push(deny(reason));
         }
     }
-
-    /// Why writing `rel` (reached as `reach`) touches a protected path, if it does: `rel`
-    /// itself or what lies beneath it (`.git` for `.git/**`), or for a tree a protected path
-    /// that exists beneath `rel` (`rm -rf .` holds `.git`).
-    fn protected_at(&self, rel: &Path, reach: Reach) -> Option<String> {
-        let hit = crate::protected_match(&self.protected, rel)
-            .or_else(|| crate::protected_match(&self.protected, &rel.join("x")));
-        if let Some(hit) = hit {
-            return Some(format!(
-                "writes {}, which is protected (`{}`)",
-                dsh_core::quote_capped_path(rel),
-                hit.as_str()
-            ));
-        }
-        if reach != Reach::Tree {
-            return None;
-        }
-        for p in &self.protected {
-            let anchor: PathBuf = p
-                .as_str()
-                .split('/')
-                .take_while(|c| !c.contains(['*', '?', '[', '{']))
-                .collect();
-            if anchor.as_os_str().is_empty() || !anchor.starts_with(rel) {
-                continue;
-            }
-            if self.workspace.root().join(&anchor).exists() {
-                let place = if rel.as_os_str().is_empty() {
-                    "the workspace".to_owned()
-                } else {
-                    dsh_core::quote_capped_path(rel)
-                };
-                return Some(format!(
-                    "reaches everything beneath {place}, which holds the protected {} (`{}`); name what to remove",
-                    dsh_core::quote_capped_path(&anchor),
-                    p.as_str()
-                ));
-            }
-        }
-        None
-    }
-
-    /// Why a glob destination may reach what a named one could not, or `None`.
-    fn glob_destination(&self, pattern: &str, dirs: &[PathBuf]) -> Option<String> {
-        let given = Path::new(pattern);
-        if given.is_absolute()
-            || pattern.starts_with('~')
-            || given.components().any(|c| c == Component::ParentDir)
-        {
-            return Some(format!(
-                "names files by a pattern ({}) that may lead outside the workspace",
-                quote_capped(pattern)
-            ));
-        }
-        for dir in dirs {
-            let full: Vec<String> = dir
-                .components()
-                .chain(given.components())
-                .filter(|c| *c != Component::CurDir)
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            for p in &self.protected {
-                let parts: Vec<&str> = p.as_str().split('/').collect();
-                let anchor: Vec<&str> = parts
-                    .iter()
-                    .copied()
-                    .take_while(|c| !c.contains(['*', '?', '[', '{']))
-                    .collect();
-                // A pattern longer than a file's anchor cannot reach into it (`*/x` and
-                // `AGENTS.md`); one that is a prefix of it reaches what is beneath.
-                let anchor_is_dir = parts.len() > anchor.len();
-                let reaches = anchor.is_empty()
-                    || ((full.len() <= anchor.len() || anchor_is_dir)
-                        && full
-                            .iter()
-                            .zip(&anchor)
-                            .all(|(g, a)| component_matches(g, &a.to_ascii_lowercase())));
-                if reaches {
-                    return Some(format!(
-                        "names files by a pattern ({}) that may match the protected `{}`; name the files",
-                        quote_capped(pattern),
-                        p.as_str()
-                    ));
-                }
-            }
-        }
-        None
-    }
-}
-
-/// Whether the shell pattern component `glob` may match `name` (compared case-folded):
-/// `*`, `?` and bracket classes as bash reads them without `dotglob` (a leading dot is
-/// matched only by a leading dot).
-fn component_matches(glob: &str, name: &str) -> bool {
-    let glob = glob.to_ascii_lowercase();
-    if name.starts_with('.') && !glob.starts_with('.') {
-        return false;
-    }
-    fn matches(g: &[u8], n: &[u8]) -> bool {
-        match (g.first(), n.first()) {
-            (None, None) => true,
-            (Some(b'*'), _) => matches(&g[1..], n) || (!n.is_empty() && matches(g, &n[1..])),
-            (Some(b'?'), Some(_)) => matches(&g[1..], &n[1..]),
-            (Some(b'['), Some(&c)) => match class(&g[1..], c) {
-                Some((true, rest)) => matches(rest, &n[1..]),
-                Some((false, _)) => false,
-                // Not a class: a literal `[`.
-                None => c == b'[' && matches(&g[1..], &n[1..]),
-            },
-            (Some(a), Some(b)) if a == b => matches(&g[1..], &n[1..]),
-            _ => false,
-        }
-    }
-    /// Whether `c` is in the class that starts `g` (after `[`), and what follows it.
-    fn class(g: &[u8], c: u8) -> Option<(bool, &[u8])> {
-        let (negate, body) = match g.first() {
-            Some(b'!' | b'^') => (true, &g[1..]),
-            _ => (false, g),
-        };
-        let end = body.iter().skip(1).position(|&b| b == b']')? + 1;
-        let set = &body[..end];
-        let mut hit = false;
-        let mut i = 0;
-        while i < set.len() {
-            if i + 2 < set.len() && set[i + 1] == b'-' {
-                hit |= (set[i]..=set[i + 2]).contains(&c);
-                i += 3;
-            } else {
-                hit |= set[i] == c;
-                i += 1;
-            }
-        }
-        Some((hit != negate, &body[end + 1..]))
-    }
-    matches(glob.as_bytes(), name.as_bytes())
 }
 
 #[cfg(test)]
@@ -720,18 +594,5 @@ mod tests {
         assert_eq!(targets("patch -p1 -o out f"), ["out", "f"]);
         assert_eq!(targets("find build -name x -delete"), ["build"]);
         assert!(targets("cat a b").is_empty());
-    }
-
-    #[test]
-    fn glob_components_match_as_bash_does_without_dotglob() {
-        assert!(component_matches(".g*", ".git"));
-        assert!(component_matches("*.md", "agents.md"));
-        assert!(!component_matches("*", ".git"));
-        assert!(!component_matches("*.rs", "agents.md"));
-        assert!(component_matches("?gents.md", "agents.md"));
-        assert!(component_matches(".[a-z]*", ".git"));
-        assert!(!component_matches(".[a-z]*cache", ".git"));
-        assert!(!component_matches("[!.]*", ".git"));
-        assert!(component_matches("[a-z]gents.md", "agents.md"));
     }
 }

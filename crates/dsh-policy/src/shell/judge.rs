@@ -197,13 +197,10 @@ impl ShellPolicy {
                         quoted = quote_capped(&format!("cd {target}"))
                     ));
                 }
-                if let Some(hit) = crate::protected_match(&self.protected, &rel)
-                    .or_else(|| crate::protected_match(&self.protected, &rel.join("x")))
-                {
+                if let Some(why) = self.protected_place(&rel) {
                     return Err(format!(
-                        "{quoted} enters {}, which is protected (`{}`)",
+                        "{quoted} enters {}, {why}",
                         quote_capped_path(&rel),
-                        hit.as_str(),
                         quoted = quote_capped(&format!("cd {target}"))
                     ));
                 }
@@ -586,27 +583,21 @@ impl ShellPolicy {
                     Verdict::Ask,
                     format!("{text}: {why}", text = quote_capped(text)),
                 )),
-                Err(NotFree::Listed(why)) => out.push(Judgement {
-                    verdict: Verdict::Ask,
-                    by_rule: false,
-                    firm: false,
-                    reads_only: false,
-                    auto_liftable: true,
-                    reason: format!("{text}: {why}, so it asks", text = quote_capped(text)),
-                }),
+                Err(NotFree::Listed(why)) => out.push(listed(
+                    Verdict::Ask,
+                    name,
+                    format!("{text}: {why}, so it asks", text = quote_capped(text)),
+                )),
             }
         } else if confirm {
-            out.push(Judgement {
-                verdict: Verdict::Ask,
-                by_rule: false,
-                firm: false,
-                reads_only: false,
-                auto_liftable: !commands::always_asks(name),
-                reason: format!(
+            out.push(listed(
+                Verdict::Ask,
+                name,
+                format!(
                     "{text} is on the confirm list ({origin})",
                     text = quote_capped(text)
                 ),
-            });
+            ));
             if name == "find" {
                 // Its `-exec` payloads are still judged.
                 let _ = self.find_pass(&words[1..], at, out);
@@ -632,14 +623,29 @@ impl ShellPolicy {
                 "and `[shell] unlisted = \"deny\"` refuses such programs",
             ),
         };
-        Judgement {
-            verdict,
-            by_rule: false,
-            firm: false,
-            reads_only: false,
-            auto_liftable: !commands::always_asks(name),
-            reason: format!("{why}, {how}"),
-        }
+        listed(verdict, name, format!("{why}, {how}"))
+    }
+}
+
+/// What the lists say of `name` (a confirm-list program, one on no list, or a read-only one
+/// used in a way that does not read): an ask `auto` may lift, unless the program always asks
+/// ([`commands::always_asks`]) or is git. auto's sandbox keeps `.git` read-only, so git
+/// doing anything but read would be allowed there only to fail: it keeps asking, saying so.
+fn listed(verdict: Verdict, name: &str, reason: String) -> Judgement {
+    let git = name.rsplit('/').next() == Some("git");
+    Judgement {
+        verdict,
+        by_rule: false,
+        firm: false,
+        reads_only: false,
+        auto_liftable: !commands::always_asks(name) && !git,
+        reason: if git && verdict == Verdict::Ask {
+            format!(
+                "{reason}; auto mode never writes `.git` (its sandbox keeps it read-only), so git beyond its reading subcommands asks there too"
+            )
+        } else {
+            reason
+        },
     }
 }
 

@@ -34,7 +34,9 @@
 //!   `find -fprint`, `git --output`, …) into a place outside the workspace and the session's
 //!   temporary directory (`$TMPDIR` is known; `$HOME`, `$(…)` are not), into a device other
 //!   than `/dev/null`/`/dev/stdout`/`/dev/stderr`, or into a protected path, matched as a
-//!   case-folding file system resolves it (`places.rs`); writes inside ask at tier `Rule`;
+//!   case-folding file system resolves it and where a protected symlink leads (`places.rs`,
+//!   `guarded.rs`); writes inside ask at tier `Rule`, and where a file tool's `deny`/`ask`
+//!   path rule keeps the path they are refused or asked so in every mode (`guarded.rs`);
 //! - expansions that evaluate a value: `${x@P}`, `${x@E}`, `${!x}` (but not `${!arr[@]}` or
 //!   `${!prefix*}`); arithmetic on a variable the line sets from something it does not spell
 //!   out (input, a file name, a substitution) asks, since `a[$(cmd)]` in it would run; an
@@ -77,6 +79,7 @@ mod destinations;
 mod doors;
 mod free;
 mod git_reads;
+mod guarded;
 mod judge;
 mod parse;
 mod places;
@@ -171,7 +174,8 @@ pub struct Judgement {
     /// read-only sandbox); `false` on every other part.
     pub reads_only: bool,
     /// An ask the `auto` mode may lift (in the hardened sandbox): a program on the confirm
-    /// list or on none (not one that always asks), or a write inside the workspace.
+    /// list or on none (not one that always asks, nor git: its sandbox keeps `.git`
+    /// read-only), or a write inside the workspace no file tool's rule keeps.
     pub auto_liftable: bool,
     pub reason: String,
 }
@@ -234,7 +238,10 @@ pub struct ShellPolicy {
     /// `deny`/`ask` rules of dsh's reading tools with a path pattern: a shell word naming such
     /// a path gets the same verdict, so `cat .env` is not a way around `deny read_file(.env)`.
     read_rules: Vec<Rule>,
-    /// Protected paths: a redirection may never write them.
+    /// `deny`/`ask` rules of dsh's other tools with a path pattern (`write_file(migrations/**)`):
+    /// a command writing such a path is refused or asked as the file tools' writes are.
+    write_rules: Vec<Rule>,
+    /// Protected paths: no shell write may reach them.
     protected: Vec<crate::PathPattern>,
     lists: ShellLists,
     network: NetworkVote,
@@ -293,6 +300,7 @@ impl ShellPolicy {
             network,
             max_commands: MAX_COMMANDS,
             read_rules: Vec::new(),
+            write_rules: Vec::new(),
             protected: Vec::new(),
             temp_dir: None,
             pass_env: Vec::new(),
@@ -354,10 +362,13 @@ impl ShellPolicy {
         self
     }
 
-    /// Carries the file tools' path rules over to the shell: `deny`/`ask` rules that name a
-    /// path for one of the `readers` — the session's tools that declare themselves read-only
-    /// (the registry's flag, not a list of names) — apply to every shell word and redirection
-    /// naming that path, and `protected` paths may not be written by redirection.
+    /// Carries the file tools' path rules over to the shell, as [`crate::PermissionRules`]
+    /// spreads them over other tools' declarations: `deny`/`ask` rules that name a path for
+    /// one of the `readers` — the session's tools that declare themselves read-only (the
+    /// registry's flag, not a list of names) — apply to every shell word and redirection
+    /// naming that path; those of any other tool (`write_file`, `edit_file`, …) to every
+    /// place a command writes (redirections, output flags, the destinations of `cp`, `mv`,
+    /// `touch`, `sed -i`, …). `protected` paths may not be written by any of them.
     #[must_use]
     pub fn with_file_rules(
         mut self,
@@ -365,12 +376,10 @@ impl ShellPolicy {
         readers: &[String],
         protected: Vec<crate::PathPattern>,
     ) -> Self {
-        self.read_rules = rules
+        (self.read_rules, self.write_rules) = rules
             .into_iter()
-            .filter(|r| {
-                r.kind != RuleKind::Allow && r.specifier.is_some() && readers.contains(&r.tool)
-            })
-            .collect();
+            .filter(|r| r.kind != RuleKind::Allow && r.names_paths())
+            .partition(|r| readers.contains(&r.tool));
         self.protected = protected;
         self
     }

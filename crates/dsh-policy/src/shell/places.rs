@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use dsh_core::{quote_capped, quote_capped_path};
 
+use super::destinations::Reach;
 use super::judge::firm;
 use super::parse::{Parsed, Redirect};
 use super::words::Word;
@@ -164,8 +165,9 @@ impl ShellPolicy {
 
     /// A file write (redirection or output flag): outside the workspace and the session's
     /// temporary directory, into a device, or to a place named at run time → deny; into a
-    /// protected path → deny; anywhere else → ask at tier `Rule` (the sandbox bounds what a
-    /// person approves).
+    /// protected path or one a file tool's deny rule keeps → deny; one a file tool's ask rule
+    /// keeps → ask at tier `Rule`, never lifted (`guarded.rs`); anywhere else → ask at tier
+    /// `Rule` (the sandbox bounds what a person approves).
     pub(crate) fn judge_write(&self, w: &Write, dirs: &[PathBuf], out: &mut Vec<Judgement>) {
         let deny = |reason: String| firm(Verdict::Deny, reason);
         let how = &w.how;
@@ -182,21 +184,19 @@ impl ShellPolicy {
             )));
         };
         let mut asks = false;
+        // A file tool's ask rule on the path: asked so, and never lifted.
+        let mut kept_ask = None;
         for dir in dirs {
             match self.place(dir, target) {
                 Place::Sink => {}
                 Place::Temp => asks = true,
-                Place::Inside(rel) => {
-                    if let Some(hit) = crate::protected_match(&self.protected, &rel) {
-                        return out.push(deny(format!(
-                            "{how} writes {}, which is protected (`{}`)",
-                            quote_capped_path(&rel),
-                            hit.as_str(),
-                            how = quote_capped(how)
-                        )));
+                Place::Inside(rel) => match self.kept_write(&rel, Reach::Path) {
+                    Some(kept) if kept.verdict == Verdict::Deny => {
+                        return out.push(kept.judgement(&quote_capped(how)));
                     }
-                    asks = true;
-                }
+                    Some(kept) => kept_ask = kept_ask.or(Some(kept)),
+                    None => asks = true,
+                },
                 Place::Device => {
                     return out.push(deny(format!(
                         "{how} writes to the device {target}; only /dev/null, /dev/stdout and /dev/stderr may be written",
@@ -221,7 +221,9 @@ impl ShellPolicy {
                 }
             }
         }
-        if asks {
+        if let Some(kept) = kept_ask {
+            out.push(kept.judgement(&quote_capped(how)));
+        } else if asks {
             // A person approves it, or `auto` lifts it (its sandbox keeps protected paths).
             let mut j = firm(
                 Verdict::Ask,
