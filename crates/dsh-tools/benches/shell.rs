@@ -80,6 +80,14 @@ fn benches(c: &mut Criterion) {
             Some(h.clone()),
             Clearance::ReadOnly,
         ));
+        // A call `auto` let run: the hardened profile (mount namespace, survey and settle of
+        // the default protected paths and prompt files).
+        modes.push((
+            "hardened",
+            SandboxMode::Required,
+            Some(h.clone()),
+            Clearance::Hardened,
+        ));
     }
 
     let mut group = c.benchmark_group("run_shell_spawn");
@@ -91,6 +99,12 @@ fn benches(c: &mut Criterion) {
             ShellSettings {
                 sandbox: mode,
                 helper,
+                keep: dsh_tools::shell::Keep {
+                    fixed: [".git", ".dsh", "AGENTS.md", "AGENT.md", "CLAUDE.md"]
+                        .map(PathBuf::from)
+                        .to_vec(),
+                    judge: None,
+                },
                 ..ShellSettings::default()
             },
         );
