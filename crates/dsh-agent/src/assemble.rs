@@ -143,8 +143,10 @@ impl SessionSettings {
     /// (every default in one place).
     pub fn new(workspace: impl Into<PathBuf>, dsh_home: impl Into<PathBuf>) -> Self {
         use dsh_config::defaults as d;
+        // The key table's defaults, through `Config::default`.
+        let c = dsh_config::Config::default();
         let usize_of = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        let shell_timeout = Duration::from_secs(d::SHELL_TIMEOUT_S);
+        let shell_timeout = Duration::from_secs(c.shell.timeout_s);
         SessionSettings {
             workspace: workspace.into(),
             dsh_home: dsh_home.into(),
@@ -154,22 +156,22 @@ impl SessionSettings {
                 .map(|s| (*s).to_owned())
                 .collect(),
             limits: dsh_tools::Limits {
-                max_read_bytes: usize_of(d::LIMITS_MAX_READ_BYTES),
-                max_results: usize_of(d::LIMITS_MAX_RESULTS),
+                max_read_bytes: usize_of(c.limits.max_read_bytes),
+                max_results: usize_of(c.limits.max_results),
                 ..dsh_tools::Limits::default()
             },
-            max_parallel: usize_of(d::LIMITS_MAX_PARALLEL),
-            spill_chars: usize_of(d::LIMITS_SPILL_CHARS),
+            max_parallel: usize_of(c.limits.max_parallel),
+            spill_chars: usize_of(c.limits.spill_chars),
             fsync_every_record: false,
             tool_timeout: Duration::from_secs(d::TOOL_TIMEOUT_S),
             shell: dsh_tools::ShellSettings {
                 timeout: shell_timeout,
                 max_timeout: shell_timeout.max(Duration::from_secs(d::SHELL_MAX_TIMEOUT_S)),
-                max_output_chars: usize_of(d::SHELL_MAX_OUTPUT_CHARS),
+                max_output_chars: usize_of(c.shell.max_output_chars),
                 ..dsh_tools::ShellSettings::default()
             },
             shell_lists: ShellLists::default(),
-            mode: dsh_config::defaults::PERMISSIONS_MODE,
+            mode: c.permissions.mode,
             approval: Approval::None,
             config_digest: String::new(),
             provider: None,

@@ -284,12 +284,6 @@ string_enum! {
     }
 }
 
-impl Default for PermissionMode {
-    fn default() -> Self {
-        crate::defaults::PERMISSIONS_MODE
-    }
-}
-
 impl SandboxMode {
     /// Strictness rank: off 0, auto 1, required 2.
     pub fn strictness(self) -> u8 {
@@ -332,22 +326,6 @@ pub struct ModelConfig {
     pub idle_timeout_s: u64,
     /// Retries of a call that failed before any content arrived.
     pub max_retries: u64,
-}
-
-impl Default for ModelConfig {
-    fn default() -> Self {
-        let provider = Provider::Openai;
-        ModelConfig {
-            provider,
-            base_url: provider.default_base_url().to_string(),
-            model: None,
-            api_key_env: provider.default_api_key_env().map(str::to_string),
-            context_window: None,
-            price: None,
-            idle_timeout_s: crate::defaults::MODEL_IDLE_TIMEOUT_S,
-            max_retries: crate::defaults::MODEL_MAX_RETRIES,
-        }
-    }
 }
 
 /// A permission rule: `ToolName` (every call of the tool) or `ToolName(specifier)`.
@@ -438,7 +416,7 @@ fn parse_rule(text: &str) -> Result<(&str, Option<&str>), String> {
 }
 
 /// `[permissions]`: rules from every layer, accumulated.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Permissions {
     /// The permission mode.
     pub mode: PermissionMode,
@@ -466,20 +444,6 @@ pub struct ShellConfig {
     pub max_output_chars: u64,
     /// Environment variables passed through to commands (all others are dropped).
     pub pass_env: Vec<String>,
-}
-
-impl Default for ShellConfig {
-    fn default() -> Self {
-        let words = |s: &str| s.split_whitespace().map(str::to_string).collect();
-        ShellConfig {
-            safe: words(defaults::SHELL_SAFE),
-            confirm: words(defaults::SHELL_CONFIRM),
-            unlisted: defaults::SHELL_UNLISTED,
-            timeout_s: defaults::SHELL_TIMEOUT_S,
-            max_output_chars: defaults::SHELL_MAX_OUTPUT_CHARS,
-            pass_env: Vec::new(),
-        }
-    }
 }
 
 /// `[guards]`.
@@ -555,8 +519,7 @@ pub struct Limits {
     pub max_steps: u64,
     /// Token budget per session.
     pub max_tokens: u64,
-    /// Calls executing at once, at most
-    /// [`LIMITS_MAX_PARALLEL_BOUND`](defaults::LIMITS_MAX_PARALLEL_BOUND).
+    /// Calls executing at once (at most 64: the key table's bound).
     pub max_parallel: u64,
     /// Bytes `read_file` returns at most.
     pub max_read_bytes: u64,
@@ -568,74 +531,11 @@ pub struct Limits {
     pub max_cost_usd: f64,
 }
 
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_steps: defaults::LIMITS_MAX_STEPS,
-            max_tokens: defaults::LIMITS_MAX_TOKENS,
-            max_parallel: defaults::LIMITS_MAX_PARALLEL,
-            max_read_bytes: defaults::LIMITS_MAX_READ_BYTES,
-            max_results: defaults::LIMITS_MAX_RESULTS,
-            spill_chars: defaults::LIMITS_SPILL_CHARS,
-            max_cost_usd: defaults::LIMITS_MAX_COST_USD,
-        }
-    }
-}
-
-impl Limits {
-    pub(crate) const NAMES: [&'static str; 6] = [
-        "max_steps",
-        "max_tokens",
-        "max_parallel",
-        "max_read_bytes",
-        "max_results",
-        "spill_chars",
-    ];
-
-    /// Whether 0 means "no limit" for the value at `i` (`max_tokens`): the loosest value.
-    pub(crate) fn zero_is_off(i: usize) -> bool {
-        Self::NAMES[i] == "max_tokens"
-    }
-
-    /// The largest value accepted at `i`, if it has a bound (`max_parallel`).
-    pub(crate) fn upper_bound(i: usize) -> Option<u64> {
-        (Self::NAMES[i] == "max_parallel").then_some(defaults::LIMITS_MAX_PARALLEL_BOUND)
-    }
-
-    /// How tight the value `v` at `i` is, for comparisons: larger is looser.
-    pub(crate) fn looseness(i: usize, v: u64) -> u64 {
-        if v == 0 && Self::zero_is_off(i) {
-            u64::MAX
-        } else {
-            v
-        }
-    }
-
-    pub(crate) fn slots(&mut self) -> [&mut u64; 6] {
-        [
-            &mut self.max_steps,
-            &mut self.max_tokens,
-            &mut self.max_parallel,
-            &mut self.max_read_bytes,
-            &mut self.max_results,
-            &mut self.spill_chars,
-        ]
-    }
-}
-
 /// `[journal]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct JournalConfig {
     /// When to fsync (default batch).
     pub fsync: Fsync,
-}
-
-impl Default for JournalConfig {
-    fn default() -> Self {
-        JournalConfig {
-            fsync: Fsync::Batch,
-        }
-    }
 }
 
 /// `[sandbox]`.
@@ -647,15 +547,6 @@ pub struct SandboxConfig {
     pub allow_network: bool,
 }
 
-impl Default for SandboxConfig {
-    fn default() -> Self {
-        SandboxConfig {
-            mode: SandboxMode::Auto,
-            allow_network: false,
-        }
-    }
-}
-
 /// `[context]`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextConfig {
@@ -663,15 +554,6 @@ pub struct ContextConfig {
     pub keep_turns: u64,
     /// Fraction of the context window the history may fill (0 < f ≤ 1).
     pub max_fraction: f64,
-}
-
-impl Default for ContextConfig {
-    fn default() -> Self {
-        ContextConfig {
-            keep_turns: defaults::CONTEXT_KEEP_TURNS,
-            max_fraction: defaults::CONTEXT_MAX_FRACTION,
-        }
-    }
 }
 
 string_enum! {
@@ -693,14 +575,6 @@ pub struct ToolsConfig {
     pub mode: ToolsMode,
 }
 
-impl Default for ToolsConfig {
-    fn default() -> Self {
-        ToolsConfig {
-            mode: ToolsMode::Native,
-        }
-    }
-}
-
 /// `[verify]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VerifyConfig {
@@ -708,15 +582,6 @@ pub struct VerifyConfig {
     pub command: Option<String>,
     /// Rounds of fixing after a failed check.
     pub max_rounds: u64,
-}
-
-impl Default for VerifyConfig {
-    fn default() -> Self {
-        VerifyConfig {
-            command: None,
-            max_rounds: defaults::VERIFY_MAX_ROUNDS,
-        }
-    }
 }
 
 /// One `[agents.NAME]` profile. Tool names are checked when the session is assembled.
@@ -737,8 +602,9 @@ impl AgentProfile {
     pub const BUILT_IN: [&'static str; 4] = ["search", "code", "shell", "general"];
 }
 
-/// The effective configuration. `Config::default()` is the built-in defaults.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// The effective configuration. `Config::default()` is the built-in defaults: the scalar
+/// keys' from the key table ([`crate::keys::KEYS`]), the lists' from [`defaults`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Config {
     /// `[model]`.
     pub model: ModelConfig,
@@ -772,6 +638,100 @@ pub struct Config {
     /// `[skills.NAME]`, by name: kept as TOML tables until the skills issue lands.
     pub skills: BTreeMap<String, Sourced<toml::Table>>,
 }
+
+impl Default for Config {
+    fn default() -> Self {
+        let words = |s: &str| s.split_whitespace().map(str::to_string).collect();
+        // Every scalar below is a placeholder: the key table stores each key's default next.
+        let mut c = Config {
+            model: ModelConfig {
+                provider: Provider::Openai,
+                base_url: String::new(),
+                model: None,
+                api_key_env: None,
+                context_window: None,
+                price: None,
+                idle_timeout_s: 0,
+                max_retries: 0,
+            },
+            permissions: Permissions {
+                mode: PermissionMode::Ask,
+                allow: Vec::new(),
+                ask: Vec::new(),
+                deny: Vec::new(),
+            },
+            shell: ShellConfig {
+                safe: words(defaults::SHELL_SAFE),
+                confirm: words(defaults::SHELL_CONFIRM),
+                unlisted: Unlisted::Ask,
+                timeout_s: 0,
+                max_output_chars: 0,
+                pass_env: Vec::new(),
+            },
+            guards: Guards::default(),
+            hooks: Hooks::default(),
+            mcp: Mcp::default(),
+            limits: Limits {
+                max_steps: 0,
+                max_tokens: 0,
+                max_parallel: 0,
+                max_read_bytes: 0,
+                max_results: 0,
+                spill_chars: 0,
+                max_cost_usd: 0.0,
+            },
+            journal: JournalConfig {
+                fsync: Fsync::Batch,
+            },
+            sandbox: SandboxConfig {
+                mode: SandboxMode::Auto,
+                allow_network: false,
+            },
+            context: ContextConfig {
+                keep_turns: 0,
+                max_fraction: 0.0,
+            },
+            tools: ToolsConfig {
+                mode: ToolsMode::Native,
+            },
+            verify: VerifyConfig {
+                command: None,
+                max_rounds: 0,
+            },
+            agents: BTreeMap::new(),
+            plugins: BTreeMap::new(),
+            skills: BTreeMap::new(),
+        };
+        for k in crate::keys::KEYS {
+            k.store(&mut c, k.default.map(crate::keys::Fixed::scalar).as_ref());
+        }
+        c
+    }
+}
+
+/// Each table's defaults are the configuration's (the key table's, through
+/// [`Config::default`]).
+macro_rules! default_from_config {
+    ($($ty:ident . $field:ident),+ $(,)?) => {
+        $(impl Default for $ty {
+            fn default() -> Self {
+                Config::default().$field
+            }
+        })+
+    };
+}
+
+default_from_config!(
+    ModelConfig.model,
+    Permissions.permissions,
+    ShellConfig.shell,
+    Limits.limits,
+    JournalConfig.journal,
+    SandboxConfig.sandbox,
+    ContextConfig.context,
+    ToolsConfig.tools,
+    VerifyConfig.verify,
+);
 
 impl Config {
     /// Lowercase hex SHA-256 of the configuration's JSON form with every `origin`

@@ -9,11 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml_edit::Document;
 
-use crate::config::{
-    AgentProfile, Fsync, Hook, Layer, Limits, McpServer, OnError, Origin, PermissionMode, Price,
-    Provider, Rule, SandboxMode, Sourced, ToolsMode, Unlisted,
-};
+use crate::config::{AgentProfile, Hook, Layer, McpServer, OnError, Origin, Price, Rule, Sourced};
 use crate::error::{ConfigError, ErrorKind, line_of, tidy_serde_message};
+use crate::keys;
 use crate::locate::{Seg, dotted, path_at, span_of};
 use crate::merge::{Part, WorkspacePart};
 
@@ -21,29 +19,7 @@ use crate::merge::{Part, WorkspacePart};
 /// `.dsh/config.toml` at something huge).
 const MAX_FILE_BYTES: u64 = 1 << 20;
 
-// ---- the file schema: every key optional, unknown keys are errors ----
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawFile {
-    model: Option<RawModel>,
-    permissions: Option<RawPermissions>,
-    shell: Option<RawShell>,
-    guards: Option<RawGuards>,
-    hooks: Option<RawHooks>,
-    mcp: Option<RawMcp>,
-    limits: Option<RawLimits>,
-    journal: Option<RawJournal>,
-    sandbox: Option<RawSandbox>,
-    trust: Option<RawTrust>,
-    workspaces: Option<BTreeMap<String, RawWorkspace>>,
-    context: Option<RawContext>,
-    tools: Option<RawTools>,
-    verify: Option<RawVerify>,
-    agents: Option<BTreeMap<String, RawAgent>>,
-    plugins: Option<BTreeMap<String, toml::Table>>,
-    skills: Option<BTreeMap<String, toml::Table>>,
-}
+// ---- the shapes of the structured keys (scalars are read by the key table) ----
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -51,26 +27,6 @@ struct RawPrice {
     input: f64,
     cached_input: Option<f64>,
     output: f64,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawContext {
-    keep_turns: Option<u64>,
-    max_fraction: Option<f64>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawTools {
-    mode: Option<ToolsMode>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawVerify {
-    command: Option<String>,
-    max_rounds: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -83,59 +39,6 @@ struct RawAgent {
     max_steps: Option<u64>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawModel {
-    provider: Option<Provider>,
-    base_url: Option<String>,
-    model: Option<String>,
-    api_key_env: Option<String>,
-    context_window: Option<u64>,
-    price: Option<RawPrice>,
-    idle_timeout_s: Option<u64>,
-    max_retries: Option<u64>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawPermissions {
-    mode: Option<PermissionMode>,
-    #[serde(default)]
-    allow: Vec<String>,
-    #[serde(default)]
-    ask: Vec<String>,
-    #[serde(default)]
-    deny: Vec<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawShell {
-    #[serde(default)]
-    safe: Vec<String>,
-    #[serde(default)]
-    confirm: Vec<String>,
-    unlisted: Option<Unlisted>,
-    timeout_s: Option<u64>,
-    max_output_chars: Option<u64>,
-    #[serde(default)]
-    pass_env: Vec<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawGuards {
-    #[serde(default)]
-    protected: Vec<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawHooks {
-    #[serde(default)]
-    pre_tool_use: Vec<RawHook>,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawHook {
@@ -145,13 +48,6 @@ struct RawHook {
     on_error: Option<OnError>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawMcp {
-    #[serde(default)]
-    servers: BTreeMap<String, RawMcpServer>,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawMcpServer {
@@ -159,45 +55,6 @@ struct RawMcpServer {
     args: Option<Vec<String>>,
     env: Option<BTreeMap<String, String>>,
     url: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawLimits {
-    max_steps: Option<u64>,
-    max_tokens: Option<u64>,
-    max_parallel: Option<u64>,
-    max_read_bytes: Option<u64>,
-    max_results: Option<u64>,
-    spill_chars: Option<u64>,
-    max_cost_usd: Option<f64>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawJournal {
-    fsync: Option<Fsync>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawSandbox {
-    mode: Option<SandboxMode>,
-    allow_network: Option<bool>,
-}
-
-/// `[workspaces."<canonical path>"]`: settings for one workspace, from the user file.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawWorkspace {
-    permissions: Option<RawPermissions>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawTrust {
-    #[serde(default)]
-    workspaces: Vec<String>,
 }
 
 // ---- reading ----
@@ -296,7 +153,7 @@ pub(crate) fn parse_part(path: &Path, text: &str, layer: Layer) -> Result<Part, 
         doc,
         layer,
     };
-    let raw: RawFile = toml::from_str(text).map_err(|e| {
+    let table: toml::Table = toml::from_str(text).map_err(|e| {
         let (kind, message) = tidy_serde_message(e.message());
         let (line, key) = match e.span() {
             Some(span) => (
@@ -310,265 +167,356 @@ pub(crate) fn parse_part(path: &Path, text: &str, layer: Layer) -> Result<Part, 
             .at_line(line)
             .with_key(key)
     })?;
-    convert(&src, raw)
+    convert(&src, table)
 }
 
-fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
+/// Reads a file's tables: each key is looked up in the key table ([`keys::KEYS`]) — a
+/// scalar is read and checked there, a list or table by its own code below — and a key
+/// the table does not know is an error naming what the table holds there.
+fn convert(src: &Src<'_>, table: toml::Table) -> Result<Part, ConfigError> {
     let mut part = Part::new(src.layer, src.path.display().to_string());
     part.site.path = Some(src.path.to_path_buf());
+    for (section, value) in table {
+        let at = p([k(&section)]);
+        if !keys::sections().contains(&section.as_str()) {
+            return Err(unknown(src, &at, &keys::sections()));
+        }
+        let value = as_table(src, &at, value)?;
+        match section.as_str() {
+            "agents" => agents(src, &mut part, value)?,
+            "plugins" | "skills" => {
+                for (name, v) in value {
+                    let at = p([k(&section), k(&name)]);
+                    let table = as_table(src, &at, v)?;
+                    let origin = src.origin(&at);
+                    let entry = (
+                        name,
+                        Sourced {
+                            value: table,
+                            origin,
+                        },
+                    );
+                    if section == "plugins" {
+                        part.plugins.push(entry);
+                    } else {
+                        part.skills.push(entry);
+                    }
+                }
+            }
+            "workspaces" => workspaces(src, &mut part, value)?,
+            "trust" if src.layer != Layer::User => {
+                return Err(src.err(
+                    ErrorKind::Trust,
+                    &at,
+                    format!(
+                        "only the user config can trust workspaces, not {} \
+                         (run `dsh trust` in the workspace instead)",
+                        if src.layer == Layer::Managed {
+                            "the managed file"
+                        } else {
+                            "a project file"
+                        }
+                    ),
+                ));
+            }
+            "permissions" => {
+                let (mode, allow, ask, deny) = permissions(src, &[], value)?;
+                if let Some((key, v)) = mode {
+                    part.note_line(key.name, src.line(&p([k("permissions"), k("mode")])));
+                    part.set(key, v);
+                }
+                part.allow = allow;
+                part.ask = ask;
+                part.deny = deny;
+            }
+            _ => {
+                for (name, v) in value {
+                    key(src, &mut part, &section, &name, v)?;
+                }
+            }
+        }
+    }
+    Ok(part)
+}
 
-    if let Some(m) = raw.model {
-        if let Some(url) = &m.base_url {
-            check_url(url).map_err(|e| src.invalid(&p([k("model"), k("base_url")]), e))?;
-        }
-        if let Some(name) = &m.api_key_env {
-            check_env_name(name).map_err(|e| src.invalid(&p([k("model"), k("api_key_env")]), e))?;
-        }
-        if let Some(name) = &m.model
-            && name.trim().is_empty()
-        {
-            return Err(src.invalid(&p([k("model"), k("model")]), "must not be empty"));
-        }
-        if let Some(w) = m.context_window {
-            positive(w).map_err(|e| src.invalid(&p([k("model"), k("context_window")]), e))?;
-        }
-        if let Some(s) = m.idle_timeout_s {
-            positive(s).map_err(|e| src.invalid(&p([k("model"), k("idle_timeout_s")]), e))?;
-        }
-        if let Some(n) = m.max_retries
-            && n > 100
-        {
-            return Err(src.invalid(&p([k("model"), k("max_retries")]), "must be at most 100"));
-        }
-        if let Some(price) = &m.price {
-            for (name, v) in [
+/// One key of table `section` (not `[permissions]`, `[workspaces]`, `[agents]`, …).
+fn key(
+    src: &Src<'_>,
+    part: &mut Part,
+    section: &str,
+    name: &str,
+    value: toml::Value,
+) -> Result<(), ConfigError> {
+    let at = p([k(section), k(name)]);
+    let full = format!("{section}.{name}");
+    let Some(key) = keys::key(&full) else {
+        return Err(unknown(src, &at, &keys::keys_in(section)));
+    };
+    if key.is_scalar() {
+        let v = key.read(&value).map_err(|e| src.invalid(&at, e))?;
+        part.note_line(key.name, src.line(&at));
+        part.set(key, v);
+        return Ok(());
+    }
+    let words = |value: toml::Value| -> Result<Vec<String>, ConfigError> { de(src, &at, value) };
+    match full.as_str() {
+        "model.price" => {
+            let price: RawPrice = de(src, &at, value)?;
+            for (field, v) in [
                 ("input", Some(price.input)),
                 ("cached_input", price.cached_input),
                 ("output", Some(price.output)),
             ] {
-                if let Some(v) = v {
-                    non_negative(v)
-                        .map_err(|e| src.invalid(&p([k("model"), k("price"), k(name)]), e))?;
+                if let Some(v) = v
+                    && !(v.is_finite() && v >= 0.0)
+                {
+                    return Err(src.invalid(
+                        &p([k(section), k(name), k(field)]),
+                        format!("{v} is not a number of 0 or more"),
+                    ));
                 }
             }
+            part.price = Some(Price {
+                input: price.input,
+                cached_input: price.cached_input,
+                output: price.output,
+            });
         }
-        part.model.provider = m.provider;
-        part.model.base_url = m.base_url;
-        part.model.model = m.model;
-        part.model.api_key_env = m.api_key_env;
-        part.model.context_window = m.context_window;
-        part.model.idle_timeout_s = m.idle_timeout_s;
-        part.model.max_retries = m.max_retries;
-        part.model.price = m.price.map(|p| Price {
-            input: p.input,
-            cached_input: p.cached_input,
-            output: p.output,
-        });
-    }
-
-    if let Some(perms) = raw.permissions {
-        if perms.mode.is_some() {
-            part.note_line(
-                "permissions.mode",
-                src.line(&p([k("permissions"), k("mode")])),
-            );
-        }
-        part.mode = perms.mode;
-        let (allow, ask, deny) = parse_rules(src, &[], perms)?;
-        part.allow = allow;
-        part.ask = ask;
-        part.deny = deny;
-    }
-
-    if let Some(shell) = raw.shell {
-        for (list, words) in [("safe", &shell.safe), ("confirm", &shell.confirm)] {
-            for (i, w) in words.iter().enumerate() {
+        "shell.safe" | "shell.confirm" => {
+            let list = words(value)?;
+            for (i, w) in list.iter().enumerate() {
                 if w.is_empty() || w.chars().any(char::is_whitespace) {
                     return Err(src.invalid(
-                        &p([k("shell"), k(list), Seg::Index(i)]),
+                        &p([k(section), k(name), Seg::Index(i)]),
                         format!("{w:?} is not a command name (one word, no spaces)"),
                     ));
                 }
             }
-        }
-        for (i, name) in shell.pass_env.iter().enumerate() {
-            check_env_name(name)
-                .map_err(|e| src.invalid(&p([k("shell"), k("pass_env"), Seg::Index(i)]), e))?;
-        }
-        for (name, value) in [
-            ("timeout_s", shell.timeout_s),
-            ("max_output_chars", shell.max_output_chars),
-        ] {
-            let at = p([k("shell"), k(name)]);
-            if let Some(v) = value {
-                positive(v).map_err(|e| src.invalid(&at, e))?;
-                part.note_line(&format!("shell.{name}"), src.line(&at));
+            if name == "safe" {
+                part.safe = list;
+            } else {
+                part.confirm = list;
             }
         }
-        if shell.unlisted.is_some() {
-            part.note_line("shell.unlisted", src.line(&p([k("shell"), k("unlisted")])));
+        "shell.pass_env" => {
+            let list = words(value)?;
+            for (i, v) in list.iter().enumerate() {
+                keys::check_env_name(v)
+                    .map_err(|e| src.invalid(&p([k(section), k(name), Seg::Index(i)]), e))?;
+            }
+            part.pass_env = list;
         }
-        part.unlisted = shell.unlisted;
-        part.safe = shell.safe;
-        part.confirm = shell.confirm;
-        part.pass_env = shell.pass_env;
-        part.timeout_s = shell.timeout_s;
-        part.max_output_chars = shell.max_output_chars;
-    }
-
-    if let Some(guards) = raw.guards {
-        for (i, pattern) in guards.protected.into_iter().enumerate() {
-            let at = p([k("guards"), k("protected"), Seg::Index(i)]);
-            if pattern.trim().is_empty() {
-                return Err(src.invalid(&at, "must not be empty"));
-            }
-            part.protected.push(Sourced {
-                value: pattern,
-                origin: src.origin(&at),
-            });
-        }
-    }
-
-    if let Some(hooks) = raw.hooks {
-        for (i, h) in hooks.pre_tool_use.into_iter().enumerate() {
-            let at = |key: &str| p([k("hooks"), k("pre_tool_use"), Seg::Index(i), k(key)]);
-            if h.command.trim().is_empty() {
-                return Err(src.invalid(&at("command"), "must not be empty"));
-            }
-            if let Some(m) = &h.matcher
-                && m.trim().is_empty()
-            {
-                return Err(src.invalid(
-                    &at("matcher"),
-                    "must not be empty (leave it out to match every tool)",
-                ));
-            }
-            if let Some(t) = h.timeout_ms {
-                positive(t).map_err(|e| src.invalid(&at("timeout_ms"), e))?;
-            }
-            part.hooks.push(Sourced {
-                value: Hook {
-                    matcher: h.matcher,
-                    command: h.command,
-                    timeout_ms: h.timeout_ms.unwrap_or(crate::defaults::HOOK_TIMEOUT_MS),
-                    on_error: h.on_error.unwrap_or(OnError::Deny),
-                },
-                origin: src.origin(&p([k("hooks"), k("pre_tool_use"), Seg::Index(i)])),
-            });
-        }
-    }
-
-    if let Some(mcp) = raw.mcp {
-        for (name, s) in mcp.servers {
-            let at = p([k("mcp"), k("servers"), k(&name)]);
-            let server = match (s.command, s.url) {
-                (Some(command), None) => {
-                    if command.trim().is_empty() {
-                        let mut c = at.clone();
-                        c.push(k("command"));
-                        return Err(src.invalid(&c, "must not be empty"));
-                    }
-                    McpServer::Stdio {
-                        command,
-                        args: s.args.unwrap_or_default(),
-                        env: s.env.unwrap_or_default(),
-                    }
+        "guards.protected" => {
+            for (i, pattern) in words(value)?.into_iter().enumerate() {
+                let at = p([k(section), k(name), Seg::Index(i)]);
+                if pattern.trim().is_empty() {
+                    return Err(src.invalid(&at, "must not be empty"));
                 }
-                (None, Some(url)) => {
-                    let mut u = at.clone();
-                    u.push(k("url"));
-                    if s.args.is_some() || s.env.is_some() {
-                        return Err(src.invalid(
-                            &u,
-                            "a url server takes no args or env (those are for command servers)",
-                        ));
-                    }
-                    check_url(&url).map_err(|e| src.invalid(&u, e))?;
-                    McpServer::Http { url }
-                }
-                (Some(_), Some(_)) => {
-                    return Err(src.invalid(&at, "set either command or url, not both"));
-                }
-                (None, None) => return Err(src.invalid(&at, "needs a command or a url")),
-            };
-            part.mcp.push((
-                name,
-                Sourced {
-                    value: server,
+                part.protected.push(Sourced {
+                    value: pattern,
                     origin: src.origin(&at),
-                },
-            ));
+                });
+            }
         }
-    }
-
-    if let Some(l) = raw.limits {
-        let values = [
-            l.max_steps,
-            l.max_tokens,
-            l.max_parallel,
-            l.max_read_bytes,
-            l.max_results,
-            l.spill_chars,
-        ];
-        for (i, (name, value)) in Limits::NAMES.iter().zip(values).enumerate() {
-            if let Some(v) = value {
-                let at = p([k("limits"), k(name)]);
-                // `max_tokens = 0` turns the token budget off.
-                if !Limits::zero_is_off(i) {
-                    positive(v).map_err(|e| src.invalid(&at, e))?;
-                }
-                if let Some(bound) = Limits::upper_bound(i)
-                    && v > bound
-                {
-                    return Err(src.invalid(
-                        &at,
-                        format!(
-                            "{v} is more than {bound}, the most calls dsh runs at once (each running call holds open files); set {bound} or less"
-                        ),
+        "hooks.pre_tool_use" => hooks(src, part, &at, value)?,
+        "mcp.servers" => mcp(src, part, &at, value)?,
+        "trust.workspaces" => {
+            for (i, w) in words(value)?.into_iter().enumerate() {
+                if !Path::new(&w).is_absolute() {
+                    return Err(src.err(
+                        ErrorKind::Trust,
+                        &p([k(section), k(name), Seg::Index(i)]),
+                        format!("{w:?} is not an absolute path"),
                     ));
                 }
-                part.note_line(&format!("limits.{name}"), src.line(&at));
-                part.limits[i] = Some(v);
+                part.trust.push(PathBuf::from(w));
             }
         }
-        if let Some(v) = l.max_cost_usd {
-            let at = p([k("limits"), k("max_cost_usd")]);
-            non_negative(v).map_err(|e| src.invalid(&at, e))?;
-            part.note_line("limits.max_cost_usd", src.line(&at));
-            part.max_cost_usd = Some(v);
-        }
+        _ => return Err(unknown(src, &at, &keys::keys_in(section))),
     }
+    Ok(())
+}
 
-    if let Some(c) = raw.context {
-        if let Some(f) = c.max_fraction {
-            let at = p([k("context"), k("max_fraction")]);
-            if !(f > 0.0 && f <= 1.0) {
-                return Err(src.invalid(&at, format!("{f} is not a fraction in (0, 1]")));
+/// A `[permissions]` table under `prefix` (empty for the file's own): its mode and rules.
+type PermissionsTable = (
+    Option<(&'static keys::Key, keys::Scalar)>,
+    Vec<Rule>,
+    Vec<Rule>,
+    Vec<Rule>,
+);
+
+fn permissions(
+    src: &Src<'_>,
+    prefix: &[Seg],
+    table: toml::Table,
+) -> Result<PermissionsTable, ConfigError> {
+    let mut out: PermissionsTable = (None, Vec::new(), Vec::new(), Vec::new());
+    let mode_key = keys::key("permissions.mode");
+    for (name, value) in table {
+        let mut at = prefix.to_vec();
+        at.extend([k("permissions"), k(&name)]);
+        match (name.as_str(), mode_key) {
+            ("mode", Some(key)) => {
+                let v = key.read(&value).map_err(|e| src.invalid(&at, e))?;
+                out.0 = Some((key, v));
             }
-            part.note_line("context.max_fraction", src.line(&at));
+            ("allow" | "ask" | "deny", _) => {
+                let texts: Vec<String> = de(src, &at, value)?;
+                let mut rules = Vec::with_capacity(texts.len());
+                for (i, text) in texts.iter().enumerate() {
+                    let mut at = at.clone();
+                    at.push(Seg::Index(i));
+                    let rule = Rule::parse(text, src.origin(&at)).map_err(|why| {
+                        src.invalid(&at, format!("{text:?} is not a rule: {why}"))
+                    })?;
+                    rules.push(rule);
+                }
+                match name.as_str() {
+                    "allow" => out.1 = rules,
+                    "ask" => out.2 = rules,
+                    _ => out.3 = rules,
+                }
+            }
+            _ => return Err(unknown(src, &at, &keys::keys_in("permissions"))),
         }
-        part.keep_turns = c.keep_turns;
-        part.max_fraction = c.max_fraction;
     }
+    Ok(out)
+}
 
-    if let Some(t) = raw.tools {
-        part.tools_mode = t.mode;
+fn workspaces(src: &Src<'_>, part: &mut Part, table: toml::Table) -> Result<(), ConfigError> {
+    if src.layer != Layer::User && src.layer != Layer::Managed {
+        return Err(src.err(
+            ErrorKind::Trust,
+            &p([k("workspaces")]),
+            "only the user config can hold per-workspace settings, not a project file \
+             (put the rules in this file's [permissions] instead)",
+        ));
     }
+    for (name, value) in table {
+        let at = p([k("workspaces"), k(&name)]);
+        if !Path::new(&name).is_absolute() {
+            return Err(src.err(
+                ErrorKind::Trust,
+                &at,
+                format!("{name:?} is not an absolute path"),
+            ));
+        }
+        let mut section = as_table(src, &at, value)?;
+        let perms = section.remove("permissions");
+        if let Some((other, _)) = section.into_iter().next() {
+            let mut at = at.clone();
+            at.push(k(&other));
+            return Err(unknown(src, &at, &["permissions"]));
+        }
+        let Some(perms) = perms else { continue };
+        let mut perms_at = at.clone();
+        perms_at.push(k("permissions"));
+        let perms = as_table(src, &perms_at, perms)?;
+        let (mode, allow, ask, deny) = permissions(src, &at, perms)?;
+        part.workspaces.push(WorkspacePart {
+            path: PathBuf::from(name),
+            mode: mode.map(|m| m.1),
+            allow,
+            ask,
+            deny,
+        });
+    }
+    Ok(())
+}
 
-    if let Some(v) = raw.verify {
-        if let Some(c) = &v.command
-            && c.trim().is_empty()
+fn hooks(
+    src: &Src<'_>,
+    part: &mut Part,
+    at: &[Seg],
+    value: toml::Value,
+) -> Result<(), ConfigError> {
+    let entries: Vec<toml::Value> = de(src, at, value)?;
+    for (i, entry) in entries.into_iter().enumerate() {
+        let mut here = at.to_vec();
+        here.push(Seg::Index(i));
+        let h: RawHook = de(src, &here, entry)?;
+        let field = |key: &str| {
+            let mut f = here.clone();
+            f.push(k(key));
+            f
+        };
+        if h.command.trim().is_empty() {
+            return Err(src.invalid(&field("command"), "must not be empty"));
+        }
+        if let Some(m) = &h.matcher
+            && m.trim().is_empty()
         {
-            return Err(src.invalid(&p([k("verify"), k("command")]), "must not be empty"));
+            return Err(src.invalid(
+                &field("matcher"),
+                "must not be empty (leave it out to match every tool)",
+            ));
         }
-        if let Some(n) = v.max_rounds {
-            positive(n).map_err(|e| src.invalid(&p([k("verify"), k("max_rounds")]), e))?;
+        if h.timeout_ms == Some(0) {
+            return Err(src.invalid(&field("timeout_ms"), "must be a positive integer, not 0"));
         }
-        part.verify_command = v.command;
-        part.verify_max_rounds = v.max_rounds;
+        part.hooks.push(Sourced {
+            value: Hook {
+                matcher: h.matcher,
+                command: h.command,
+                timeout_ms: h.timeout_ms.unwrap_or(crate::defaults::HOOK_TIMEOUT_MS),
+                on_error: h.on_error.unwrap_or(OnError::Deny),
+            },
+            origin: src.origin(&here),
+        });
     }
+    Ok(())
+}
 
-    for (name, a) in raw.agents.unwrap_or_default() {
+fn mcp(src: &Src<'_>, part: &mut Part, at: &[Seg], value: toml::Value) -> Result<(), ConfigError> {
+    let servers = as_table(src, at, value)?;
+    for (name, value) in servers {
+        let mut here = at.to_vec();
+        here.push(k(&name));
+        let s: RawMcpServer = de(src, &here, value)?;
+        let field = |key: &str| {
+            let mut f = here.clone();
+            f.push(k(key));
+            f
+        };
+        let server = match (s.command, s.url) {
+            (Some(command), None) => {
+                if command.trim().is_empty() {
+                    return Err(src.invalid(&field("command"), "must not be empty"));
+                }
+                McpServer::Stdio {
+                    command,
+                    args: s.args.unwrap_or_default(),
+                    env: s.env.unwrap_or_default(),
+                }
+            }
+            (None, Some(url)) => {
+                if s.args.is_some() || s.env.is_some() {
+                    return Err(src.invalid(
+                        &field("url"),
+                        "a url server takes no args or env (those are for command servers)",
+                    ));
+                }
+                keys::check_url(&url).map_err(|e| src.invalid(&field("url"), e))?;
+                McpServer::Http { url }
+            }
+            (Some(_), Some(_)) => {
+                return Err(src.invalid(&here, "set either command or url, not both"));
+            }
+            (None, None) => return Err(src.invalid(&here, "needs a command or a url")),
+        };
+        part.mcp.push((
+            name,
+            Sourced {
+                value: server,
+                origin: src.origin(&here),
+            },
+        ));
+    }
+    Ok(())
+}
+
+fn agents(src: &Src<'_>, part: &mut Part, table: toml::Table) -> Result<(), ConfigError> {
+    for (name, value) in table {
         let at = p([k("agents"), k(&name)]);
         if AgentProfile::BUILT_IN.contains(&name.as_str()) {
             return Err(src.invalid(
@@ -580,6 +528,7 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
                 ),
             ));
         }
+        let a: RawAgent = de(src, &at, value)?;
         let sub = |key: &str| p([k("agents"), k(&name), k(key)]);
         for (key, value) in [
             ("description", &a.description),
@@ -605,8 +554,8 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
                 });
             }
         }
-        if let Some(n) = a.max_steps {
-            positive(n).map_err(|e| src.invalid(&sub("max_steps"), e))?;
+        if a.max_steps == Some(0) {
+            return Err(src.invalid(&sub("max_steps"), "must be a positive integer, not 0"));
         }
         let profile = AgentProfile {
             description: a.description,
@@ -623,162 +572,47 @@ fn convert(src: &Src<'_>, raw: RawFile) -> Result<Part, ConfigError> {
             },
         ));
     }
-
-    for (table, entries, out) in [
-        ("plugins", raw.plugins, &mut part.plugins),
-        ("skills", raw.skills, &mut part.skills),
-    ] {
-        for (name, value) in entries.unwrap_or_default() {
-            let origin = src.origin(&p([k(table), k(&name)]));
-            out.push((name, Sourced { value, origin }));
-        }
-    }
-
-    if let Some(j) = raw.journal {
-        part.fsync = j.fsync;
-    }
-
-    if let Some(s) = raw.sandbox {
-        for name in ["mode", "allow_network"] {
-            part.note_line(
-                &format!("sandbox.{name}"),
-                src.line(&p([k("sandbox"), k(name)])),
-            );
-        }
-        part.sandbox_mode = s.mode;
-        part.allow_network = s.allow_network;
-    }
-
-    if let Some(trust) = raw.trust {
-        if src.layer != Layer::User {
-            return Err(src.err(
-                ErrorKind::Trust,
-                &p([k("trust")]),
-                format!(
-                    "only the user config can trust workspaces, not {} \
-                     (run `dsh trust` in the workspace instead)",
-                    if src.layer == Layer::Managed {
-                        "the managed file"
-                    } else {
-                        "a project file"
-                    }
-                ),
-            ));
-        }
-        for (i, w) in trust.workspaces.into_iter().enumerate() {
-            if !Path::new(&w).is_absolute() {
-                return Err(src.err(
-                    ErrorKind::Trust,
-                    &p([k("trust"), k("workspaces"), Seg::Index(i)]),
-                    format!("{w:?} is not an absolute path"),
-                ));
-            }
-            part.trust.push(PathBuf::from(w));
-        }
-    }
-
-    if let Some(workspaces) = raw.workspaces {
-        if src.layer != Layer::User && src.layer != Layer::Managed {
-            return Err(src.err(
-                ErrorKind::Trust,
-                &p([k("workspaces")]),
-                "only the user config can hold per-workspace settings, not a project file \
-                 (put the rules in this file's [permissions] instead)",
-            ));
-        }
-        for (name, ws) in workspaces {
-            let at = p([k("workspaces"), k(&name)]);
-            if !Path::new(&name).is_absolute() {
-                return Err(src.err(
-                    ErrorKind::Trust,
-                    &at,
-                    format!("{name:?} is not an absolute path"),
-                ));
-            }
-            let Some(perms) = ws.permissions else {
-                continue;
-            };
-            let mode = perms.mode;
-            let (allow, ask, deny) = parse_rules(src, &at, perms)?;
-            part.workspaces.push(WorkspacePart {
-                path: PathBuf::from(name),
-                mode,
-                allow,
-                ask,
-                deny,
-            });
-        }
-    }
-
-    Ok(part)
+    Ok(())
 }
 
-/// `allow`, `ask`, `deny`.
-type RuleLists = (Vec<Rule>, Vec<Rule>, Vec<Rule>);
+/// `value` as a table, or an error at `at`.
+fn as_table(src: &Src<'_>, at: &[Seg], value: toml::Value) -> Result<toml::Table, ConfigError> {
+    match value {
+        toml::Value::Table(t) => Ok(t),
+        other => Err(src.invalid(
+            at,
+            format!("invalid type: {}, expected a table", other.type_str()),
+        )),
+    }
+}
 
-/// The rules of a `permissions` table under `prefix` (empty for the top-level one), each
-/// tagged with its origin (`workspaces."/w".permissions.allow[0]`).
-fn parse_rules(
+/// The error for a key that the table `at` names does not hold, listing what it holds.
+fn unknown(src: &Src<'_>, at: &[Seg], expected: &[&str]) -> ConfigError {
+    let text = if expected.is_empty() {
+        "unknown key (this table takes no keys)".to_owned()
+    } else {
+        format!("unknown key (expected one of: {})", expected.join(", "))
+    };
+    src.err(ErrorKind::UnknownKey, at, text)
+}
+
+/// Deserializes a structured key's value, reporting a problem at `at` — or at the field
+/// the problem names (`hooks.pre_tool_use[1].when`).
+fn de<T: serde::de::DeserializeOwned>(
     src: &Src<'_>,
-    prefix: &[Seg],
-    perms: RawPermissions,
-) -> Result<RuleLists, ConfigError> {
-    let mut lists = (Vec::new(), Vec::new(), Vec::new());
-    for (list, texts, out) in [
-        ("allow", perms.allow, &mut lists.0),
-        ("ask", perms.ask, &mut lists.1),
-        ("deny", perms.deny, &mut lists.2),
-    ] {
-        for (i, text) in texts.iter().enumerate() {
-            let mut at = prefix.to_vec();
-            at.extend([k("permissions"), k(list), Seg::Index(i)]);
-            let rule = Rule::parse(text, src.origin(&at))
-                .map_err(|why| src.invalid(&at, format!("{text:?} is not a rule: {why}")))?;
-            out.push(rule);
-        }
-    }
-    Ok(lists)
-}
-
-pub(crate) fn positive(v: u64) -> Result<(), String> {
-    if v == 0 {
-        Err("must be a positive integer, not 0".to_string())
-    } else {
-        Ok(())
-    }
-}
-
-pub(crate) fn non_negative(v: f64) -> Result<(), String> {
-    if v.is_finite() && v >= 0.0 {
-        Ok(())
-    } else {
-        Err(format!("{v} is not a number of 0 or more"))
-    }
-}
-
-pub(crate) fn check_url(url: &str) -> Result<(), String> {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    match rest {
-        Some(host)
-            if !host.is_empty() && !host.starts_with('/') && !url.contains(char::is_whitespace) =>
+    at: &[Seg],
+    value: toml::Value,
+) -> Result<T, ConfigError> {
+    T::deserialize(value).map_err(|e| {
+        let raw = e.message().to_owned();
+        let (kind, message) = tidy_serde_message(&raw);
+        let mut here = at.to_vec();
+        if let Some(field) = raw
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split('`').next())
         {
-            Ok(())
+            here.push(k(field));
         }
-        _ => Err(format!("{url:?} is not an http:// or https:// URL")),
-    }
-}
-
-pub(crate) fn check_env_name(name: &str) -> Result<(), String> {
-    let mut chars = name.chars();
-    let ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("{name:?} is not an environment variable name"))
-    }
+        src.err(kind, &here, message)
+    })
 }

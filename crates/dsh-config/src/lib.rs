@@ -1,6 +1,17 @@
 //! dsh configuration as plain data: layered TOML loading, workspace trust, and errors
 //! that name the file, line and key.
 //!
+//! # One declaration per key
+//!
+//! Every key is declared once, in the key table ([`keys::KEYS`]): its name, type and
+//! bounds, built-in default, what an untrusted project and the managed file may do with it,
+//! and its doc. Reading a file's value, the errors, the layering below, the defaults
+//! ([`Config::default`]) and the reference ([`keys::reference`]) all follow from that
+//! entry; lists and tables are declared there too and parsed by their own code.
+//!
+//! Naming: [`Config`] is what the files, the environment and the flags say, merged;
+//! `Settings` (in dsh-agent) is what one session runs with, built from a `Config`.
+//!
 //! # Layers (lowest to highest)
 //!
 //! 1. built-in defaults ([`Config::default`]);
@@ -75,6 +86,7 @@ mod config;
 pub mod defaults;
 mod error;
 mod file;
+pub mod keys;
 mod locate;
 mod merge;
 mod record;
@@ -93,7 +105,8 @@ pub use error::{ConfigError, ErrorKind};
 pub use record::{RecordedRule, RuleKind, RuleScope, record_rule};
 pub use trust::record_trust;
 
-use file::{check_url, parse_part, positive, read_optional};
+use file::{parse_part, read_optional};
+use keys::{Scalar, key};
 use merge::{Builder, Part};
 
 /// Settings from command-line flags (the highest layer). The CLI fills it.
@@ -227,7 +240,11 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     // for *that* provider — its `*_BASE_URL`, `DSH_MODEL` — so naming the provider on the
     // command line keeps what the environment says about it (issue 14).
     let flags = flags_part(&opts.overrides)?;
-    let env = env_part(&opts.env, builder.provider(), flags.model.provider)?;
+    let flag_provider = match flags.get("model.provider") {
+        Some(Scalar::Choice(p)) => p.parse::<Provider>().ok(),
+        _ => None,
+    };
+    let env = env_part(&opts.env, builder.provider(), flag_provider)?;
     builder.apply(env);
     builder.apply(flags);
 
@@ -274,24 +291,30 @@ fn env_part(
         ConfigError::new(ErrorKind::InvalidValue, message)
             .with_key(format!("environment variable {name}"))
     };
+    let mut provider = files;
     if let Some(v) = get("DSH_PROVIDER") {
-        let provider = v
+        provider = v
             .trim()
             .parse::<Provider>()
             .map_err(|e| bad("DSH_PROVIDER", e))?;
-        part.model.provider = Some(provider);
+        set(
+            &mut part,
+            "model.provider",
+            Scalar::Choice(provider.as_str()),
+        )
+        .map_err(|e| bad("DSH_PROVIDER", e))?;
     }
     if let Some(flag) = flag {
-        part.model.provider = Some(flag);
+        provider = flag;
+        set(&mut part, "model.provider", Scalar::Choice(flag.as_str()))
+            .map_err(|e| bad("DSH_PROVIDER", e))?;
     }
-    let provider = part.model.provider.unwrap_or(files);
     let url_var = provider.base_url_env();
     if let Some(v) = get(url_var) {
-        check_url(v).map_err(|e| bad(url_var, e))?;
-        part.model.base_url = Some(v.clone());
+        set(&mut part, "model.base_url", Scalar::Text(v.clone())).map_err(|e| bad(url_var, e))?;
     }
     if let Some(v) = get("DSH_MODEL") {
-        part.model.model = Some(v.clone());
+        set(&mut part, "model.model", Scalar::Text(v.clone())).map_err(|e| bad("DSH_MODEL", e))?;
     }
     Ok(part)
 }
@@ -301,27 +324,49 @@ fn flags_part(o: &Overrides) -> Result<Part, ConfigError> {
     let bad = |flag: &str, message: String| {
         ConfigError::new(ErrorKind::InvalidValue, message).with_key(flag.to_string())
     };
-    part.model.provider = o.provider;
-    if let Some(url) = &o.base_url {
-        check_url(url).map_err(|e| bad("--base-url", e))?;
+    let values = [
+        (
+            "--provider",
+            "model.provider",
+            o.provider.map(|p| Scalar::Choice(p.as_str())),
+        ),
+        (
+            "--base-url",
+            "model.base_url",
+            o.base_url.clone().map(Scalar::Text),
+        ),
+        ("--model", "model.model", o.model.clone().map(Scalar::Text)),
+        (
+            "--max-steps",
+            "limits.max_steps",
+            o.max_steps.map(Scalar::Count),
+        ),
+        (
+            "--sandbox",
+            "sandbox.mode",
+            o.sandbox.map(|m| Scalar::Choice(m.as_str())),
+        ),
+        (
+            "--mode",
+            "permissions.mode",
+            o.mode.map(|m| Scalar::Choice(m.as_str())),
+        ),
+    ];
+    for (flag, name, value) in values {
+        part.name(name, flag.to_string());
+        if let Some(v) = value {
+            set(&mut part, name, v).map_err(|e| bad(flag, e))?;
+        }
     }
-    part.model.base_url.clone_from(&o.base_url);
-    if let Some(m) = &o.model
-        && m.trim().is_empty()
-    {
-        return Err(bad("--model", "must not be empty".to_string()));
-    }
-    part.model.model.clone_from(&o.model);
-    if let Some(n) = o.max_steps {
-        positive(n).map_err(|e| bad("--max-steps", e))?;
-        part.limits[0] = Some(n);
-    }
-    part.name("limits.max_steps", "--max-steps".to_string());
-    part.sandbox_mode = o.sandbox;
-    part.name("sandbox.mode", "--sandbox".to_string());
-    part.mode = o.mode;
-    part.name("permissions.mode", "--mode".to_string());
     Ok(part)
+}
+
+/// Checks `value` against the key `name`'s rules and sets it in `part`.
+fn set(part: &mut Part, name: &str, value: Scalar) -> Result<(), String> {
+    let k = key(name).ok_or_else(|| format!("no configuration key {name}"))?;
+    k.check(&value)?;
+    part.set(k, value);
+    Ok(())
 }
 
 /// The managed file's default location: `/etc/dsh/managed.toml`

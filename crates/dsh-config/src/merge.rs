@@ -4,44 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::config::{
-    AgentProfile, Config, Fsync, Hook, Layer, Limits, McpServer, ModelConfig, PermissionMode,
-    Price, Provider, Rule, SandboxMode, Sourced, ToolsMode, Unlisted,
-};
-
-/// `[model]` settings of one layer (each optional).
-#[derive(Debug, Default, Clone)]
-pub(crate) struct ModelPart {
-    pub provider: Option<Provider>,
-    pub base_url: Option<String>,
-    pub model: Option<String>,
-    pub api_key_env: Option<String>,
-    pub context_window: Option<u64>,
-    pub price: Option<Price>,
-    pub idle_timeout_s: Option<u64>,
-    pub max_retries: Option<u64>,
-}
-
-impl ModelPart {
-    fn keys(&self) -> Vec<&'static str> {
-        let mut keys = Vec::new();
-        for (set, key) in [
-            (self.provider.is_some(), "model.provider"),
-            (self.base_url.is_some(), "model.base_url"),
-            (self.model.is_some(), "model.model"),
-            (self.api_key_env.is_some(), "model.api_key_env"),
-            (self.context_window.is_some(), "model.context_window"),
-            (self.price.is_some(), "model.price"),
-            (self.idle_timeout_s.is_some(), "model.idle_timeout_s"),
-            (self.max_retries.is_some(), "model.max_retries"),
-        ] {
-            if set {
-                keys.push(key);
-            }
-        }
-        keys
-    }
-}
+use crate::config::{AgentProfile, Config, Hook, Layer, McpServer, Price, Provider, Rule, Sourced};
+use crate::keys::{Fixed, Group, KEYS, Key, Managed, Scalar, Trust};
 
 /// Where a layer's settings come from, for notices.
 #[derive(Debug, Default)]
@@ -75,7 +39,7 @@ pub(crate) struct WorkspacePart {
     /// The section's key: an absolute path.
     pub path: PathBuf,
     /// `[workspaces."<path>".permissions] mode`: this workspace's mode, over the file's own.
-    pub mode: Option<PermissionMode>,
+    pub mode: Option<Scalar>,
     pub allow: Vec<Rule>,
     pub ask: Vec<Rule>,
     pub deny: Vec<Rule>,
@@ -86,33 +50,21 @@ pub(crate) struct WorkspacePart {
 pub(crate) struct Part {
     pub layer: Layer,
     pub site: Site,
-    pub model: ModelPart,
-    pub mode: Option<PermissionMode>,
+    /// The scalar keys this layer sets, by name ([`KEYS`]).
+    pub scalars: BTreeMap<&'static str, Scalar>,
+    pub price: Option<Price>,
     pub allow: Vec<Rule>,
     pub ask: Vec<Rule>,
     pub deny: Vec<Rule>,
     pub safe: Vec<String>,
     pub confirm: Vec<String>,
-    pub unlisted: Option<Unlisted>,
     pub pass_env: Vec<String>,
-    pub timeout_s: Option<u64>,
-    pub max_output_chars: Option<u64>,
     pub protected: Vec<Sourced<String>>,
     pub hooks: Vec<Sourced<Hook>>,
     pub mcp: Vec<(String, Sourced<McpServer>)>,
-    pub limits: [Option<u64>; 6],
-    pub fsync: Option<Fsync>,
-    pub sandbox_mode: Option<SandboxMode>,
-    pub allow_network: Option<bool>,
     pub trust: Vec<PathBuf>,
     /// `[workspaces."<path>".permissions]` sections, for [`Part::select_workspace`].
     pub workspaces: Vec<WorkspacePart>,
-    pub max_cost_usd: Option<f64>,
-    pub keep_turns: Option<u64>,
-    pub max_fraction: Option<f64>,
-    pub tools_mode: Option<ToolsMode>,
-    pub verify_command: Option<String>,
-    pub verify_max_rounds: Option<u64>,
     pub agents: Vec<(String, Sourced<AgentProfile>)>,
     pub plugins: Vec<(String, Sourced<toml::Table>)>,
     pub skills: Vec<(String, Sourced<toml::Table>)>,
@@ -126,36 +78,33 @@ impl Part {
                 label,
                 ..Site::default()
             },
-            model: ModelPart::default(),
-            mode: None,
+            scalars: BTreeMap::new(),
+            price: None,
             allow: Vec::new(),
             ask: Vec::new(),
             deny: Vec::new(),
             safe: Vec::new(),
             confirm: Vec::new(),
-            unlisted: None,
             pass_env: Vec::new(),
-            timeout_s: None,
-            max_output_chars: None,
             protected: Vec::new(),
             hooks: Vec::new(),
             mcp: Vec::new(),
-            limits: [None; 6],
-            fsync: None,
-            sandbox_mode: None,
-            allow_network: None,
             trust: Vec::new(),
             workspaces: Vec::new(),
-            max_cost_usd: None,
-            keep_turns: None,
-            max_fraction: None,
-            tools_mode: None,
-            verify_command: None,
-            verify_max_rounds: None,
             agents: Vec::new(),
             plugins: Vec::new(),
             skills: Vec::new(),
         }
+    }
+
+    /// Sets the scalar key `key` (a name in [`KEYS`]) to `value`.
+    pub(crate) fn set(&mut self, key: &'static Key, value: Scalar) {
+        self.scalars.insert(key.name, value);
+    }
+
+    /// The value this layer sets for `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&Scalar> {
+        self.scalars.get(name)
     }
 
     /// Appends the rules of every `[workspaces."<path>"]` section naming `workspace`
@@ -164,8 +113,8 @@ impl Part {
     pub(crate) fn select_workspace(&mut self, workspace: &Path) {
         for ws in std::mem::take(&mut self.workspaces) {
             if crate::trust::names_workspace(&ws.path, workspace) {
-                if ws.mode.is_some() {
-                    self.mode = ws.mode;
+                if let Some(mode) = ws.mode {
+                    self.scalars.insert("permissions.mode", mode);
                 }
                 self.allow.extend(ws.allow);
                 self.ask.extend(ws.ask);
@@ -188,21 +137,15 @@ impl Part {
 /// Accumulates layers in order.
 #[derive(Debug)]
 pub(crate) struct Builder {
+    /// The lists and tables so far (its scalars are stored from `values` at the end).
     config: Config,
-    provider: Provider,
-    base_url: Option<String>,
-    model_name: Option<String>,
-    api_key_env: Option<String>,
-    context_window: Option<u64>,
+    /// Each scalar key's value so far, by its index in [`KEYS`] (`None`: unset).
+    values: Vec<Option<Scalar>>,
     price: Option<Price>,
-    idle_timeout_s: Option<u64>,
-    max_retries: Option<u64>,
-    /// Managed ceilings per limit: (value, where the managed file set it).
-    ceilings: [Option<(u64, String)>; 6],
-    /// Set when the managed file requires the sandbox.
-    sandbox_lock: Option<String>,
-    /// Set when the managed file forbids the network.
-    network_lock: Option<String>,
+    /// Managed ceilings, by key: the value and where the managed file set it.
+    ceilings: BTreeMap<&'static str, (Scalar, String)>,
+    /// Managed locks (the tightest value set there), by key: where.
+    locks: BTreeMap<&'static str, String>,
     notices: Vec<String>,
     /// Some layer above the defaults named the provider or the endpoint.
     model_explicit: bool,
@@ -212,17 +155,10 @@ impl Builder {
     pub(crate) fn new() -> Self {
         Builder {
             config: Config::default(),
-            provider: Provider::Openai,
-            base_url: None,
-            model_name: None,
-            api_key_env: None,
-            context_window: None,
+            values: KEYS.iter().map(|k| k.default.map(Fixed::scalar)).collect(),
             price: None,
-            idle_timeout_s: None,
-            max_retries: None,
-            ceilings: Default::default(),
-            sandbox_lock: None,
-            network_lock: None,
+            ceilings: BTreeMap::new(),
+            locks: BTreeMap::new(),
             notices: Vec::new(),
             model_explicit: false,
         }
@@ -230,7 +166,10 @@ impl Builder {
 
     /// The provider as the layers applied so far leave it.
     pub(crate) fn provider(&self) -> Provider {
-        self.provider
+        match self.value("model.provider") {
+            Some(Scalar::Choice(p)) => p.parse().unwrap_or(Provider::Openai),
+            _ => Provider::Openai,
+        }
     }
 
     /// Whether a layer above the defaults named `model.provider` or `model.base_url`.
@@ -238,79 +177,44 @@ impl Builder {
         self.model_explicit
     }
 
+    fn value(&self, name: &str) -> Option<&Scalar> {
+        let i = KEYS.iter().position(|k| k.name == name)?;
+        self.values[i].as_ref()
+    }
+
     pub(crate) fn apply(&mut self, mut part: Part) {
         let site = std::mem::take(&mut part.site);
         let untrusted = part.layer == Layer::UntrustedProject;
-        let managed = part.layer == Layer::Managed;
         // Kinds of settings ignored from an untrusted project: one notice each.
         let mut ignored: Vec<String> = Vec::new();
-        let mut raised: Vec<String> = Vec::new();
 
-        // [model]
-        let model_keys = part.model.keys();
-        if untrusted {
-            if !model_keys.is_empty() {
-                ignored.push(format!(
-                    "{} (a repository cannot choose the model endpoint, model or API key)",
-                    model_keys.join(", ")
-                ));
-            }
-        } else {
-            let m = &part.model;
-            if part.layer != Layer::Default && (m.provider.is_some() || m.base_url.is_some()) {
-                self.model_explicit = true;
-            }
-            if let Some(p) = m.provider {
-                if p != self.provider {
-                    // A different provider starts from its own defaults.
-                    self.base_url = None;
-                    self.model_name = None;
-                    self.api_key_env = None;
+        if part.layer != Layer::Default
+            && (part.get("model.provider").is_some() || part.get("model.base_url").is_some())
+            && !untrusted
+        {
+            self.model_explicit = true;
+        }
+        // A different provider starts from its own endpoint, model and key variable.
+        if !untrusted
+            && let Some(p) = part.get("model.provider")
+            && self.value("model.provider") != Some(p)
+        {
+            for (i, k) in KEYS.iter().enumerate() {
+                if matches!(
+                    k.name,
+                    "model.base_url" | "model.model" | "model.api_key_env"
+                ) {
+                    self.values[i] = None;
                 }
-                self.provider = p;
             }
-            if m.base_url.is_some() {
-                self.base_url.clone_from(&m.base_url);
-            }
-            if m.model.is_some() {
-                self.model_name.clone_from(&m.model);
-            }
-            if m.api_key_env.is_some() {
-                self.api_key_env.clone_from(&m.api_key_env);
-            }
-            if m.context_window.is_some() {
-                self.context_window = m.context_window;
-            }
-            if m.price.is_some() {
-                self.price = m.price;
-            }
-            // Transport settings, not the endpoint's: kept across a provider switch.
-            if m.idle_timeout_s.is_some() {
-                self.idle_timeout_s = m.idle_timeout_s;
-            }
-            if m.max_retries.is_some() {
-                self.max_retries = m.max_retries;
-            }
+        }
+        self.apply_scalars(&part, &site, &mut ignored);
+        if part.price.is_some() && !untrusted {
+            self.price = part.price;
         }
 
-        // [permissions] mode: from an untrusted project only `read-only` (it tightens);
-        // `yolo` only from a flag or the user's own file.
-        let perms = &mut self.config.permissions;
-        if let Some(mode) = part.mode {
-            if untrusted && mode != PermissionMode::ReadOnly {
-                ignored.push(format!("permissions.mode = \"{mode}\""));
-            } else if mode == PermissionMode::Yolo
-                && matches!(part.layer, Layer::Project | Layer::Managed)
-            {
-                self.notices.push(format!(
-                    "{} = \"yolo\" ignored: only a flag (--mode yolo, --yolo) or your user configuration can approve every ask",
-                    site.at("permissions.mode")
-                ));
-            } else {
-                perms.mode = mode;
-            }
-        }
         // [permissions]: lists accumulate; allow never from an untrusted project.
+        let perms = &mut self.config.permissions;
         if untrusted {
             if !part.allow.is_empty() {
                 ignored.push(format!(
@@ -371,30 +275,6 @@ impl Builder {
                 }
             }
         }
-        // `unlisted = "deny"` tightens and applies from any layer; `"ask"` loosens a "deny"
-        // only from a trusted one.
-        if let Some(u) = part.unlisted {
-            if u == Unlisted::Deny || !untrusted || shell.unlisted == Unlisted::Ask {
-                shell.unlisted = u;
-            } else {
-                ignored.push(format!("shell.unlisted = \"{u}\""));
-            }
-        }
-        for (key, value, slot) in [
-            ("shell.timeout_s", part.timeout_s, &mut shell.timeout_s),
-            (
-                "shell.max_output_chars",
-                part.max_output_chars,
-                &mut shell.max_output_chars,
-            ),
-        ] {
-            let Some(v) = value else { continue };
-            if untrusted && v > *slot {
-                raised.push(format!("{key} = {v}"));
-            } else {
-                *slot = v;
-            }
-        }
 
         // [guards]: accumulate, from every layer.
         for p in part.protected {
@@ -409,7 +289,8 @@ impl Builder {
             }
         }
 
-        // [hooks], [mcp]: they run programs, so never from an untrusted project.
+        // [hooks], [mcp], [agents.*], [plugins.*], [skills.*]: they run programs or choose
+        // what the model is told, so never from an untrusted project.
         if untrusted {
             if !part.hooks.is_empty() {
                 ignored.push(format!(
@@ -417,85 +298,14 @@ impl Builder {
                     count(part.hooks.len(), "hook")
                 ));
             }
-            if !part.mcp.is_empty() {
-                let names: Vec<&str> = part.mcp.iter().map(|(n, _)| n.as_str()).collect();
-                ignored.push(format!("mcp.servers ({})", names.join(", ")));
-            }
-        } else {
-            self.config.hooks.pre_tool_use.extend(part.hooks);
-            self.config.mcp.servers.extend(part.mcp);
-        }
-
-        // [limits]: untrusted may only lower; managed values are ceilings.
-        let slots = self.config.limits.slots();
-        for (i, slot) in slots.into_iter().enumerate() {
-            let Some(v) = part.limits[i] else { continue };
-            let key = format!("limits.{}", Limits::NAMES[i]);
-            let loose = |x: u64| Limits::looseness(i, x);
-            if untrusted {
-                if loose(v) > loose(*slot) {
-                    raised.push(format!("{key} = {v}"));
-                } else {
-                    *slot = v;
-                }
-                continue;
-            }
-            match &self.ceilings[i] {
-                Some((ceiling, from)) if loose(v) > loose(*ceiling) => {
-                    self.notices.push(format!(
-                        "{} = {v} exceeds the managed ceiling {ceiling} ({from}); using {ceiling}",
-                        site.at(&key)
-                    ));
-                    *slot = *ceiling;
-                }
-                _ => *slot = v,
-            }
-            if managed {
-                self.ceilings[i] = Some((v, site.at(&key)));
-            }
-        }
-        // `max_cost_usd`: 0 is off, i.e. no budget at all, so it is the loosest value.
-        if let Some(v) = part.max_cost_usd {
-            let slot = &mut self.config.limits.max_cost_usd;
-            let looser = |a: f64, b: f64| b != 0.0 && (a == 0.0 || a > b);
-            if untrusted && looser(v, *slot) {
-                raised.push(format!("limits.max_cost_usd = {v}"));
-            } else {
-                *slot = v;
-            }
-        }
-        // [context]: `keep_turns` applies from every layer; a larger `max_fraction` only
-        // from a trusted one.
-        if let Some(n) = part.keep_turns {
-            self.config.context.keep_turns = n;
-        }
-        if let Some(f) = part.max_fraction {
-            if untrusted && f > self.config.context.max_fraction {
-                raised.push(format!("context.max_fraction = {f}"));
-            } else {
-                self.config.context.max_fraction = f;
-            }
-        }
-        if !raised.is_empty() {
-            ignored.push(format!("limit increases ({})", raised.join(", ")));
-        }
-
-        // [tools], [verify], [agents.*], [plugins.*], [skills.*]: they choose what runs and
-        // what the model is told, so never from an untrusted project.
-        if untrusted {
-            if let Some(mode) = part.tools_mode {
-                ignored.push(format!("tools.mode = \"{mode}\""));
-            }
-            if part.verify_command.is_some() || part.verify_max_rounds.is_some() {
-                ignored.push("[verify]".to_string());
-            }
             for (table, names) in [
                 (
+                    "mcp.servers",
+                    part.mcp.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+                ),
+                (
                     "agents",
-                    part.agents
-                        .iter()
-                        .map(|(n, _)| n.as_str())
-                        .collect::<Vec<_>>(),
+                    part.agents.iter().map(|(n, _)| n.as_str()).collect(),
                 ),
                 (
                     "plugins",
@@ -511,71 +321,11 @@ impl Builder {
                 }
             }
         } else {
-            if let Some(mode) = part.tools_mode {
-                self.config.tools.mode = mode;
-            }
-            if part.verify_command.is_some() {
-                self.config.verify.command = part.verify_command;
-            }
-            if let Some(n) = part.verify_max_rounds {
-                self.config.verify.max_rounds = n;
-            }
+            self.config.hooks.pre_tool_use.extend(part.hooks);
+            self.config.mcp.servers.extend(part.mcp);
             self.config.agents.extend(part.agents);
             self.config.plugins.extend(part.plugins);
             self.config.skills.extend(part.skills);
-        }
-
-        // [journal]
-        if let Some(f) = part.fsync {
-            if untrusted {
-                ignored.push(format!("journal.fsync = \"{f}\""));
-            } else {
-                self.config.journal.fsync = f;
-            }
-        }
-
-        // [sandbox]
-        let sandbox = &mut self.config.sandbox;
-        if let Some(mode) = part.sandbox_mode {
-            if mode.strictness() >= sandbox.mode.strictness() {
-                sandbox.mode = mode;
-            } else if untrusted {
-                ignored.push(format!("sandbox.mode = \"{mode}\""));
-            } else if let Some(lock) = &self.sandbox_lock {
-                self.notices.push(format!(
-                    "{} = \"{mode}\" ignored: the managed config requires the sandbox ({lock})",
-                    site.at("sandbox.mode")
-                ));
-            } else {
-                sandbox.mode = mode;
-            }
-            if managed && mode == SandboxMode::Required {
-                self.sandbox_lock = Some(site.at("sandbox.mode"));
-            }
-        }
-        if let Some(net) = part.allow_network {
-            if !net || sandbox.allow_network {
-                sandbox.allow_network = net;
-            } else if untrusted {
-                ignored.push("sandbox.allow_network = true".to_string());
-            } else if part.layer == Layer::Project {
-                // Lifting the network ban is the user's own decision (issue 4): even a trusted
-                // repository cannot make it for them.
-                self.notices.push(format!(
-                    "{} = true ignored: only your user configuration can allow the network",
-                    site.at("sandbox.allow_network")
-                ));
-            } else if let Some(lock) = &self.network_lock {
-                self.notices.push(format!(
-                    "{} = true ignored: the managed config forbids the network ({lock})",
-                    site.at("sandbox.allow_network")
-                ));
-            } else {
-                sandbox.allow_network = net;
-            }
-            if managed && !net {
-                self.network_lock = Some(site.at("sandbox.allow_network"));
-            }
         }
 
         for what in ignored {
@@ -586,26 +336,100 @@ impl Builder {
         }
     }
 
+    /// Applies the layer's scalar keys by the table's rules (see [`Trust`], [`Managed`]),
+    /// collecting an untrusted project's ignored ones into one notice per kind.
+    fn apply_scalars(&mut self, part: &Part, site: &Site, ignored: &mut Vec<String>) {
+        let untrusted = part.layer == Layer::UntrustedProject;
+        let managed = part.layer == Layer::Managed;
+        let mut model = Vec::new();
+        let mut raised = Vec::new();
+        let mut tables = Vec::new();
+        for (i, k) in KEYS.iter().enumerate() {
+            if k.name == "model.price" && untrusted && part.price.is_some() {
+                model.push(k.name.to_owned());
+            }
+            let Some(v) = part.get(k.name) else { continue };
+            let current = self.values[i].as_ref();
+            if untrusted {
+                let applies = match k.trust {
+                    Trust::Ignored => false,
+                    Trust::Applied => true,
+                    Trust::Tightens => current.is_none_or(|c| !k.looser(v, c)),
+                    Trust::Only(only) => *v == Scalar::Choice(only),
+                };
+                if applies {
+                    self.values[i] = Some(v.clone());
+                    continue;
+                }
+                match k.group {
+                    Group::Model => model.push(k.name.to_owned()),
+                    Group::Raise => raised.push(format!("{} = {v}", k.name)),
+                    Group::Table => {
+                        let table = format!("[{}]", k.name.split('.').next().unwrap_or(k.name));
+                        if !tables.contains(&table) {
+                            tables.push(table);
+                        }
+                    }
+                    Group::Alone => ignored.push(format!("{} = {v}", k.name)),
+                }
+                continue;
+            }
+            let (layers, why) = k.loosest_not_from;
+            if layers.contains(&part.layer) && k.is_loosest(v) && current != Some(v) {
+                self.notices
+                    .push(format!("{} = {v} ignored: {why}", site.at(k.name)));
+                continue;
+            }
+            match k.managed {
+                Managed::Plain => self.values[i] = Some(v.clone()),
+                Managed::Ceiling => {
+                    match self.ceilings.get(k.name) {
+                        Some((ceiling, from)) if k.looser(v, ceiling) => {
+                            self.notices.push(format!(
+                                "{} = {v} exceeds the managed ceiling {ceiling} ({from}); using {ceiling}",
+                                site.at(k.name)
+                            ));
+                            self.values[i] = Some(ceiling.clone());
+                        }
+                        _ => self.values[i] = Some(v.clone()),
+                    }
+                    if managed {
+                        self.ceilings.insert(k.name, (v.clone(), site.at(k.name)));
+                    }
+                }
+                Managed::LockAtTightest(why) => {
+                    if let Some(lock) = self.locks.get(k.name)
+                        && current.is_some_and(|c| k.looser(v, c))
+                    {
+                        self.notices
+                            .push(format!("{} = {v} ignored: {why} ({lock})", site.at(k.name)));
+                        continue;
+                    }
+                    self.values[i] = Some(v.clone());
+                    if managed && k.is_tightest(v) {
+                        self.locks.insert(k.name, site.at(k.name));
+                    }
+                }
+            }
+        }
+        if !model.is_empty() {
+            ignored.push(format!(
+                "{} (a repository cannot choose the model endpoint, model or API key)",
+                model.join(", ")
+            ));
+        }
+        if !raised.is_empty() {
+            ignored.push(format!("limit increases ({})", raised.join(", ")));
+        }
+        ignored.extend(tables);
+    }
+
     pub(crate) fn finish(self) -> (Config, Vec<String>) {
         let mut config = self.config;
-        config.model = ModelConfig {
-            provider: self.provider,
-            base_url: self
-                .base_url
-                .unwrap_or_else(|| self.provider.default_base_url().to_string()),
-            model: self.model_name,
-            api_key_env: self
-                .api_key_env
-                .or_else(|| self.provider.default_api_key_env().map(str::to_string)),
-            context_window: self.context_window,
-            price: self.price,
-            idle_timeout_s: self
-                .idle_timeout_s
-                .unwrap_or(crate::defaults::MODEL_IDLE_TIMEOUT_S),
-            max_retries: self
-                .max_retries
-                .unwrap_or(crate::defaults::MODEL_MAX_RETRIES),
-        };
+        for (k, v) in KEYS.iter().zip(&self.values) {
+            k.store(&mut config, v.as_ref());
+        }
+        config.model.price = self.price;
         (config, self.notices)
     }
 }

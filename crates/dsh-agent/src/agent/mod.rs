@@ -56,16 +56,17 @@ pub struct LoopConfig {
 
 impl Default for LoopConfig {
     fn default() -> Self {
-        use dsh_config::defaults as d;
+        // Every default from dsh-config: the key table's, through `Config::default`.
+        let c = dsh_config::Config::default();
         LoopConfig {
-            max_steps: u32::try_from(d::LIMITS_MAX_STEPS).unwrap_or(u32::MAX),
-            max_tokens: d::LIMITS_MAX_TOKENS,
-            repeat_limit: d::REPEAT_LIMIT,
-            keep_turns: keep_turns(d::CONTEXT_KEEP_TURNS),
-            max_cost_usd: d::LIMITS_MAX_COST_USD,
+            max_steps: u32::try_from(c.limits.max_steps).unwrap_or(u32::MAX),
+            max_tokens: c.limits.max_tokens,
+            repeat_limit: dsh_config::defaults::REPEAT_LIMIT,
+            keep_turns: keep_turns(c.context.keep_turns),
+            max_cost_usd: c.limits.max_cost_usd,
             price: None,
             context_window: None,
-            max_fraction: d::CONTEXT_MAX_FRACTION,
+            max_fraction: c.context.max_fraction,
         }
     }
 }
