@@ -421,6 +421,10 @@ impl Session {
             let tool = run_shell.clone();
             dsh_policy::SandboxCheck(Arc::new(move || tool.hardened_profile()))
         };
+        let kept = {
+            let tool = run_shell.clone();
+            dsh_policy::KeptCheck(Arc::new(move |path: &Path| tool.keeps(path)))
+        };
         registry.register_arc(run_shell)?;
         // Sub-agents last: a profile may name any tool registered before it.
         let names: std::collections::BTreeSet<String> =
@@ -500,7 +504,7 @@ impl Session {
             .with_memory_exemption(person_answers);
 
         let mut builder = Pipeline::builder(registry, journal)
-            .pre_policy(dsh_policy::ModePolicy::new(mode.clone(), shell.clone()))
+            .pre_policy(dsh_policy::ModePolicy::new(mode.clone(), shell.clone()).with_kept(kept))
             .pre_policy(confinement.clone())
             .pre_policy(protected.clone())
             .pre_policy(

@@ -31,7 +31,7 @@ pub use added::AddedRules;
 pub use confine::Confinement;
 pub use glob::{PathPattern, PatternError};
 pub use memory::{MEMORY_FILE, MemoryPolicy, PROMPT_FILES, is_memory_file};
-pub use mode::{AUTO_NEEDS, ModePolicy, ModeSwitch};
+pub use mode::{AUTO_NEEDS, KeptCheck, ModePolicy, ModeSwitch};
 pub use protect::{ProtectedPaths, protected_match};
 pub use python::PythonAuditGuard;
 pub use rules::{PermissionRules, Rule, RuleError, RuleKind};

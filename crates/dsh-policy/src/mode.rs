@@ -66,18 +66,45 @@ fn code(mode: PermissionMode) -> u8 {
     }
 }
 
+/// Says whether the hardened sandbox keeps a path from `auto` (a protected path, a file the
+/// repository's git configuration names, what a deny/ask rule matches): a file tool's write
+/// there is not lifted, since the file tools run outside the sandbox's mounts.
+#[derive(Clone)]
+pub struct KeptCheck(pub Arc<dyn Fn(&std::path::Path) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for KeptCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeptCheck(..)")
+    }
+}
+
 /// The `mode` listener.
 #[derive(Clone, Debug)]
 pub struct ModePolicy {
     switch: ModeSwitch,
     /// Judges command lines as the shell policy does (with the same mode).
     shell: ShellPolicy,
+    /// What `auto` must not let a file tool write (`None`: nothing beyond the other
+    /// listeners' protections).
+    kept: Option<KeptCheck>,
 }
 
 impl ModePolicy {
     /// `shell` is the session's shell policy, following `switch` ([`ShellPolicy::with_mode`]).
     pub fn new(switch: ModeSwitch, shell: ShellPolicy) -> Self {
-        ModePolicy { switch, shell }
+        ModePolicy {
+            switch,
+            shell,
+            kept: None,
+        }
+    }
+
+    /// Keeps `auto` from lifting file-tool writes to what `kept` says the hardened sandbox
+    /// keeps.
+    #[must_use]
+    pub fn with_kept(mut self, kept: KeptCheck) -> Self {
+        self.kept = Some(kept);
+        self
     }
 
     /// `auto`: a Rule allow in the hardened sandbox when every command the call declares is
@@ -99,6 +126,9 @@ impl ModePolicy {
                     }
                 }
                 Access::Write { path } => {
+                    if self.kept.as_ref().is_some_and(|k| (k.0)(path)) {
+                        return Vote::abstain();
+                    }
                     lifted.push(format!("writes {}", dsh_core::quote_capped_path(path)));
                 }
                 Access::Network { .. } => return Vote::abstain(),

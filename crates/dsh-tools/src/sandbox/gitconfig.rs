@@ -64,22 +64,30 @@ pub(super) fn entries(text: &str) -> Vec<Entry> {
     out
 }
 
-/// Workspace-relative paths, existing now, that the configuration of the repository
-/// `workspace` belongs to names — as a value or its first word, read against the work tree
-/// and against the configuration file's own directory — following its includes. Never the
-/// workspace itself.
-pub fn named_in_workspace(workspace: &Path, home: Option<&Path>) -> Vec<PathBuf> {
-    let Some((work_tree, configs)) = repository_configs(workspace) else {
+/// Workspace-relative paths that git's configuration for the repository `workspace`
+/// belongs to names — the repository's own files and includes, and the `globals`
+/// ([`global_configs`]). Every value (and its first
+/// word) read against the work tree and against the configuration file's directory names a
+/// path kept when it exists; a value of a key that names a file or a program git runs
+/// ([`names_a_program_or_file`]) names one kept even before it exists, so that a command
+/// cannot create the hook `core.hooksPath` points at. Never the workspace itself.
+pub fn named_in_workspace(
+    workspace: &Path,
+    home: Option<&Path>,
+    globals: &[PathBuf],
+) -> Vec<PathBuf> {
+    let Some((work_tree, mut configs)) = repository_configs(workspace) else {
         return Vec::new();
     };
+    configs.extend(globals.iter().cloned());
     let mut queue: Vec<(PathBuf, usize)> = configs.into_iter().map(|c| (c, 0)).collect();
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut out: Vec<PathBuf> = Vec::new();
-    let mut keep = |candidate: PathBuf| {
+    let mut keep = |candidate: PathBuf, even_missing: bool| {
         let path = normalize(&candidate);
         if let Ok(rel) = path.strip_prefix(workspace)
             && !rel.as_os_str().is_empty()
-            && path.symlink_metadata().is_ok()
+            && (even_missing || path.symlink_metadata().is_ok())
             && !out.iter().any(|o| o == rel)
         {
             out.push(rel.to_path_buf());
@@ -99,8 +107,21 @@ pub fn named_in_workspace(workspace: &Path, home: Option<&Path>) -> Vec<PathBuf>
             for word in [e.value.as_str(), first.as_str()] {
                 for base in [&work_tree, &dir] {
                     if let Some(p) = expand(word, home, base) {
-                        keep(p);
+                        keep(p, false);
                     }
+                }
+            }
+            if names_a_program_or_file(&e.section, &e.key) {
+                // An include is read against its file's directory; anything else git runs
+                // or reads from the work tree.
+                let include = matches!(e.section.as_str(), "include" | "includeif");
+                let (word, base) = if include {
+                    (e.value.as_str(), &dir)
+                } else {
+                    (first.as_str(), &work_tree)
+                };
+                if let Some(p) = expand(word, home, base) {
+                    keep(p, true);
                 }
             }
             if e.key == "path"
@@ -113,6 +134,62 @@ pub fn named_in_workspace(workspace: &Path, home: Option<&Path>) -> Vec<PathBuf>
         }
     }
     out
+}
+
+/// What git takes from the workspace for its submodules: `.gitmodules` and each
+/// submodule's `.git` (a file naming its git directory: replaced, it would point `git status`
+/// at a planted configuration), workspace-relative, whether they exist or not.
+pub fn submodule_files(workspace: &Path) -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::from(".gitmodules")];
+    if let Ok(text) = std::fs::read_to_string(workspace.join(".gitmodules")) {
+        for e in entries(&text) {
+            let rel = normalize(Path::new(&e.value));
+            if e.section == "submodule"
+                && e.key == "path"
+                && rel.is_relative()
+                && !rel.as_os_str().is_empty()
+                && !rel.starts_with("..")
+            {
+                out.push(rel.join(".git"));
+            }
+        }
+    }
+    out
+}
+
+/// Git's system and global configuration files for a user whose home is `home`.
+pub fn global_configs(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::from("/etc/gitconfig")];
+    if let Some(h) = home {
+        out.push(h.join(".gitconfig"));
+        out.push(h.join(".config/git/config"));
+    }
+    out
+}
+
+/// Whether `section.key` names a file git reads or a program git runs (lower-cased, the
+/// subsection left out: `diff.<driver>.textconv` is `diff`, `textconv`).
+fn names_a_program_or_file(section: &str, key: &str) -> bool {
+    matches!(
+        (section, key),
+        (
+            "core",
+            "hookspath"
+                | "fsmonitor"
+                | "sshcommand"
+                | "editor"
+                | "pager"
+                | "excludesfile"
+                | "attributesfile"
+                | "askpass"
+        ) | ("include" | "includeif", "path")
+            | ("gpg", "program")
+            | ("sequence", "editor")
+            | ("credential", "helper")
+    ) || matches!(
+        key,
+        "textconv" | "clean" | "smudge" | "process" | "driver" | "cmd" | "command" | "external"
+    )
 }
 
 /// The work tree and the configuration files of the repository `workspace` is in (the
@@ -177,18 +254,21 @@ mod tests {
         std::fs::write(
             ws.join(".git/config"),
             "[core]\n\thooksPath = .githooks\n\tfsmonitor = tools/fsmon --flag\n\
+             \tsshCommand = not-yet/there\n\
              [include]\n\tpath = ../shared.inc\n[remote \"origin\"]\n\turl = .\n\
              [branch \"main\"]\n\tmerge = refs/heads/main\n",
         )
         .unwrap();
-        let mut got = named_in_workspace(&ws, None);
+        let mut got = named_in_workspace(&ws, None, &[]);
         got.sort();
         assert_eq!(
             got,
-            // `.git` itself from `url = .` read against `.git/`: protected anyway.
+            // `.git` itself from `url = .` read against `.git/`: protected anyway;
+            // `not-yet/there` names a program git runs: kept before it exists.
             [
                 ".git",
                 ".githooks",
+                "not-yet/there",
                 "shared.inc",
                 "tools/fsmon",
                 "tools/ssh-wrap"
@@ -200,6 +280,6 @@ mod tests {
     #[test]
     fn no_repository_names_nothing() {
         let root = tempfile::tempdir().unwrap();
-        assert!(named_in_workspace(root.path(), None).is_empty());
+        assert!(named_in_workspace(root.path(), None, &[]).is_empty());
     }
 }

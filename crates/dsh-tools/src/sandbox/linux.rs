@@ -61,7 +61,8 @@ fn granted_on_dev_null() -> BitFlags<AccessFs> {
 pub(super) fn confine(spec: &ExecSpec) -> Result<(), String> {
     // Mounts first: they need the capability the next steps drop, and Landlock forbids
     // changing the mount topology once it is enforced.
-    if spec.hardened {
+    // The hardened profile's mounts; the read-only profile's too when it hides files.
+    if spec.hardened || !spec.hide.is_empty() {
         super::protect::hardened_mounts(&super::protect::Mounts {
             writable: &spec.writable,
             read_only: &spec.protect,

@@ -139,8 +139,8 @@ mod supervise;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-pub use gitconfig::named_in_workspace;
-pub use reads::{readable, toolchains};
+pub use gitconfig::{global_configs, named_in_workspace, submodule_files};
+pub use reads::{enclosing_work_tree, readable, toolchains};
 pub use status::StatusPipe;
 
 /// The helper's exit code when it could not set the sandbox up (nothing ran).

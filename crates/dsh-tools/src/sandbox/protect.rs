@@ -10,7 +10,10 @@
 //! 2. the writable trees (the workspace, the session's TMPDIR) are bind-mounted onto
 //!    themselves and made writable again, still `nosuid` and `nodev`;
 //! 3. each protected path that exists is bind-mounted onto itself read-only (a mount point
-//!    cannot be removed or renamed over either);
+//!    cannot be removed or renamed over either), after each directory between a writable
+//!    tree and it is bind-mounted onto itself too, writable: a mount point cannot be renamed
+//!    or removed, so `mv docs docs.old` cannot move a protected `docs/agents.md` aside and
+//!    put another in its place; mounts inside a writable tree that were read-only stay so;
 //! 4. each hidden path (what the file tools' deny/ask rules keep from reading) is covered:
 //!    a file by `/dev/null` on a `nodev` mount (opening it fails), a directory by an empty
 //!    read-only tmpfs.
@@ -77,6 +80,8 @@ pub(super) fn hardened_mounts(m: &Mounts<'_>) -> Result<(), String> {
     }
     mount(None, Path::new("/"), None, libc::MS_REC | libc::MS_PRIVATE)
         .map_err(|e| format!("making the mounts private: {e}"))?;
+    // Mounts that are read-only already (inside a writable tree they must stay so).
+    let read_only_before = read_only_mount_points();
     // Their own mounts first, so that they can be made writable again below.
     for tree in m.writable {
         bind(tree, tree).map_err(|e| format!("bind-mounting {}: {e}", tree.display()))?;
@@ -96,6 +101,16 @@ pub(super) fn hardened_mounts(m: &Mounts<'_>) -> Result<(), String> {
             MOUNT_ATTR_RDONLY,
         )
         .map_err(|e| format!("making {} writable: {e}", tree.display()))?;
+        for inner in read_only_before
+            .iter()
+            .filter(|p| p.starts_with(tree) && *p != tree)
+        {
+            set_attr(inner, true, MOUNT_ATTR_RDONLY, 0)
+                .map_err(|e| format!("keeping {} read-only: {e}", inner.display()))?;
+        }
+    }
+    for dir in ancestors_to_pin(m) {
+        bind(&dir, &dir).map_err(|e| format!("pinning {}: {e}", dir.display()))?;
     }
     for path in m.read_only {
         if std::fs::symlink_metadata(path).is_err() {
@@ -135,6 +150,70 @@ pub(super) fn hardened_mounts(m: &Mounts<'_>) -> Result<(), String> {
             .map_err(|e| format!("re-entering {}: {e}", cwd.display()))?;
     }
     Ok(())
+}
+
+/// The directories between a writable tree and each protected or hidden path inside it
+/// (not the tree, not the path), shallowest first; symlinks and what does not exist are
+/// left out (a symlinked directory cannot be mounted over, and what does not exist has
+/// nothing to pin).
+fn ancestors_to_pin(m: &Mounts<'_>) -> Vec<PathBuf> {
+    let mut out = std::collections::BTreeSet::new();
+    for path in m.read_only.iter().chain(m.hidden) {
+        for tree in m.writable {
+            let Ok(rel) = path.strip_prefix(tree) else {
+                continue;
+            };
+            let mut dir = tree.clone();
+            for part in rel.parent().into_iter().flat_map(Path::components) {
+                dir.push(part);
+                if std::fs::symlink_metadata(&dir).is_ok_and(|d| d.is_dir()) {
+                    out.insert(dir.clone());
+                } else {
+                    break;
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// The mount points that are read-only now (`/proc/self/mountinfo`).
+fn read_only_mount_points() -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let point = fields.get(4)?;
+            let options = fields.get(5)?;
+            options
+                .split(',')
+                .any(|o| o == "ro")
+                .then(|| PathBuf::from(unescape(point)))
+        })
+        .collect()
+}
+
+/// A mountinfo path: spaces, tabs, newlines and backslashes are written as octal escapes.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && let Some(code) = field
+                .get(i + 1..i + 4)
+                .and_then(|o| u8::from_str_radix(o, 8).ok())
+        {
+            out.push(code);
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn bind(source: &Path, target: &Path) -> Result<(), std::io::Error> {

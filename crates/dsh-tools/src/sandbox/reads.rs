@@ -172,6 +172,20 @@ fn path_dirs(path: &OsString, home: Option<&Path>) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The work tree of the repository around a workspace that is a subdirectory of one (what
+/// [`readable`] opens for git's sake): the hardened profile leaves it out, so that an
+/// `auto` command reads no file of it outside the workspace (git's reading subcommands run
+/// in the read-only profile anyway).
+pub fn enclosing_work_tree(workspace: &Path, env: &[(OsString, OsString)]) -> Option<PathBuf> {
+    let home = env
+        .iter()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| PathBuf::from(v));
+    enclosing_repository(workspace, home.as_deref())
+        .into_iter()
+        .find(|p| workspace.starts_with(p) && p != workspace)
+}
+
 /// The repository around a workspace that is a subdirectory of one (its work tree and git
 /// directories), or the git directories of a workspace that is a linked worktree or uses a
 /// `.git` file. Empty when the workspace holds its own `.git` directory (it is readable as

@@ -85,16 +85,29 @@ impl Keep {
     /// configuration.
     pub(super) fn survey(&self, root: &Path, home: Option<&Path>) -> Result<Survey, String> {
         let mut s = Survey::default();
-        let named = crate::sandbox::named_in_workspace(root, home);
+        let mut named =
+            crate::sandbox::named_in_workspace(root, home, &crate::sandbox::global_configs(home));
+        named.extend(crate::sandbox::submodule_files(root));
         for rel in self.fixed.iter().chain(&named) {
             let path = root.join(rel);
-            match path.symlink_metadata() {
-                Err(_) => s.missing.push(path),
-                Ok(meta) => {
-                    if meta.file_type().is_symlink()
+            match first_entry(root, rel) {
+                None => s.missing.push(path),
+                Some(_) => {
+                    if path
+                        .symlink_metadata()
+                        .is_ok_and(|m| m.file_type().is_symlink())
                         && let Ok(target) = std::fs::read_link(&path)
                     {
                         s.links.push((path.clone(), target));
+                        // Where it leads, inside the workspace, is kept by name too, so that
+                        // the directories above it are pinned (`AGENTS.md -> docs/agents.md`
+                        // must not lose `docs` to a rename).
+                        if let Ok(real) = path.canonicalize()
+                            && real.starts_with(root)
+                            && real != root
+                        {
+                            s.read_only.push(real);
+                        }
                     }
                     s.read_only.push(path);
                 }
@@ -112,6 +125,27 @@ impl Keep {
             }
         }
         Ok(s)
+    }
+}
+
+impl Keep {
+    /// Whether the hardened profile keeps `rel` (workspace-relative) or a directory above it
+    /// read-only or hidden: what `auto` must not let a file tool write either.
+    pub(super) fn covers(&self, root: &Path, home: Option<&Path>, rel: &Path) -> bool {
+        let mut named =
+            crate::sandbox::named_in_workspace(root, home, &crate::sandbox::global_configs(home));
+        named.extend(crate::sandbox::submodule_files(root));
+        let by_name = self
+            .fixed
+            .iter()
+            .chain(&named)
+            .any(|kept| rel.starts_with(kept));
+        by_name
+            || self.judge.as_ref().is_some_and(|judge| {
+                rel.ancestors()
+                    .filter(|a| !a.as_os_str().is_empty())
+                    .any(|a| (judge.0)(a).is_some())
+            })
     }
 }
 
@@ -142,14 +176,32 @@ impl Survey {
             if std::fs::read_link(link).ok().as_ref() == Some(target) {
                 continue;
             }
-            if link.symlink_metadata().is_ok() {
-                away(link, "replaced the symlink");
+            match link
+                .strip_prefix(root)
+                .ok()
+                .and_then(|rel| first_entry(root, rel))
+            {
+                Some(entry) if entry == *link => away(link, "replaced the symlink"),
+                // A directory above it became a symlink: that is what the command made.
+                Some(entry) => away(&entry, "made a symlink of a directory above"),
+                None => {}
             }
             relink.push((link, target));
         }
         for path in &self.missing {
-            if path.symlink_metadata().is_ok() {
-                away(path, "created");
+            // What exists of it now, without following a symlink the command may have put
+            // in its way (a symlinked parent must never lead the move outside).
+            if let Some(entry) = path
+                .strip_prefix(root)
+                .ok()
+                .and_then(|rel| first_entry(root, rel))
+            {
+                let what = if entry == *path {
+                    "created"
+                } else {
+                    "made a symlink of a directory above"
+                };
+                away(&entry, what);
             }
         }
         if let Some(judge) = &keep.judge {
@@ -163,6 +215,22 @@ impl Survey {
             }
         }
         for (link, target) in relink {
+            let parent_is_real = link
+                .parent()
+                .and_then(|p| p.strip_prefix(root).ok())
+                .is_none_or(|rel| {
+                    rel.as_os_str().is_empty()
+                        || first_entry(root, rel).as_deref() == Some(&root.join(rel))
+                            && root.join(rel).symlink_metadata().is_ok_and(|m| m.is_dir())
+                });
+            if !parent_is_real {
+                failed.push(format!(
+                    "{} (the symlink to {} was not put back: a directory above it is no longer a directory)",
+                    link.display(),
+                    target.display()
+                ));
+                continue;
+            }
             match symlink(target, link) {
                 Ok(()) => notes.push(format!(
                     "[auto: the symlink {} -> {} was put back]",
@@ -194,10 +262,25 @@ fn walk(root: &Path, skip: &[PathBuf], judge: &Judge) -> Result<Vec<(PathBuf, Co
     let mut stack = vec![root.to_path_buf()];
     let mut seen = 0usize;
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            // Gone since its parent was listed.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // What cannot be listed cannot be checked: fail closed.
+            Err(e) => {
+                return Err(format!(
+                    "{} cannot be listed to check the protected patterns ({e})",
+                    dir.display()
+                ));
+            }
         };
-        for entry in entries.flatten() {
+        for entry in entries {
+            let entry = entry.map_err(|e| {
+                format!(
+                    "{} cannot be listed to check the protected patterns ({e})",
+                    dir.display()
+                )
+            })?;
             seen += 1;
             if seen > WALK_LIMIT {
                 return Err(format!(
@@ -219,6 +302,23 @@ fn walk(root: &Path, skip: &[PathBuf], judge: &Judge) -> Result<Vec<(PathBuf, Co
         }
     }
     Ok(out)
+}
+
+/// The first entry on the way from `root` to `root/rel` that exists as something other than
+/// a directory to go through: `root/rel` itself when every directory above it is a real
+/// one, the first symlink above it when there is one, `None` when nothing is there. Never
+/// follows a symlink.
+fn first_entry(root: &Path, rel: &Path) -> Option<PathBuf> {
+    let mut at = root.to_path_buf();
+    let mut parts = rel.components().peekable();
+    while let Some(part) = parts.next() {
+        at.push(part);
+        let meta = at.symlink_metadata().ok()?;
+        if parts.peek().is_none() || meta.file_type().is_symlink() || !meta.is_dir() {
+            return Some(at);
+        }
+    }
+    Some(at)
 }
 
 /// Moves `path` into `dir` under a name not taken there, returning where it went: a rename,

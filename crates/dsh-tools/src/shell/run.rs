@@ -236,6 +236,23 @@ impl RunShell {
         }
     }
 
+    /// Whether `auto`'s hardened profile keeps `path` (as a call declares it) from commands:
+    /// a protected path, a file git's configuration names, what a deny/ask rule matches.
+    /// A path outside the workspace is not this question's (other policies refuse it).
+    pub fn keeps(&self, path: &Path) -> bool {
+        let Some(rel) = path
+            .to_str()
+            .and_then(|p| self.workspace.resolve(p).ok())
+            .map(|r| r.rel)
+        else {
+            return false;
+        };
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        self.settings
+            .keep
+            .covers(self.workspace.root(), home.as_deref(), &rel)
+    }
+
     /// What the read-only and hardened profiles read, computed once per session from the
     /// environment commands get.
     fn readable(&self, env: &[(OsString, OsString)]) -> Vec<PathBuf> {
@@ -492,6 +509,9 @@ impl Tool for RunShell {
                 }
                 let (state, readable, writable) = if hardened {
                     let mut readable = self.readable(&env);
+                    if let Some(tree) = sandbox::enclosing_work_tree(self.workspace.root(), &env) {
+                        readable.retain(|p| *p != tree);
+                    }
                     readable.extend(sandbox::toolchains(&env));
                     let writable = vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
                     (SandboxState::Landlock, readable, writable)
@@ -506,11 +526,11 @@ impl Tool for RunShell {
                     let writable = vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
                     (state, Vec::new(), writable)
                 };
+                let home = env
+                    .iter()
+                    .find(|(k, _)| k == "HOME")
+                    .map(|(_, v)| PathBuf::from(v));
                 let (protect, hide) = if hardened {
-                    let home = env
-                        .iter()
-                        .find(|(k, _)| k == "HOME")
-                        .map(|(_, v)| PathBuf::from(v));
                     let s = self
                         .settings
                         .keep
@@ -524,6 +544,27 @@ impl Tool for RunShell {
                     let kept = (s.read_only.clone(), s.hidden.clone());
                     survey = Some(s);
                     kept
+                } else if read_only && self.settings.keep.judge.is_some() {
+                    // What the file tools' deny/ask rules keep from reading is hidden from a
+                    // command that runs free too (`grep -r`, `git grep --no-index`).
+                    let hidden = self
+                        .settings
+                        .keep
+                        .survey(self.workspace.root(), home.as_deref())
+                        .map(|s| s.hidden)
+                        .map_err(|e| {
+                            ToolError::new(
+                                ToolErrorKind::Denied,
+                                format!("run_shell: this command cannot run free: {e}; a person can let it run"),
+                            )
+                        })?;
+                    if !hidden.is_empty() && self.hardened_profile().is_err() {
+                        return Err(ToolError::new(
+                            ToolErrorKind::Denied,
+                            "run_shell: this command cannot run free here: the files your read rules deny can be hidden from it only in a private mount namespace, which is not available; a person can let it run",
+                        ));
+                    }
+                    (Vec::new(), hidden)
                 } else {
                     (Vec::new(), Vec::new())
                 };
@@ -661,6 +702,11 @@ impl Tool for RunShell {
         }
 
         match end {
+            // What the settling did is part of the record even when the call was cancelled.
+            End::Cancelled if !notes.is_empty() => Err(ToolError::failed(format!(
+                "the call was cancelled before it finished; its output is not reported. {}",
+                notes.join(" ")
+            ))),
             End::Cancelled => Err(crate::cancelled()),
             End::TimedOut => {
                 let message = format!(
