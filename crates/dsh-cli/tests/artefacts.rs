@@ -11,23 +11,17 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use common::{Dirs, journals, records, scripted_exec, stderr};
+use common::{Dirs, journals, records, scripted_exec, stderr, stdout};
 use dsh_testkit::model_server::{ScriptedServer, Turn};
 use serde_json::Value;
 
 /// `dsh ARGS…` run in `cwd`, with the isolated environment and no `--workspace`.
 fn dsh_in(d: &Dirs, cwd: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-    c.current_dir(cwd)
-        .args(args)
-        .env("DSH_HOME", &d.home)
-        .env("DSH_CONFIG_HOME", &d.cfg)
-        .env("HOME", &d.user_home)
-        .env("OPENAI_API_KEY", "sk-test")
-        .stdin(Stdio::null())
+    let mut c = d.dsh_in(cwd, args);
+    c.env("OPENAI_API_KEY", "sk-test")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     c
@@ -46,10 +40,6 @@ fn model_flags(url: &str) -> [&str; 6] {
 
 fn id_of(path: &Path) -> String {
     path.file_stem().unwrap().to_string_lossy().into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A journal file named by a session id, holding `bytes`, last changed an hour ago (crash

@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{Dirs, json_lines, stderr};
+use common::{Dirs, json_lines, stderr, stdout};
 use dsh_testkit::model_server::{ScriptedServer, Turn};
 use serde_json::{Value, json};
 
@@ -30,19 +30,7 @@ fn example_str(name: &str) -> String {
 /// `dsh ARGS…` in the world, run from `d.outside` (a directory unrelated to any recorded
 /// workspace), with no `--workspace` unless `args` has one.
 fn dsh(d: &Dirs, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dsh"))
-        .args(args)
-        .current_dir(&d.outside)
-        .env("DSH_HOME", &d.home)
-        .env("DSH_CONFIG_HOME", &d.cfg)
-        .env("HOME", &d.user_home)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8(out.stdout.clone()).unwrap()
+    d.dsh_in(&d.outside, args).output().unwrap()
 }
 
 /// `dsh replay` of the shipped session under `examples/sessions/CONFIG`.

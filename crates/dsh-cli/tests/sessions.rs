@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{Dirs, json_lines, stderr};
+use common::{Dirs, json_lines, stderr, stdout};
 use dsh_core::journal::{
     Journal, JsonlJournal, Record, ResumedFrom, SyncPolicy, Totals, read_journal,
 };
@@ -17,22 +17,11 @@ use serde_json::{Value, json};
 
 /// `dsh ARGS…` in the world, without the `--workspace` that `Dirs::dsh` always passes.
 fn dsh(d: &Dirs, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-    c.args(args)
-        .current_dir(d.root())
-        .env("DSH_HOME", &d.home)
-        .env("DSH_CONFIG_HOME", &d.cfg)
-        .env("HOME", &d.user_home)
-        .stdin(Stdio::null());
-    c
+    d.dsh_in(d.root(), args)
 }
 
 fn run(d: &Dirs, args: &[&str]) -> Output {
     dsh(d, args).output().unwrap()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8(out.stdout.clone()).unwrap()
 }
 
 fn sessions_dir(d: &Dirs) -> PathBuf {
@@ -74,9 +63,25 @@ fn batch_in(d: &Dirs, workspace: &Path) -> PathBuf {
     let after = journals(d);
     let new: Vec<_> = after.difference(&before).cloned().collect();
     assert_eq!(new.len(), 1, "{new:?}");
-    // Start times are kept to the millisecond; keep runs apart so "newest first" is defined.
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    new.into_iter().next().unwrap()
+    // Start times are kept to the millisecond: this run started before `now`; wait until the
+    // clock's millisecond has moved past it, so that "newest first" is defined for the next.
+    let journal = new.into_iter().next().unwrap();
+    let ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    };
+    let now = ms();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while ms() <= now {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the clock stood still"
+        );
+        std::thread::yield_now();
+    }
+    journal
 }
 
 fn lines(path: &Path) -> Vec<String> {

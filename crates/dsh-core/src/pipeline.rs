@@ -12,11 +12,16 @@
 //! ──
 //! journal tool_started
 //! 4 wrappers ∘ tool                    P5  timeout, retry (idempotent only), elapsed
-//! 5 dispositions, registration order   P6  reshape the result, never flip `ok`
 //! 6 normalization                      P7  every Err and panic → one failure kind
+//! 5 dispositions, registration order   P6  reshape the result, never flip `ok`
 //! 7 freeze → Arc<FrozenResult>         P8  the journal and every observer share it
 //! journal tool_result; observers
 //! ```
+//!
+//! Gates keep SPEC's numbers; they run in the order above: normalization (6) comes before
+//! the dispositions (5), so that a disposition sees a tool's panic or error already turned
+//! into one failure kind, never a raw one (tests/gates.rs,
+//! `a_disposition_sees_a_normalized_result`).
 //!
 //! [`Pipeline::admit`] is gates 1–3 for one call (gate 2 in `policy::ask_once`, gate 3 in
 //! `Pipeline::gate3`). A batch starts a call with `Pipeline::start` — `record_call`, `admit`,

@@ -716,6 +716,34 @@ async fn a_disposition_cannot_turn_a_failure_into_success() {
     assert_eq!(r.content(), "all good");
 }
 
+/// Normalization (gate 6) runs before the dispositions (gate 5): a disposition sees a tool's
+/// panic already turned into a failure kind, never a raw panic or a half-made result.
+#[tokio::test]
+async fn a_disposition_sees_a_normalized_result() {
+    let crashing = read_only(FnTool::new("t", |_, _| async {
+        if true {
+            panic!("tool bug");
+        }
+        Ok(ToolOutput::new("never", json!({})))
+    }));
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let s = seen.clone();
+    let (b, _) = builder(vec![crashing]);
+    let p = b
+        .disposition(disposition("observer", move |c| {
+            *s.lock().unwrap() = Some((c.ok(), c.failure_kind()));
+            Action::Accept
+        }))
+        .build();
+    let r = run_one(&p, call("1", "t")).await;
+    assert_eq!(r.failure_kind(), Some(FailureKind::Crashed));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some((false, Some(FailureKind::Crashed))),
+        "the disposition saw the normalized failure"
+    );
+}
+
 #[tokio::test]
 async fn a_panicking_disposition_withholds_the_content() {
     let secret = read_only(FnTool::new("t", |_, _| async {

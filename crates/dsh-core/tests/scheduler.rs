@@ -73,7 +73,7 @@ fn ids(results: &[Arc<FrozenResult>]) -> Vec<&str> {
 }
 
 /// The seed's own example: read A, read B, write A, read C.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[tokio::test(start_paused = true)]
 async fn seed_example_reads_overlap_write_runs_alone_and_results_commit_in_order() {
     let barrier = Arc::new(Barrier::new(2));
     let b_done = Arc::new(Notify::new());
@@ -209,7 +209,7 @@ async fn seed_example_reads_overlap_write_runs_alone_and_results_commit_in_order
     assert_eq!(committed, order);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[tokio::test(start_paused = true)]
 async fn exclusive_calls_never_overlap() {
     let conc = Arc::new(Concurrency::default());
     let c = conc.clone();
@@ -260,7 +260,7 @@ async fn parallel_safe_calls_overlap_up_to_max_parallel() {
     assert_eq!(conc.max.load(Ordering::SeqCst), 3);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[tokio::test(start_paused = true)]
 async fn a_classifier_error_or_panic_means_exclusive() {
     for mode in ["err", "panic"] {
         let conc = Arc::new(Concurrency::default());
@@ -289,7 +289,7 @@ async fn a_classifier_error_or_panic_means_exclusive() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[tokio::test(start_paused = true)]
 async fn gates_run_in_submission_order_and_see_what_earlier_calls_left() {
     // A policy with order-sensitive state: it records the order it is asked in, and what the
     // "workspace" (a shared flag set by the write) looked like at that moment.
@@ -339,7 +339,7 @@ async fn gates_run_in_submission_order_and_see_what_earlier_calls_left() {
     assert!(asked[3].1, "call 4 was voted on before the write finished");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[tokio::test(start_paused = true)]
 async fn a_timed_out_call_keeps_its_slot_until_its_work_has_stopped() {
     let cleaned_up = Arc::new(AtomicBool::new(false));
     let c = cleaned_up.clone();
@@ -383,7 +383,7 @@ async fn a_timed_out_call_keeps_its_slot_until_its_work_has_stopped() {
     assert!(results[1].ok(), "{}", results[1].content());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[tokio::test(start_paused = true)]
 async fn calls_are_journaled_when_they_start_not_before() {
     // The exclusive write's tool_call record comes after both reads started; each call's
     // records appear as tool_call, tool_started, and results follow in submission order.

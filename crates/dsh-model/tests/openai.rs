@@ -727,7 +727,13 @@ async fn cancel_when_requested(
     cancel: &CancellationToken,
     n: usize,
 ) {
+    // Bounded: a client that never sends the request fails the test instead of hanging it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while server.requests().len() < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server never received request {n}"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     cancel.cancel();

@@ -295,7 +295,10 @@ async fn cancellation_kills_the_tree_and_returns() {
     // Cancel once the command is known to run (it wrote its background child's pid).
     let pid_file = f.ws.join("bg.pid");
     let canceller = tokio::spawn(async move {
+        // Bounded: a command that never starts fails the test instead of hanging it.
+        let deadline = Instant::now() + Duration::from_secs(30);
         while std::fs::read_to_string(&pid_file).map_or(true, |s| !s.ends_with('\n')) {
+            assert!(Instant::now() < deadline, "the command never started");
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         cancel.cancel();

@@ -48,11 +48,24 @@ impl Dirs {
 
     /// `dsh --workspace WS ARGS…` with the isolated environment and no stdin.
     pub fn dsh(&self, args: &[&str]) -> Command {
+        let mut c = self.world_command();
+        c.arg("--workspace").arg(&self.ws).args(args);
+        c
+    }
+
+    /// `dsh ARGS…` run in `cwd`, with the isolated environment, no stdin and no
+    /// `--workspace` unless `args` has one (so that a command that takes the workspace a
+    /// session recorded is tested as a person runs it).
+    pub fn dsh_in(&self, cwd: &Path, args: &[&str]) -> Command {
+        let mut c = self.world_command();
+        c.current_dir(cwd).args(args);
+        c
+    }
+
+    /// The dsh binary with this world's environment and no stdin.
+    fn world_command(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        c.arg("--workspace")
-            .arg(&self.ws)
-            .args(args)
-            .env("DSH_HOME", &self.home)
+        c.env("DSH_HOME", &self.home)
             .env("DSH_CONFIG_HOME", &self.cfg)
             .env("HOME", &self.user_home)
             .stdin(Stdio::null());
@@ -107,6 +120,10 @@ pub fn json_lines(out: &Output) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 pub fn stderr(out: &Output) -> String {
