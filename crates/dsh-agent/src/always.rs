@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 
 use dsh_core::{Access, ToolCall};
-use dsh_policy::{Rule, RuleKind, ShellPolicy};
+use dsh_policy::{Decision, Rule, ShellPolicy};
 
 use crate::{EventSink, RuleSpec, Session};
 
@@ -86,10 +86,10 @@ impl Session {
     /// Writes the rule (comments and the rest of the file kept) and has the running session
     /// judge it from the next call on. What was written, for the person.
     pub fn always_allow(&self, a: &AlwaysAllow) -> Result<String, AlwaysError> {
-        let recorded = dsh_config::record_rule(&a.file, a.scope.clone(), RuleKind::Allow, &a.rule)?;
+        let recorded = dsh_config::record_rule(&a.file, a.scope.clone(), Decision::Allow, &a.rule)?;
         let origin = format!("{} ({})", recorded.file.display(), recorded.key);
         let rule =
-            Rule::new(RuleKind::Allow, &a.tool, a.specifier.as_deref(), &origin).map_err(|e| {
+            Rule::new(Decision::Allow, &a.tool, a.specifier.as_deref(), &origin).map_err(|e| {
                 AlwaysError::Rule {
                     rule: a.rule.clone(),
                     reason: e.to_string(),
@@ -140,7 +140,7 @@ impl Session {
 
     fn spec_of(&self, a: &AlwaysAllow, origin: &str) -> RuleSpec {
         RuleSpec {
-            kind: RuleKind::Allow,
+            kind: Decision::Allow,
             tool: a.tool.clone(),
             specifier: a.specifier.clone(),
             origin: origin.to_owned(),

@@ -24,8 +24,8 @@ use dsh_core::{
     PipelineConfig, Registry, Retry, SpillStore, Timeout, Workspace, async_trait,
 };
 use dsh_policy::{
-    Confinement, MemoryPolicy, NetworkVote, PermissionRules, ProtectedPaths, PythonAuditGuard,
-    Rule, RuleKind, ShellLists, ShellPolicy, ShellRule, Spill,
+    Confinement, Decision, MemoryPolicy, NetworkVote, PermissionRules, ProtectedPaths,
+    PythonAuditGuard, Rule, ShellLists, ShellPolicy, ShellRule, Spill,
 };
 
 /// What an `unavailable` result tells the user to do.
@@ -54,7 +54,7 @@ fn unavailable_hint(shell: &ShellPolicy, workspace: &Arc<Workspace>) -> dsh_core
 /// (`dsh_config::Rule::parse`), never text to parse again — with where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleSpec {
-    pub kind: RuleKind,
+    pub kind: Decision,
     /// The tool the rule names.
     pub tool: String,
     /// The text between the parentheses, if any.

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_policy::{PROMPT_FILES, PathPattern, RuleKind, protected_match};
+use dsh_policy::{Decision, PROMPT_FILES, PathPattern, protected_match};
 use dsh_tools::shell::{Cover, Judge, Keep};
 
 use crate::assemble::RuleSpec;
@@ -35,7 +35,7 @@ pub(crate) fn keep(
     }
     let mut hidden = Vec::new();
     let mut kept_by_rules = Vec::new();
-    for r in rules.iter().filter(|r| r.kind != RuleKind::Allow) {
+    for r in rules.iter().filter(|r| r.kind != Decision::Allow) {
         let Some(spec) = r.specifier.as_deref() else {
             continue;
         };
@@ -95,7 +95,7 @@ fn fixed_path(pattern: &str) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
-    fn rule(kind: RuleKind, tool: &str, spec: &str) -> RuleSpec {
+    fn rule(kind: Decision, tool: &str, spec: &str) -> RuleSpec {
         RuleSpec {
             kind,
             tool: tool.to_owned(),
@@ -120,10 +120,10 @@ mod tests {
         assert!(k.fixed.contains(&PathBuf::from("AGENTS.md")));
 
         let rules = [
-            rule(RuleKind::Deny, "read_file", ".env"),
-            rule(RuleKind::Ask, "write_file", "migrations/**"),
-            rule(RuleKind::Allow, "write_file", "src/**"),
-            rule(RuleKind::Deny, "run_shell", "rm *"),
+            rule(Decision::Deny, "read_file", ".env"),
+            rule(Decision::Ask, "write_file", "migrations/**"),
+            rule(Decision::Allow, "write_file", "src/**"),
+            rule(Decision::Deny, "run_shell", "rm *"),
         ];
         let readers = ["read_file".to_owned()];
         let k = keep(&["*.pem".to_owned()], &rules, &readers).unwrap();

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_config::{Fsync, Loaded, ModelConfig, Provider, SandboxMode};
+use dsh_core::Decision;
 use dsh_model::{Endpoint, ModelError, ModelSettings, ProviderKind};
-use dsh_policy::RuleKind;
 use dsh_tools::{NetworkGrant, ShellSettings};
 
 use crate::{Approval, LoopConfig, RuleSpec, SessionSettings};
@@ -44,9 +44,9 @@ impl SessionSettings {
         let mut s = SessionSettings::new(&loaded.workspace, home);
         s.rule_target = loaded.rule_target();
         let rules = [
-            (RuleKind::Allow, &c.permissions.allow),
-            (RuleKind::Ask, &c.permissions.ask),
-            (RuleKind::Deny, &c.permissions.deny),
+            (Decision::Allow, &c.permissions.allow),
+            (Decision::Ask, &c.permissions.ask),
+            (Decision::Deny, &c.permissions.deny),
         ];
         for (kind, list) in rules {
             for r in list {

@@ -235,7 +235,7 @@ async fn with_a_person_to_ask_the_memory_file_asks_even_under_an_allow_rule() {
     let mut settings = SessionSettings::new(ws.path(), home.path());
     settings.approval = dsh_agent::Approval::Interactive;
     settings.rules.push(RuleSpec {
-        kind: dsh_policy::RuleKind::Allow,
+        kind: dsh_core::Decision::Allow,
         tool: "write_file".into(),
         specifier: None,
         origin: "user".into(),

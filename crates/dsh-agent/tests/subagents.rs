@@ -15,8 +15,8 @@ use dsh_agent::{
     Agent, Approval, EventKind, EventSink, EventStream, LoopConfig, Session, SessionSettings,
     StopReason,
 };
+use dsh_core::Decision;
 use dsh_core::{ApprovalOutcome, CancellationToken};
-use dsh_policy::RuleKind;
 use dsh_testkit::model_server::{Gate, Rendezvous, Reply, ScriptedServer, ServerHandle, Turn};
 use serde_json::{Value, json};
 
@@ -72,7 +72,7 @@ impl World {
     }
 }
 
-fn rule(kind: RuleKind, tool: &str, specifier: &str) -> dsh_agent::RuleSpec {
+fn rule(kind: Decision, tool: &str, specifier: &str) -> dsh_agent::RuleSpec {
     dsh_agent::RuleSpec {
         kind,
         tool: tool.into(),
@@ -126,7 +126,7 @@ fn seq(r: &Value) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_child_is_offered_no_write_tool_and_cannot_dispatch_one() {
     let w = world(|s| {
-        s.rules.push(rule(RuleKind::Deny, "read_file", ".env"));
+        s.rules.push(rule(Decision::Deny, "read_file", ".env"));
         // Even a yes to every ask cannot carry a call outside the child's profile.
         s.approval = Approval::Yolo;
     });
@@ -460,7 +460,7 @@ async fn approvals_name_the_sub_agent_that_asks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupting_the_parent_stops_a_running_child() {
-    let mut w = world(|s| s.rules.push(rule(RuleKind::Allow, "run_shell", "sleep *")));
+    let mut w = world(|s| s.rules.push(rule(Decision::Allow, "run_shell", "sleep *")));
     let mut stream = w.stream.take().unwrap();
     let server = ScriptedServer::start(vec![
         calls(&[sub_agent_call("m1", "shell", "wait")]),
@@ -803,7 +803,7 @@ fn a_rule_for_call_sub_agent_with_a_specifier_is_refused_at_assembly() {
     let ws = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let mut settings = SessionSettings::new(ws.path(), home.path());
-    let mut r = rule(RuleKind::Deny, "call_sub_agent", "general");
+    let mut r = rule(Decision::Deny, "call_sub_agent", "general");
     r.at = "cfg.toml:2: permissions.deny[0]".into();
     settings.rules.push(r);
     // Read as a path pattern, it would deny reading a file named `general` and not stop a
@@ -818,7 +818,7 @@ fn a_rule_for_call_sub_agent_with_a_specifier_is_refused_at_assembly() {
     // The bare rule turns sub-agents off.
     settings.rules = vec![dsh_agent::RuleSpec {
         specifier: None,
-        ..rule(RuleKind::Deny, "call_sub_agent", "x")
+        ..rule(Decision::Deny, "call_sub_agent", "x")
     }];
     let session = Session::assemble_dry(&settings).unwrap();
     let call = dsh_core::ToolCall::new(

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 
 use crate::defaults;
+pub use dsh_core::{PermissionMode, Unlisted};
 
 /// Where a setting came from, lowest to highest precedence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -255,32 +256,6 @@ string_enum! {
         Auto = "auto",
         /// Refuse to run commands unsandboxed.
         Required = "required",
-    }
-}
-
-string_enum! {
-    /// `[permissions] mode` (also `--mode`, `/mode`, Shift-Tab): one switch over the same
-    /// gates (DESIGN §5).
-    PermissionMode {
-        /// Every write and every program not on the read-only list is denied.
-        ReadOnly = "read-only",
-        /// A person is asked for writes and for programs the lists do not free (the default).
-        Ask = "ask",
-        /// Rule-liftable asks of builds and workspace writes run without a person, in a
-        /// hardened sandbox profile, where that profile is enforced.
-        Auto = "auto",
-        /// Every ask is approved (guards, the sandbox and the network ban still apply).
-        Yolo = "yolo",
-    }
-}
-
-string_enum! {
-    /// `[shell] unlisted`: what happens to a program on neither list.
-    Unlisted {
-        /// A person is asked; a rule may lift it (the default).
-        Ask = "ask",
-        /// Refused: seed 003's strict allowlist, for teams that want it.
-        Deny = "deny",
     }
 }
 

@@ -102,7 +102,7 @@ pub use config::{
     VerifyConfig,
 };
 pub use error::{ConfigError, ErrorKind};
-pub use record::{RecordedRule, RuleKind, RuleScope, record_rule};
+pub use record::{RecordedRule, RuleScope, record_rule};
 pub use trust::record_trust;
 
 use file::{parse_part, read_optional};

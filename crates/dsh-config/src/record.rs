@@ -1,44 +1,17 @@
 //! Recording a permission rule (the approval prompt's "always allow"): into a file's own
 //! `[permissions]`, or into the user file's `[workspaces."<path>".permissions]`.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use toml_edit::{Array, Document, DocumentMut, InlineTable, Item, Table, Value};
+
+use dsh_core::Decision;
 
 use crate::config::{Origin, Rule};
 use crate::error::{ConfigError, ErrorKind, line_of};
 use crate::file::read_optional;
 use crate::locate::{Seg, dotted, span_of};
 use crate::trust::{canonical_workspace, write_atomically};
-
-/// Which list of a `permissions` table a rule goes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RuleKind {
-    /// `allow`: the call runs without asking.
-    Allow,
-    /// `ask`: a person is asked.
-    Ask,
-    /// `deny`: the call is refused.
-    Deny,
-}
-
-impl RuleKind {
-    /// The list's key: `allow`, `ask` or `deny`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuleKind::Allow => "allow",
-            RuleKind::Ask => "ask",
-            RuleKind::Deny => "deny",
-        }
-    }
-}
-
-impl fmt::Display for RuleKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Which `permissions` table of the file [`record_rule`] writes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +46,7 @@ pub struct RecordedRule {
 pub fn record_rule(
     file: &Path,
     scope: RuleScope,
-    kind: RuleKind,
+    kind: Decision,
     rule: &str,
 ) -> Result<RecordedRule, ConfigError> {
     let target = match std::fs::canonicalize(file) {

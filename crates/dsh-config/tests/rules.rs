@@ -7,7 +7,8 @@ mod common;
 use std::path::PathBuf;
 
 use common::{World, rules};
-use dsh_config::{ErrorKind, Layer, RuleKind, RuleScope, record_rule};
+use dsh_config::{ErrorKind, Layer, RuleScope, record_rule};
+use dsh_core::Decision;
 
 fn canonical(w: &World) -> PathBuf {
     std::fs::canonicalize(&w.workspace).unwrap()
@@ -139,7 +140,7 @@ fn recorded_rule_applies_to_its_workspace_only() {
     let recorded = record_rule(
         &w.user_path(),
         RuleScope::Workspace(w.workspace.clone()),
-        RuleKind::Allow,
+        Decision::Allow,
         "run_shell(cargo test *)",
     )
     .unwrap();
@@ -198,7 +199,7 @@ fn recording_keeps_comments_and_is_idempotent() {
     let original = "# my dsh settings\n\n[shell]\n# keep it short\ntimeout_s = 10   # seconds\n\n[permissions]\n# mine\nallow = [\"read_file\"]  # reads are fine\n";
     w.user(original);
     let scope = RuleScope::Workspace(w.workspace.clone());
-    let first = record_rule(&w.user_path(), scope.clone(), RuleKind::Ask, "read_output").unwrap();
+    let first = record_rule(&w.user_path(), scope.clone(), Decision::Ask, "read_output").unwrap();
     assert!(first.added);
     let once = std::fs::read_to_string(w.user_path()).unwrap();
     assert!(once.starts_with(original), "{once}");
@@ -210,7 +211,7 @@ fn recording_keeps_comments_and_is_idempotent() {
         )
     );
 
-    let again = record_rule(&w.user_path(), scope, RuleKind::Ask, "read_output").unwrap();
+    let again = record_rule(&w.user_path(), scope, Decision::Ask, "read_output").unwrap();
     assert!(!again.added);
     assert_eq!(again.key, first.key);
     assert_eq!(std::fs::read_to_string(w.user_path()).unwrap(), once);
@@ -228,7 +229,7 @@ fn recording_into_the_projects_permissions_appends_to_the_list() {
     let recorded = record_rule(
         &path,
         RuleScope::Permissions,
-        RuleKind::Allow,
+        Decision::Allow,
         "write_file(src/main.rs)",
     )
     .unwrap();
@@ -250,7 +251,7 @@ fn recording_into_the_projects_permissions_appends_to_the_list() {
     let again = record_rule(
         &path,
         RuleScope::Permissions,
-        RuleKind::Allow,
+        Decision::Allow,
         "write_file(src/main.rs)",
     )
     .unwrap();
@@ -263,7 +264,7 @@ fn recording_creates_the_file_and_parent_directories() {
     let w = World::new();
     let path = w.dir.path().join("a/b/config.toml");
     let scope = RuleScope::Workspace(w.workspace.clone());
-    record_rule(&path, scope, RuleKind::Deny, "run_shell(rm *)").unwrap();
+    record_rule(&path, scope, Decision::Deny, "run_shell(rm *)").unwrap();
     let doc: toml::Table = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let ws = canonical(&w);
     assert_eq!(
@@ -281,7 +282,7 @@ fn recording_creates_the_file_and_parent_directories() {
 fn malformed_rule_is_refused_before_writing() {
     let w = World::new();
     let scope = RuleScope::Workspace(w.workspace.clone());
-    let err = record_rule(&w.user_path(), scope, RuleKind::Allow, "run shell(x)").unwrap_err();
+    let err = record_rule(&w.user_path(), scope, Decision::Allow, "run shell(x)").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidValue);
     assert_eq!(err.file(), Some(w.user_path().as_path()));
     assert!(err.message().contains("is not a rule"), "{err}");
@@ -298,7 +299,7 @@ fn wrong_typed_existing_key_is_a_clear_error() {
     );
     w.user(&original);
     let scope = RuleScope::Workspace(w.workspace.clone());
-    let err = record_rule(&w.user_path(), scope, RuleKind::Allow, "read_output").unwrap_err();
+    let err = record_rule(&w.user_path(), scope, Decision::Allow, "read_output").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidValue);
     assert_eq!(err.line(), Some(3));
     assert_eq!(
@@ -315,7 +316,7 @@ fn wrong_typed_existing_key_is_a_clear_error() {
     let err = record_rule(
         &path,
         RuleScope::Permissions,
-        RuleKind::Allow,
+        Decision::Allow,
         "read_output",
     )
     .unwrap_err();
@@ -327,7 +328,7 @@ fn wrong_typed_existing_key_is_a_clear_error() {
 fn recording_into_inline_and_dotted_tables_stays_valid() {
     let w = World::new();
     let path = w.project("permissions = { deny = [\"run_shell\"] }\n");
-    record_rule(&path, RuleScope::Permissions, RuleKind::Ask, "read_output").unwrap();
+    record_rule(&path, RuleScope::Permissions, Decision::Ask, "read_output").unwrap();
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         "permissions = { deny = [\"run_shell\"], ask = [\"read_output\"] }\n"
@@ -338,7 +339,7 @@ fn recording_into_inline_and_dotted_tables_stays_valid() {
         quoted(&ws)
     ));
     let scope = RuleScope::Workspace(w.workspace.clone());
-    let r = record_rule(&w.user_path(), scope, RuleKind::Deny, "write_file").unwrap();
+    let r = record_rule(&w.user_path(), scope, Decision::Deny, "write_file").unwrap();
     assert!(r.key.ends_with("permissions.deny[1]"), "{}", r.key);
     std::fs::remove_file(&path).unwrap();
     assert_eq!(

@@ -5,27 +5,26 @@
 use serde::Serialize;
 
 use crate::call::ToolCall;
+use crate::decision::Decision;
 use crate::pipeline::{Admission, Admit, Mode, Pipeline};
-use crate::policy::{Tier, Verdict};
+use crate::policy::Tier;
 use crate::result::{Candidate, DecidedBy, FailureKind, Gate};
 use crate::scope::ToolSet;
-
-/// `dsh check`'s decision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Allow,
-    Ask,
-    Deny,
-}
 
 /// One vote as `dsh check` reports it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CheckVote {
     pub policy: String,
     pub tier: Tier,
-    pub vote: Verdict,
+    /// `None`: the listener abstained (reported as `"abstain"`).
+    #[serde(serialize_with = "vote_text")]
+    pub vote: Option<Decision>,
     pub reason: String,
+}
+
+/// A vote as `dsh check` spells it: its decision, or `abstain`.
+fn vote_text<S: serde::Serializer>(vote: &Option<Decision>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(vote.map_or("abstain", Decision::as_str))
 }
 
 /// What gates 1 and 3 would decide for a call, without running it or asking anyone (DESIGN
@@ -80,7 +79,7 @@ impl Pipeline {
                 .map(|(policy, v)| CheckVote {
                     policy,
                     tier: v.tier,
-                    vote: v.verdict,
+                    vote: v.decision,
                     reason: v.reason,
                 })
                 .collect(),

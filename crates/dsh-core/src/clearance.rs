@@ -9,7 +9,8 @@
 //! [`Clearance::Write`]. Conditions add up: when any allowing vote asked for the read-only
 //! profile, the call gets it.
 
-use crate::policy::{Verdict, Vote};
+use crate::decision::Decision;
+use crate::policy::Vote;
 
 /// The profile a call was cleared for (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,7 +33,7 @@ impl Clearance {
     pub(crate) fn of_allow(votes: &[Vote], tool_read_only: bool) -> Self {
         let allows: Vec<&Vote> = votes
             .iter()
-            .filter(|v| v.verdict == Verdict::Allow)
+            .filter(|v| v.decision == Some(Decision::Allow))
             .collect();
         if allows.iter().any(|v| v.reading_only) || (allows.is_empty() && tool_read_only) {
             Clearance::ReadOnly

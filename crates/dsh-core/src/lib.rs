@@ -28,9 +28,11 @@ mod builder;
 mod call;
 mod check;
 mod clearance;
+mod decision;
 mod dispatch;
 pub mod journal;
 mod panic;
+mod permission_mode;
 mod pipeline;
 mod policy;
 mod quote;
@@ -46,13 +48,15 @@ mod wrappers;
 pub use budget::Budget;
 pub use builder::PipelineBuilder;
 pub use call::{CallSource, ToolCall};
-pub use check::{CheckReport, CheckVote, Decision};
+pub use check::{CheckReport, CheckVote};
 pub use clearance::Clearance;
+pub use decision::Decision;
 pub use dispatch::Dispatch;
+pub use permission_mode::{PermissionMode, Unlisted};
 pub use pipeline::{BatchError, BatchOutcome, Observer, Pipeline, PipelineConfig, UnavailableHint};
 pub use policy::{
     Action, ApprovalAnswer, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, Denial,
-    Disposition, Guard, PolicyContext, PrePolicy, Tier, Verdict, Vote, combine_votes,
+    Disposition, Guard, PolicyContext, PrePolicy, Tier, Vote, combine_votes,
 };
 pub use quote::{QUOTE_MAX_CHARS, REASON_MAX_BYTES, quote_capped, quote_capped_path};
 pub use registry::{RegisterError, Registry};

@@ -48,11 +48,11 @@ use tokio_util::sync::CancellationToken;
 use crate::budget::Budget;
 use crate::call::ToolCall;
 use crate::clearance::Clearance;
+use crate::decision::Decision;
 use crate::journal::{Journal, JournalError, Record};
 use crate::panic;
 use crate::policy::{
-    ApprovalRequest, Approver, Disposition, Guard, PolicyContext, PrePolicy, Verdict, Vote,
-    combine_votes,
+    ApprovalRequest, Approver, Disposition, Guard, PolicyContext, PrePolicy, Vote, combine_votes,
 };
 use crate::registry::{Entry, RegisterError, Registry};
 use crate::result::{AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate};
@@ -564,10 +564,10 @@ impl Pipeline {
         }))
         .await;
         let plain: Vec<Vote> = votes.iter().map(|(_, v)| v.clone()).collect();
-        let (verdict, decider) = combine_votes(&plain, cx.spec.read_only);
+        let (decision, decider) = combine_votes(&plain, cx.spec.read_only);
         let decided = gate1_decided_by(&votes, decider, call.name(), cx.spec.read_only);
-        let step = match verdict {
-            Verdict::Deny => {
+        let step = match decision {
+            Decision::Deny => {
                 let kind = decider.map_or(FailureKind::Denied, |i| votes[i].1.refusal);
                 let mut c = Candidate::failure(call.id(), call.name(), kind, decided);
                 if kind != FailureKind::ToolError {
@@ -575,8 +575,8 @@ impl Pipeline {
                 }
                 Gate1Step::Deny(c)
             }
-            Verdict::Ask => Gate1Step::Ask(decided),
-            Verdict::Allow | Verdict::Abstain => {
+            Decision::Ask => Gate1Step::Ask(decided),
+            Decision::Allow => {
                 Gate1Step::Allow(decided, Clearance::of_allow(&plain, cx.spec.read_only))
             }
         };

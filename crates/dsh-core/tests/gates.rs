@@ -10,7 +10,7 @@ use dsh_core::{
     Action, ApprovalOutcome, ApprovalRequest, Approver, CancellationToken, Candidate, Decision,
     Denial, Disposition, ExecContext, FailureKind, Gate, Guard, Next, PipelineBuilder,
     PipelineConfig, PolicyContext, RegisterError, Registry, Retry, Tier, Timeout, Tool, ToolCall,
-    ToolError, ToolOutput, ToolSpec, Verdict, Vote, Wrapper, async_trait,
+    ToolError, ToolOutput, ToolSpec, Vote, Wrapper, async_trait,
 };
 use dsh_core::{FrozenResult, Pipeline};
 use dsh_testkit::{FnPolicy, FnTool, Recorder, ScriptedApprover, kinds, ok_output};
@@ -1177,7 +1177,7 @@ async fn check_reports_every_vote_as_json() {
         (unknown.decision, unknown.gate),
         (Decision::Deny, Gate::Registry)
     );
-    assert_eq!(report.votes[0].vote, Verdict::Ask);
+    assert_eq!(report.votes[0].vote, Some(Decision::Ask));
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, RwLock};
 
-use crate::rules::{Rule, RuleKind};
+use crate::rules::{Decision, Rule};
 
 /// The added rules, shared by the policies that judge them; cheap to clone.
 #[derive(Clone, Debug, Default)]
@@ -18,7 +18,7 @@ impl AddedRules {
 
     /// Adds `rule` for every later call. Only `allow` rules: anything else is refused.
     pub fn add(&self, rule: Rule) -> Result<(), String> {
-        if rule.kind != RuleKind::Allow {
+        if rule.kind != Decision::Allow {
             return Err(format!(
                 "only allow rules are added while a session runs, not `{} {}`",
                 rule.kind.as_str(),

@@ -34,7 +34,7 @@ pub use memory::{MEMORY_FILE, MemoryPolicy, PROMPT_FILES, is_memory_file};
 pub use mode::{AUTO_NEEDS, KeptCheck, ModePolicy, ModeSwitch};
 pub use protect::{ProtectedPaths, protected_match};
 pub use python::PythonAuditGuard;
-pub use rules::{PermissionRules, Rule, RuleError, RuleKind};
+pub use rules::{Decision, PermissionRules, Rule, RuleError};
 pub use shell::{
     NetworkVote, READ_ONLY_PROGRAMS, SandboxCheck, ShellLists, ShellPolicy, ShellRule,
 };

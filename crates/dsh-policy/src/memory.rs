@@ -111,7 +111,7 @@ impl PrePolicy for MemoryPolicy {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use dsh_core::{ToolSpec, Verdict};
+    use dsh_core::{Decision, ToolSpec};
 
     use super::*;
 
@@ -145,8 +145,8 @@ mod tests {
         ] {
             let vote = vote_on_write(&ws, path).await;
             assert_eq!(
-                (vote.verdict, vote.tier),
-                (Verdict::Ask, Tier::Rule),
+                (vote.decision, vote.tier),
+                (Some(Decision::Ask), Tier::Rule),
                 "{path}: {}",
                 vote.reason
             );
@@ -154,7 +154,7 @@ mod tests {
         }
         for path in ["docs/other.md", "src/agents.md"] {
             let vote = vote_on_write(&ws, path).await;
-            assert_eq!(vote.verdict, Verdict::Abstain, "{path}: {}", vote.reason);
+            assert_eq!(vote.decision, None, "{path}: {}", vote.reason);
         }
     }
 
@@ -165,12 +165,12 @@ mod tests {
         for path in [MEMORY_FILE, "AGENTS.md", "AGENT.md", "claude.md"] {
             let vote = vote_on_write(&ws, path).await;
             assert_eq!(
-                (vote.verdict, vote.tier),
-                (Verdict::Ask, Tier::Rule),
+                (vote.decision, vote.tier),
+                (Some(Decision::Ask), Tier::Rule),
                 "{path}"
             );
         }
         let vote = vote_on_write(&ws, "README.md").await;
-        assert_eq!(vote.verdict, Verdict::Abstain);
+        assert_eq!(vote.decision, None);
     }
 }

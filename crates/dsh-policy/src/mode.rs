@@ -25,7 +25,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use dsh_config::PermissionMode;
+use dsh_core::PermissionMode;
 use dsh_core::{Access, PolicyContext, PrePolicy, Tier, ToolCall, Vote, async_trait, quote_capped};
 
 use crate::ShellPolicy;
@@ -121,7 +121,7 @@ impl ModePolicy {
                     let d = self.shell.decide(command);
                     if self.shell.auto_lifts(&d) {
                         lifted.push(d.reason);
-                    } else if d.verdict != crate::shell::Verdict::Allow {
+                    } else if d.decision != dsh_core::Decision::Allow {
                         return Vote::abstain();
                     }
                 }

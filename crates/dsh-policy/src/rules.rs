@@ -35,9 +35,8 @@ use crate::glob::PathPattern;
 /// The tool whose rules another policy judges.
 const SHELL: &str = "run_shell";
 
-/// Which list a rule is on: the one `RuleKind`, dsh-config's (the grammar and the lists live
-/// there; this crate compiles and judges).
-pub use dsh_config::RuleKind;
+/// Which list a rule is on: the one allow/ask/deny type, dsh-core's.
+pub use dsh_core::Decision;
 
 /// Why a rule's specifier could not be compiled.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -52,7 +51,7 @@ pub struct RuleError {
 /// One permission rule, with where it came from for explanations.
 #[derive(Clone, Debug)]
 pub struct Rule {
-    pub kind: RuleKind,
+    pub kind: Decision,
     pub tool: String,
     /// The text between the parentheses, if any.
     pub specifier: Option<String>,
@@ -67,7 +66,7 @@ impl Rule {
     /// specifier as a path pattern, except for `run_shell`, whose specifier the shell policy
     /// reads as a command pattern. The specifier is trimmed; an empty one means none.
     pub fn new(
-        kind: RuleKind,
+        kind: Decision,
         tool: impl Into<String>,
         specifier: Option<&str>,
         origin: impl Into<String>,
@@ -122,8 +121,8 @@ impl Rule {
             return false;
         }
         match self.kind {
-            RuleKind::Allow => paths.iter().all(|p| pattern.matches(p)),
-            RuleKind::Ask | RuleKind::Deny => paths.iter().any(|p| pattern.matches(p)),
+            Decision::Allow => paths.iter().all(|p| pattern.matches(p)),
+            Decision::Ask | Decision::Deny => paths.iter().any(|p| pattern.matches(p)),
         }
     }
 }
@@ -230,7 +229,7 @@ impl PermissionRules {
             .into_iter()
             .map(|rule| {
                 let spread =
-                    (rule.kind != RuleKind::Allow && rule.pattern.is_some() && rule.tool != SHELL)
+                    (rule.kind != Decision::Allow && rule.pattern.is_some() && rule.tool != SHELL)
                         .then(|| {
                             if readers.contains(&rule.tool) {
                                 Spread::Reads
@@ -275,14 +274,14 @@ impl PermissionRules {
                 _ => None,
             })
             .collect();
-        for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
+        for kind in [Decision::Deny, Decision::Ask, Decision::Allow] {
             let reason = self
                 .rules
                 .iter()
                 .filter(|c| c.rule.kind == kind && c.rule.tool != SHELL)
                 .find_map(|c| c.applies(call, &declared));
             let reason = reason.or_else(|| {
-                (kind == RuleKind::Allow).then(|| {
+                (kind == Decision::Allow).then(|| {
                     self.added
                         .rules()
                         .iter()
@@ -292,9 +291,9 @@ impl PermissionRules {
             });
             if let Some(reason) = reason {
                 return match kind {
-                    RuleKind::Deny => Vote::deny(Tier::Rule, reason),
-                    RuleKind::Ask => Vote::ask(Tier::Rule, reason),
-                    RuleKind::Allow => Vote::allow(Tier::Rule, reason),
+                    Decision::Deny => Vote::deny(Tier::Rule, reason),
+                    Decision::Ask => Vote::ask(Tier::Rule, reason),
+                    Decision::Allow => Vote::allow(Tier::Rule, reason),
                 };
             }
         }
@@ -318,20 +317,20 @@ mod tests {
 
     #[test]
     fn builds_bare_and_specified_rules() {
-        let r = Rule::new(RuleKind::Allow, "read_file", Some(" src/** "), "user").unwrap();
+        let r = Rule::new(Decision::Allow, "read_file", Some(" src/** "), "user").unwrap();
         assert_eq!(
             (r.tool.as_str(), r.specifier.as_deref()),
             ("read_file", Some("src/**"))
         );
-        let r = Rule::new(RuleKind::Deny, "write_file", None, "user").unwrap();
+        let r = Rule::new(Decision::Deny, "write_file", None, "user").unwrap();
         assert_eq!(r.specifier, None);
-        let r = Rule::new(RuleKind::Ask, "run_shell", Some("git push *"), "user").unwrap();
+        let r = Rule::new(Decision::Ask, "run_shell", Some("git push *"), "user").unwrap();
         assert_eq!(r.text(), "run_shell(git push *)");
     }
 
     #[test]
     fn a_path_pattern_leaving_the_workspace_is_an_error() {
-        let e = Rule::new(RuleKind::Allow, "read_file", Some("../x"), "user").unwrap_err();
+        let e = Rule::new(Decision::Allow, "read_file", Some("../x"), "user").unwrap_err();
         assert_eq!(e.rule, "read_file(../x)");
     }
 }

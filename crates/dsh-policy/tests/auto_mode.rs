@@ -7,15 +7,15 @@
 
 use std::sync::Arc;
 
-use dsh_config::PermissionMode;
+use dsh_core::PermissionMode;
 use dsh_core::{Access, PolicyContext, PrePolicy, Tier, ToolCall, ToolSpec, Vote, Workspace};
-use dsh_policy::shell::Verdict;
+use dsh_policy::shell::Decision;
 use dsh_policy::{
-    ModePolicy, ModeSwitch, NetworkVote, Rule, RuleKind, SandboxCheck, ShellLists, ShellPolicy,
+    ModePolicy, ModeSwitch, NetworkVote, Rule, SandboxCheck, ShellLists, ShellPolicy,
 };
 
 /// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
-fn parse_rule(kind: RuleKind, text: &str) -> Rule {
+fn parse_rule(kind: Decision, text: &str) -> Rule {
     let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
     Rule::new(
         kind,
@@ -48,7 +48,7 @@ struct Session {
     mode: ModePolicy,
 }
 
-fn session(ws: &Arc<Workspace>, lists: ShellLists, rules: &[(RuleKind, &str)]) -> Session {
+fn session(ws: &Arc<Workspace>, lists: ShellLists, rules: &[(Decision, &str)]) -> Session {
     let enforced = SandboxCheck(Arc::new(|| Ok(())));
     let switch = ModeSwitch::new(PermissionMode::Auto);
     let protected = [".git/**", ".dsh/**"]
@@ -94,27 +94,27 @@ impl Session {
     async fn lifted(&self, line: &str) {
         let (mode, shell) = self.votes(line).await;
         assert_eq!(
-            (mode.verdict, shell.verdict),
-            (dsh_core::Verdict::Allow, dsh_core::Verdict::Abstain),
+            (mode.decision, shell.decision),
+            (Some(dsh_core::Decision::Allow), None),
             "{line:?}: mode {:?} ({}), shell {:?} ({})",
-            mode.verdict,
+            mode.decision,
             mode.reason,
-            shell.verdict,
+            shell.decision,
             shell.reason
         );
     }
 
-    /// Asserts that `auto` leaves `line` alone and the shell policy gives `verdict` at
+    /// Asserts that `auto` leaves `line` alone and the shell policy gives `decision` at
     /// `tier`; the reason.
-    async fn kept(&self, line: &str, verdict: dsh_core::Verdict, tier: Tier) -> String {
+    async fn kept(&self, line: &str, decision: Option<dsh_core::Decision>, tier: Tier) -> String {
         let (mode, shell) = self.votes(line).await;
         assert_eq!(
-            (mode.verdict, shell.verdict, shell.tier),
-            (dsh_core::Verdict::Abstain, verdict, tier),
+            (mode.decision, shell.decision, shell.tier),
+            (None, decision, tier),
             "{line:?}: mode {:?} ({}), shell {:?} {:?} ({})",
-            mode.verdict,
+            mode.decision,
             mode.reason,
-            shell.verdict,
+            shell.decision,
             shell.tier,
             shell.reason
         );
@@ -170,17 +170,21 @@ async fn programs_that_act_outside_the_sandbox_are_never_lifted() {
         "vault",
         "crontab",
     ] {
-        s.kept(&format!("{name} x"), dsh_core::Verdict::Ask, Tier::Default)
-            .await;
+        s.kept(
+            &format!("{name} x"),
+            Some(dsh_core::Decision::Ask),
+            Tier::Default,
+        )
+        .await;
         s.kept(
             &format!("/usr/bin/{name} x"),
-            dsh_core::Verdict::Ask,
+            Some(dsh_core::Decision::Ask),
             Tier::Default,
         )
         .await;
         s.kept(
             &format!("timeout 5 {name} x"),
-            dsh_core::Verdict::Ask,
+            Some(dsh_core::Decision::Ask),
             Tier::Default,
         )
         .await;
@@ -192,7 +196,7 @@ async fn programs_that_act_outside_the_sandbox_are_never_lifted() {
     };
     let s = session(&ws, confirm, &[]);
     s.lifted("make").await;
-    s.kept("gh pr create", dsh_core::Verdict::Ask, Tier::Default)
+    s.kept("gh pr create", Some(dsh_core::Decision::Ask), Tier::Default)
         .await;
 }
 
@@ -212,7 +216,9 @@ async fn git_beyond_its_reading_subcommands_keeps_asking_in_auto() {
         "/usr/bin/git commit -m x",
         "env git add a",
     ] {
-        let why = s.kept(line, dsh_core::Verdict::Ask, Tier::Default).await;
+        let why = s
+            .kept(line, Some(dsh_core::Decision::Ask), Tier::Default)
+            .await;
         assert!(
             why.contains("auto mode never writes `.git`"),
             "{line}: {why}"
@@ -231,7 +237,7 @@ async fn git_beyond_its_reading_subcommands_keeps_asking_in_auto() {
     };
     let s = session(&ws, lists, &[]);
     let why = s
-        .kept("git status", dsh_core::Verdict::Ask, Tier::Default)
+        .kept("git status", Some(dsh_core::Decision::Ask), Tier::Default)
         .await;
     assert!(why.contains("auto mode never writes `.git`"), "{why}");
 }
@@ -253,7 +259,9 @@ async fn writes_into_protected_paths_are_refused_in_auto() {
         "rm -rf .",
         "rm .g*",
     ] {
-        let why = s.kept(line, dsh_core::Verdict::Deny, Tier::Rule).await;
+        let why = s
+            .kept(line, Some(dsh_core::Decision::Deny), Tier::Rule)
+            .await;
         assert!(why.contains("protected"), "{line}: {why}");
     }
 }
@@ -271,13 +279,15 @@ const INTO_MIGRATIONS: &[&str] = &[
 #[tokio::test]
 async fn a_file_tools_deny_rule_refuses_shell_writes_to_its_paths() {
     let (_dir, ws) = workspace();
-    let rule = (RuleKind::Deny, "write_file(migrations/**)");
+    let rule = (Decision::Deny, "write_file(migrations/**)");
     let s = session(&ws, ShellLists::default(), &[rule]);
     s.lifted("cp x src/y").await;
     for mode in [PermissionMode::Auto, PermissionMode::Ask] {
         s.switch.set(mode);
         for line in INTO_MIGRATIONS.iter().chain(&["rm -r migrations"]) {
-            let why = s.kept(line, dsh_core::Verdict::Deny, Tier::Rule).await;
+            let why = s
+                .kept(line, Some(dsh_core::Decision::Deny), Tier::Rule)
+                .await;
             assert!(
                 why.contains("deny rule `write_file(migrations/**)` from user /u/config.toml"),
                 "{line}: {why}"
@@ -288,24 +298,26 @@ async fn a_file_tools_deny_rule_refuses_shell_writes_to_its_paths() {
     s.switch.set(PermissionMode::Auto);
     s.lifted("grep -r x migrations > src/found").await;
     let read = s.shell.decide("cat migrations/001.sql");
-    assert_eq!(read.verdict, Verdict::Allow, "{}", read.reason);
+    assert_eq!(read.decision, Decision::Allow, "{}", read.reason);
 }
 
 #[tokio::test]
 async fn a_file_tools_ask_rule_asks_for_shell_writes_to_its_paths_in_every_mode() {
     let (_dir, ws) = workspace();
     let rules = [
-        (RuleKind::Ask, "edit_file(migrations/**)"),
+        (Decision::Ask, "edit_file(migrations/**)"),
         // An allow rule on the commands lifts the program's ask, not the rule's.
-        (RuleKind::Allow, "run_shell(cp *)"),
-        (RuleKind::Allow, "run_shell(touch *)"),
-        (RuleKind::Allow, "run_shell(mv *)"),
+        (Decision::Allow, "run_shell(cp *)"),
+        (Decision::Allow, "run_shell(touch *)"),
+        (Decision::Allow, "run_shell(mv *)"),
     ];
     let s = session(&ws, ShellLists::default(), &rules);
     for mode in [PermissionMode::Auto, PermissionMode::Ask] {
         s.switch.set(mode);
         for line in INTO_MIGRATIONS {
-            let why = s.kept(line, dsh_core::Verdict::Ask, Tier::Rule).await;
+            let why = s
+                .kept(line, Some(dsh_core::Decision::Ask), Tier::Rule)
+                .await;
             assert!(
                 why.contains("ask rule `edit_file(migrations/**)`"),
                 "{line}: {why}"
@@ -313,13 +325,22 @@ async fn a_file_tools_ask_rule_asks_for_shell_writes_to_its_paths_in_every_mode(
         }
         // A pattern that may name such a path asks too.
         let why = s
-            .kept("rm migrations/*.sql", dsh_core::Verdict::Ask, Tier::Rule)
+            .kept(
+                "rm migrations/*.sql",
+                Some(dsh_core::Decision::Ask),
+                Tier::Rule,
+            )
             .await;
         assert!(why.contains("edit_file(migrations/**)"), "{why}");
     }
     s.switch.set(PermissionMode::Ask);
     let (_, shell) = s.votes("cp x src/y").await;
-    assert_eq!(shell.verdict, dsh_core::Verdict::Allow, "{}", shell.reason);
+    assert_eq!(
+        shell.decision,
+        Some(dsh_core::Decision::Allow),
+        "{}",
+        shell.reason
+    );
 }
 
 #[tokio::test]
@@ -344,11 +365,15 @@ async fn a_prompt_file_is_protected_where_its_symlink_leads() {
         "rm -r docs",
         "rm docs/*.md",
     ] {
-        let why = s.kept(line, dsh_core::Verdict::Deny, Tier::Rule).await;
+        let why = s
+            .kept(line, Some(dsh_core::Decision::Deny), Tier::Rule)
+            .await;
         assert!(why.contains("AGENTS.md"), "{line}: {why}");
     }
     for line in ["touch dotdsh/config.toml", "cd dotdsh && ls"] {
-        let why = s.kept(line, dsh_core::Verdict::Deny, Tier::Rule).await;
+        let why = s
+            .kept(line, Some(dsh_core::Decision::Deny), Tier::Rule)
+            .await;
         assert!(why.contains(".dsh"), "{line}: {why}");
     }
 }

@@ -8,15 +8,14 @@
 
 use std::sync::Arc;
 
+use dsh_core::CheckVote;
 use dsh_core::journal::MemoryJournal;
 use dsh_core::{
     Access, CancellationToken, Decision, FailureKind, Pipeline, Registry, ToolCall, ToolOutput,
     Workspace,
 };
-use dsh_core::{CheckVote, Verdict};
 use dsh_policy::{
-    NetworkVote, PermissionRules, PythonAuditGuard, Rule, RuleKind, ShellLists, ShellPolicy,
-    ShellRule,
+    NetworkVote, PermissionRules, PythonAuditGuard, Rule, ShellLists, ShellPolicy, ShellRule,
 };
 use dsh_testkit::FnTool;
 use serde_json::{Value, json};
@@ -40,7 +39,7 @@ fn declaring(name: &str, arg: &'static str) -> FnTool {
 }
 
 /// Rules from their text, through the one grammar (dsh-config's), all from "user".
-fn parse_rules(list: &[(RuleKind, &str)]) -> Vec<Rule> {
+fn parse_rules(list: &[(Decision, &str)]) -> Vec<Rule> {
     list.iter()
         .map(|(k, t)| {
             let parsed = dsh_config::Rule::parse(t, dsh_config::Origin::builtin()).unwrap();
@@ -60,9 +59,9 @@ fn readers(registry: &Registry) -> Vec<String> {
 
 fn pipeline(ws: &Arc<Workspace>) -> Arc<Pipeline> {
     let rules = parse_rules(&[
-        (RuleKind::Allow, "run_code"),
-        (RuleKind::Allow, "run_shell(git status)"),
-        (RuleKind::Deny, "run_shell(rm *)"),
+        (Decision::Allow, "run_code"),
+        (Decision::Allow, "run_shell(git status)"),
+        (Decision::Deny, "run_shell(rm *)"),
     ]);
     let mut registry = Registry::new();
     registry
@@ -151,7 +150,7 @@ async fn a_tool_that_declares_no_command_meets_no_shell_judgement() {
     assert!(
         r.votes
             .iter()
-            .all(|v| v.policy != "shell" || format!("{:?}", v.vote) == "Abstain"),
+            .all(|v| v.policy != "shell" || v.vote.is_none()),
         "{r:?}"
     );
 }
@@ -251,14 +250,14 @@ fn file_rules_pipeline(ws: &Arc<Workspace>) -> Arc<Pipeline> {
         ["peek", "read_file"]
     );
     let rules = parse_rules(&[
-        (RuleKind::Deny, "read_file(.env)"),
-        (RuleKind::Deny, "write_file(secrets/**)"),
-        (RuleKind::Deny, "write_file(src/**)"),
-        (RuleKind::Ask, "edit_file(config/**)"),
-        (RuleKind::Allow, "read_file(src/**)"),
-        (RuleKind::Allow, "stash(notes/**)"),
-        (RuleKind::Deny, "run_shell"),
-        (RuleKind::Deny, "run_shell(cat *)"),
+        (Decision::Deny, "read_file(.env)"),
+        (Decision::Deny, "write_file(secrets/**)"),
+        (Decision::Deny, "write_file(src/**)"),
+        (Decision::Ask, "edit_file(config/**)"),
+        (Decision::Allow, "read_file(src/**)"),
+        (Decision::Allow, "stash(notes/**)"),
+        (Decision::Deny, "run_shell"),
+        (Decision::Deny, "run_shell(cat *)"),
     ]);
     Pipeline::builder(registry, Arc::new(MemoryJournal::new("t")))
         .pre_policy(PermissionRules::new(ws.clone(), rules, &readers))
@@ -279,19 +278,19 @@ async fn the_file_tools_path_rules_apply_to_every_declared_read_or_write() {
     let dir = tempfile::tempdir().unwrap();
     let ws = Arc::new(Workspace::new(dir.path()).unwrap());
     let p = file_rules_pipeline(&ws);
-    let cases: &[(&str, Value, Verdict, &[&str])] = &[
+    let cases: &[(&str, Value, Option<Decision>, &[&str])] = &[
         // The rule's own tool, as before: the reason names the rule and its origin only.
         (
             "read_file",
             json!({"path": ".env"}),
-            Verdict::Deny,
+            Some(Decision::Deny),
             &["deny rule `read_file(.env)` from user"],
         ),
         // Another tool's declared read meets the read tool's deny, after resolution.
         (
             "peek",
             json!({"path": ".env"}),
-            Verdict::Deny,
+            Some(Decision::Deny),
             &[
                 "`read_file(.env)`",
                 "every declared read: `peek` reads .env",
@@ -300,7 +299,7 @@ async fn the_file_tools_path_rules_apply_to_every_declared_read_or_write() {
         (
             "peek",
             json!({"path": "src/../.env"}),
-            Verdict::Deny,
+            Some(Decision::Deny),
             &["every declared read: `peek` reads .env"],
         ),
         // A tool that declares a command is judged on its declared read too, whatever its
@@ -308,20 +307,20 @@ async fn the_file_tools_path_rules_apply_to_every_declared_read_or_write() {
         (
             "run_code",
             json!({"code": "ls", "path": ".env"}),
-            Verdict::Deny,
+            Some(Decision::Deny),
             &["`run_code` reads .env"],
         ),
         (
             "run_shell",
             json!({"command": "ls", "path": ".env"}),
-            Verdict::Deny,
+            Some(Decision::Deny),
             &["`read_file(.env)`", "`run_shell` reads .env"],
         ),
         // A write tool's rules apply to every declared write.
         (
             "stash",
             json!({"path": "secrets/x"}),
-            Verdict::Deny,
+            Some(Decision::Deny),
             &[
                 "deny rule `write_file(secrets/**)` from user",
                 "every declared write: `stash` writes secrets/x",
@@ -330,13 +329,13 @@ async fn the_file_tools_path_rules_apply_to_every_declared_read_or_write() {
         (
             "edit_file",
             json!({"path": "secrets/../secrets/k"}),
-            Verdict::Deny,
+            Some(Decision::Deny),
             &["`write_file(secrets/**)`", "`edit_file` writes secrets/k"],
         ),
         (
             "stash",
             json!({"path": "config/app.toml"}),
-            Verdict::Ask,
+            Some(Decision::Ask),
             &[
                 "ask rule `edit_file(config/**)`",
                 "`stash` writes config/app.toml",
@@ -345,56 +344,41 @@ async fn the_file_tools_path_rules_apply_to_every_declared_read_or_write() {
         (
             "write_file",
             json!({"path": "config/app.toml"}),
-            Verdict::Ask,
+            Some(Decision::Ask),
             &["`write_file` writes config/app.toml"],
         ),
         // A write tool's path rule does not govern declared reads.
-        (
-            "peek",
-            json!({"path": "src/main.rs"}),
-            Verdict::Abstain,
-            &[],
-        ),
+        ("peek", json!({"path": "src/main.rs"}), None, &[]),
         (
             "read_file",
             json!({"path": "src/main.rs"}),
-            Verdict::Allow,
+            Some(Decision::Allow),
             &["allow rule `read_file(src/**)`"],
         ),
-        ("peek", json!({"path": "secrets/x"}), Verdict::Abstain, &[]),
+        ("peek", json!({"path": "secrets/x"}), None, &[]),
         (
             "stash",
             json!({"path": "src/lib.rs"}),
-            Verdict::Deny,
+            Some(Decision::Deny),
             &["`stash` writes src/lib.rs"],
         ),
         // A read tool's path rule does not govern declared writes.
-        ("stash", json!({"path": ".env"}), Verdict::Abstain, &[]),
+        ("stash", json!({"path": ".env"}), None, &[]),
         // An allow never spreads to another tool.
         (
             "stash",
             json!({"path": "notes/a"}),
-            Verdict::Allow,
+            Some(Decision::Allow),
             &["`stash(notes/**)`"],
         ),
-        (
-            "write_file",
-            json!({"path": "notes/a"}),
-            Verdict::Abstain,
-            &[],
-        ),
+        ("write_file", json!({"path": "notes/a"}), None, &[]),
         // `run_shell` rules are the shell policy's: never judged here, bare or not.
-        (
-            "run_shell",
-            json!({"command": "cat .env"}),
-            Verdict::Abstain,
-            &[],
-        ),
-        ("run_shell", json!({"command": "ls"}), Verdict::Abstain, &[]),
+        ("run_shell", json!({"command": "cat .env"}), None, &[]),
+        ("run_shell", json!({"command": "ls"}), None, &[]),
     ];
-    for (tool, args, verdict, reason) in cases {
+    for (tool, args, decision, reason) in cases {
         let v = permissions(&p, tool, args.clone()).await;
-        assert_eq!(v.vote, *verdict, "{tool} {args}: {}", v.reason);
+        assert_eq!(v.vote, *decision, "{tool} {args}: {}", v.reason);
         for part in *reason {
             assert!(v.reason.contains(part), "{tool} {args}: {}", v.reason);
         }

@@ -10,12 +10,12 @@ use dsh_core::{
     Access, ApprovalOutcome, CancellationToken, Decision, FailureKind, FrozenResult, Gate,
     Pipeline, Registry, SpillStore, ToolCall, ToolOutput, Workspace,
 };
-use dsh_policy::{Confinement, PermissionRules, ProtectedPaths, Rule, RuleKind, Spill};
+use dsh_policy::{Confinement, PermissionRules, ProtectedPaths, Rule, Spill};
 use dsh_testkit::{FnTool, ScriptedApprover};
 use serde_json::json;
 
 /// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
-fn parse_rule(kind: RuleKind, text: &str, origin: &str) -> Rule {
+fn parse_rule(kind: Decision, text: &str, origin: &str) -> Rule {
     let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
     Rule::new(kind, parsed.tool, parsed.specifier.as_deref(), origin).unwrap()
 }
@@ -66,12 +66,12 @@ fn tools(runs: &Arc<AtomicUsize>, big: usize) -> Registry {
 }
 
 /// The rules, with `read` as the one read-only tool (as `tools` registers it).
-fn rules(ws: &Arc<Workspace>, list: &[(RuleKind, &str, &str)]) -> PermissionRules {
+fn rules(ws: &Arc<Workspace>, list: &[(Decision, &str, &str)]) -> PermissionRules {
     let rules = list.iter().map(|(k, t, o)| parse_rule(*k, t, o)).collect();
     PermissionRules::new(ws.clone(), rules, &["read".to_owned()])
 }
 
-fn pipeline(f: &Fixture, rules_list: &[(RuleKind, &str, &str)], yolo: bool) -> Arc<Pipeline> {
+fn pipeline(f: &Fixture, rules_list: &[(Decision, &str, &str)], yolo: bool) -> Arc<Pipeline> {
     let confine = Confinement::new(f.ws.clone());
     let protect =
         ProtectedPaths::new(f.ws.clone(), &dsh_config::defaults::GUARDS_PROTECTED).unwrap();
@@ -99,7 +99,7 @@ async fn run(p: &Pipeline, name: &str, path: &str) -> Arc<FrozenResult> {
 #[tokio::test]
 async fn paths_outside_the_workspace_are_denied_at_gate_one_even_with_yolo() {
     let f = fixture();
-    let p = pipeline(&f, &[(RuleKind::Allow, "read", "user")], true);
+    let p = pipeline(&f, &[(Decision::Allow, "read", "user")], true);
     for path in ["../x", "/etc/passwd", "src/../../x"] {
         let r = run(&p, "read", path).await;
         assert_eq!(r.failure_kind(), Some(FailureKind::Denied), "{path}");
@@ -118,7 +118,7 @@ async fn paths_outside_the_workspace_are_denied_at_gate_one_even_with_yolo() {
 async fn writes_to_protected_paths_are_denied_however_they_are_spelled() {
     let f = fixture();
     std::os::unix::fs::symlink(f.ws.root().join(".git"), f.ws.root().join("g")).unwrap();
-    let p = pipeline(&f, &[(RuleKind::Allow, "write", "user")], true);
+    let p = pipeline(&f, &[(Decision::Allow, "write", "user")], true);
     for path in [
         ".git/hooks/pre-commit",
         "src/../.git/config",
@@ -143,7 +143,7 @@ async fn writes_to_protected_paths_are_denied_however_they_are_spelled() {
 #[tokio::test]
 async fn protected_paths_are_matched_as_a_folding_file_system_resolves_them() {
     let f = fixture();
-    let p = pipeline(&f, &[(RuleKind::Allow, "write", "user")], true);
+    let p = pipeline(&f, &[(Decision::Allow, "write", "user")], true);
     for (path, pattern) in [
         (".Git/hooks/x", ".git/**"),
         (".GIT/config", ".git/**"),
@@ -203,7 +203,7 @@ async fn nfc_and_nfd_spellings_of_a_protected_name_are_both_refused() {
         let protect = ProtectedPaths::new(f.ws.clone(), &[pattern.as_str()]).unwrap();
         let p = Pipeline::builder(tools(&f.runs, 1), Arc::new(MemoryJournal::new("t")))
             .pre_policy(protect.clone())
-            .pre_policy(rules(&f.ws, &[(RuleKind::Allow, "write", "user")]))
+            .pre_policy(rules(&f.ws, &[(Decision::Allow, "write", "user")]))
             .guard(protect)
             .build();
         let r = run(&p, "write", &path).await;
@@ -243,8 +243,8 @@ async fn the_guards_hold_even_if_gate_one_is_skipped() {
         .pre_policy(rules(
             &f.ws,
             &[
-                (RuleKind::Allow, "write", "user"),
-                (RuleKind::Allow, "read", "user"),
+                (Decision::Allow, "write", "user"),
+                (Decision::Allow, "read", "user"),
             ],
         ))
         .guard(confine)
@@ -269,8 +269,8 @@ async fn deny_beats_allow_whatever_the_layer_and_matches_resolved_paths() {
     let p = pipeline(
         &f,
         &[
-            (RuleKind::Allow, "read", "project .dsh/config.toml"),
-            (RuleKind::Deny, "read(.env)", "user config"),
+            (Decision::Allow, "read", "project .dsh/config.toml"),
+            (Decision::Deny, "read(.env)", "user config"),
         ],
         true,
     );
@@ -293,8 +293,8 @@ async fn a_rule_ask_beats_a_rule_allow_and_an_allow_lifts_the_default_ask() {
     let p = pipeline(
         &f,
         &[
-            (RuleKind::Allow, "write(src/**)", "user"),
-            (RuleKind::Ask, "write(src/gen/**)", "user"),
+            (Decision::Allow, "write(src/**)", "user"),
+            (Decision::Ask, "write(src/gen/**)", "user"),
         ],
         false,
     );

@@ -15,15 +15,14 @@ use dsh_core::{
     Gate, Pipeline, Registry, Tier, ToolCall, ToolOutput, Workspace, async_trait,
 };
 use dsh_policy::python::{audit_file, audit_source};
-use dsh_policy::shell::Verdict;
 use dsh_policy::{
-    NetworkVote, PythonAuditGuard, Rule, RuleKind, ShellLists, ShellPolicy, ShellRule,
+    Decision, NetworkVote, PythonAuditGuard, Rule, ShellLists, ShellPolicy, ShellRule,
 };
 use dsh_testkit::FnTool;
 use serde_json::json;
 
 /// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
-fn parse_rule(kind: RuleKind, text: &str, origin: &str) -> Rule {
+fn parse_rule(kind: Decision, text: &str, origin: &str) -> Rule {
     let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
     Rule::new(kind, parsed.tool, parsed.specifier.as_deref(), origin).unwrap()
 }
@@ -36,7 +35,7 @@ fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
     (dir, ws)
 }
 
-fn policy(ws: &Arc<Workspace>, rules: &[(RuleKind, &str)]) -> ShellPolicy {
+fn policy(ws: &Arc<Workspace>, rules: &[(Decision, &str)]) -> ShellPolicy {
     let rules = rules
         .iter()
         .map(|(k, t)| ShellRule::new(parse_rule(*k, t, "user"), false));
@@ -286,53 +285,53 @@ fn the_shell_policy_audits_python_commands() {
     )
     .unwrap();
     let p = policy(&ws, &[]);
-    let cases: &[(&str, Verdict)] = &[
-        ("python3 -c 'print(1)'", Verdict::Ask),
-        ("python3 -c 'import os; os.system(\"x\")'", Verdict::Deny),
-        ("python -u -c 'print(1)'", Verdict::Ask),
-        ("python -uc 'eval(\"1\")'", Verdict::Deny),
-        ("python3 good.py --flag x", Verdict::Ask),
-        ("python3 ./good.py", Verdict::Ask),
-        ("python3 bad.py", Verdict::Deny),
-        ("python3 missing.py", Verdict::Deny),
-        ("python3 ../outside.py", Verdict::Deny),
-        ("python3", Verdict::Deny),
-        ("python3 -", Verdict::Deny),
-        ("python3 -i good.py", Verdict::Deny),
+    let cases: &[(&str, Decision)] = &[
+        ("python3 -c 'print(1)'", Decision::Ask),
+        ("python3 -c 'import os; os.system(\"x\")'", Decision::Deny),
+        ("python -u -c 'print(1)'", Decision::Ask),
+        ("python -uc 'eval(\"1\")'", Decision::Deny),
+        ("python3 good.py --flag x", Decision::Ask),
+        ("python3 ./good.py", Decision::Ask),
+        ("python3 bad.py", Decision::Deny),
+        ("python3 missing.py", Decision::Deny),
+        ("python3 ../outside.py", Decision::Deny),
+        ("python3", Decision::Deny),
+        ("python3 -", Decision::Deny),
+        ("python3 -i good.py", Decision::Deny),
         // `-m`: installed modules ask like python; pytest is judged as pytest.
-        ("python3 -m http.server", Verdict::Ask),
-        ("python3 -m pytest", Verdict::Ask),
-        ("python3 -W ignore good.py", Verdict::Deny),
+        ("python3 -m http.server", Decision::Ask),
+        ("python3 -m pytest", Decision::Ask),
+        ("python3 -W ignore good.py", Decision::Deny),
         (
             "python3 --check-hash-based-pycs always good.py",
-            Verdict::Deny,
+            Decision::Deny,
         ),
-        ("python3 \"$F\"", Verdict::Deny),
-        ("python3 -c \"$CODE\"", Verdict::Deny),
-        ("python3 *.py", Verdict::Deny),
-        ("echo hi | python3", Verdict::Deny),
-        ("python3 <<'EOF'\nimport os\nEOF", Verdict::Deny),
-        ("ls && python3 bad.py", Verdict::Deny),
-        ("env python3 bad.py", Verdict::Deny),
-        ("timeout 5 python3 bad.py", Verdict::Deny),
-        ("bash -c 'python3 bad.py'", Verdict::Deny),
-        ("python3.12 bad.py", Verdict::Deny),
-        ("/usr/bin/python3 bad.py", Verdict::Deny),
-        ("python3 --version", Verdict::Ask),
-        ("python3 ~/good.py", Verdict::Deny),
+        ("python3 \"$F\"", Decision::Deny),
+        ("python3 -c \"$CODE\"", Decision::Deny),
+        ("python3 *.py", Decision::Deny),
+        ("echo hi | python3", Decision::Deny),
+        ("python3 <<'EOF'\nimport os\nEOF", Decision::Deny),
+        ("ls && python3 bad.py", Decision::Deny),
+        ("env python3 bad.py", Decision::Deny),
+        ("timeout 5 python3 bad.py", Decision::Deny),
+        ("bash -c 'python3 bad.py'", Decision::Deny),
+        ("python3.12 bad.py", Decision::Deny),
+        ("/usr/bin/python3 bad.py", Decision::Deny),
+        ("python3 --version", Decision::Ask),
+        ("python3 ~/good.py", Decision::Deny),
         // The script audited must be the one run, with the interpreter audited.
-        ("cd scripts && python3 good.py", Verdict::Deny),
-        ("env -C scripts python3 good.py", Verdict::Deny),
-        ("PYTHONHOME=./fake python3 good.py", Verdict::Deny),
-        ("env PYTHONINSPECT=1 python3 good.py", Verdict::Deny),
+        ("cd scripts && python3 good.py", Decision::Deny),
+        ("env -C scripts python3 good.py", Decision::Deny),
+        ("PYTHONHOME=./fake python3 good.py", Decision::Deny),
+        ("env PYTHONINSPECT=1 python3 good.py", Decision::Deny),
     ];
     let mut wrong = Vec::new();
     for (line, want) in cases {
         let d = p.decide(line);
-        if d.verdict != *want {
-            wrong.push(format!("{line:?} → {:?}: {}", d.verdict, d.reason));
+        if d.decision != *want {
+            wrong.push(format!("{line:?} → {:?}: {}", d.decision, d.reason));
         }
-        if *want == Verdict::Deny && d.tier != Tier::Rule {
+        if *want == Decision::Deny && d.tier != Tier::Rule {
             wrong.push(format!("{line:?} denied at tier {:?}", d.tier));
         }
     }
@@ -359,9 +358,9 @@ fn no_rule_lifts_an_audit_refusal() {
     let p = policy(
         &ws,
         &[
-            (RuleKind::Allow, "run_shell(python3 *)"),
-            (RuleKind::Allow, "run_shell(env *)"),
-            (RuleKind::Allow, "run_shell(cd *)"),
+            (Decision::Allow, "run_shell(python3 *)"),
+            (Decision::Allow, "run_shell(env *)"),
+            (Decision::Allow, "run_shell(cd *)"),
         ],
     );
     // After `cd`, the script audited is the one in the new directory, and its refusal holds
@@ -373,15 +372,15 @@ fn no_rule_lifts_an_audit_refusal() {
     )
     .unwrap();
     let d = p.decide("cd sub && python3 good.py");
-    assert_eq!(d.verdict, Verdict::Deny, "{}", d.reason);
+    assert_eq!(d.decision, Decision::Deny, "{}", d.reason);
     assert!(
         d.reason.contains("os.system") && d.reason.contains("from `sub`"),
         "{}",
         d.reason
     );
-    assert_eq!(p.decide("cd sub").verdict, Verdict::Allow);
+    assert_eq!(p.decide("cd sub").decision, Decision::Allow);
     let d = p.decide("python3 good.py");
-    assert_eq!(d.verdict, Verdict::Allow, "{}", d.reason);
+    assert_eq!(d.decision, Decision::Allow, "{}", d.reason);
     assert!(d.reason.contains("sha256"), "{}", d.reason);
     for line in [
         "python3 bad.py",
@@ -389,7 +388,7 @@ fn no_rule_lifts_an_audit_refusal() {
         "python3 -c 'eval(1)'",
     ] {
         let d = p.decide(line);
-        assert_eq!(d.verdict, Verdict::Deny, "{line}: {}", d.reason);
+        assert_eq!(d.decision, Decision::Deny, "{line}: {}", d.reason);
         assert_eq!(d.tier, Tier::Rule, "{line}");
     }
 }
@@ -513,11 +512,11 @@ fn every_refusal_says_why() {
     }
 }
 
-/// One script and the verdict wanted: `None` when it must pass, else words its refusal must
+/// One script and the decision wanted: `None` when it must pass, else words its refusal must
 /// contain (what made the decision).
 type Case = (&'static str, Option<&'static str>);
 
-/// Audits every case as a script in one real workspace and reports every wrong verdict.
+/// Audits every case as a script in one real workspace and reports every wrong decision.
 fn check_cases(cases: &[Case]) {
     let (dir, ws) = workspace();
     let mut wrong = Vec::new();

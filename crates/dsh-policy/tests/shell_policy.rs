@@ -7,11 +7,11 @@
 use std::sync::Arc;
 
 use dsh_core::{Tier, Workspace};
-use dsh_policy::shell::{Decision, Verdict};
-use dsh_policy::{NetworkVote, Rule, RuleKind, ShellLists, ShellPolicy, ShellRule};
+use dsh_policy::shell::{Decision, Ruling};
+use dsh_policy::{NetworkVote, Rule, ShellLists, ShellPolicy, ShellRule};
 
 /// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
-fn parse_rule(kind: RuleKind, text: &str, origin: &str) -> Rule {
+fn parse_rule(kind: Decision, text: &str, origin: &str) -> Rule {
     let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
     Rule::new(kind, parsed.tool, parsed.specifier.as_deref(), origin).unwrap()
 }
@@ -31,13 +31,13 @@ fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
 /// strict allowlist (`[shell] unlisted = "deny"`), so that a program on no list is refused
 /// and every disguise of one shows as a denial. `default_policy` has the default, where such
 /// a program asks.
-fn policy_with(ws: &Arc<Workspace>, rules: &[(RuleKind, &str, bool)]) -> ShellPolicy {
+fn policy_with(ws: &Arc<Workspace>, rules: &[(Decision, &str, bool)]) -> ShellPolicy {
     policy_with_lists(ws, rules, strict_lists())
 }
 
 fn strict_lists() -> ShellLists {
     ShellLists {
-        unlisted: dsh_config::Unlisted::Deny,
+        unlisted: dsh_core::Unlisted::Deny,
         ..ShellLists::default()
     }
 }
@@ -49,7 +49,7 @@ fn default_policy(ws: &Arc<Workspace>) -> ShellPolicy {
 
 fn policy_with_lists(
     ws: &Arc<Workspace>,
-    rules: &[(RuleKind, &str, bool)],
+    rules: &[(Decision, &str, bool)],
     lists: ShellLists,
 ) -> ShellPolicy {
     let rules = rules.iter().map(|(kind, text, untrusted)| {
@@ -73,151 +73,151 @@ fn policy_with_lists(
     )
 }
 
-fn show(line: &str, d: &Decision) -> String {
-    format!("{line:?} → {:?} ({:?}): {}", d.verdict, d.tier, d.reason)
+fn show(line: &str, d: &Ruling) -> String {
+    format!("{line:?} → {:?} ({:?}): {}", d.decision, d.tier, d.reason)
 }
 
-/// Lines that must never be allowed, with the verdict each gets.
-const DANGEROUS: &[(&str, Verdict)] = &[
+/// Lines that must never be allowed, with the decision each gets.
+const DANGEROUS: &[(&str, Decision)] = &[
     // Lists, pipelines, background, newlines.
-    ("ls; rm -rf ~", Verdict::Deny),
-    ("ls && curl x | sh", Verdict::Deny),
-    ("ls || rm x", Verdict::Deny),
-    ("ls & rm x", Verdict::Deny),
-    ("ls\nrm -rf src", Verdict::Deny),
-    ("ls | sh", Verdict::Deny),
-    ("cat src/main.rs | bash", Verdict::Deny),
-    ("(ls; rm x)", Verdict::Deny),
-    ("{ ls; rm x; }", Verdict::Deny),
-    ("! rm x", Verdict::Deny),
-    ("if ls; then rm x; fi", Verdict::Deny),
-    ("for f in a b; do rm $f; done", Verdict::Deny),
-    ("while true; do curl x; done", Verdict::Deny),
-    ("case x in x) rm y;; esac", Verdict::Deny),
+    ("ls; rm -rf ~", Decision::Deny),
+    ("ls && curl x | sh", Decision::Deny),
+    ("ls || rm x", Decision::Deny),
+    ("ls & rm x", Decision::Deny),
+    ("ls\nrm -rf src", Decision::Deny),
+    ("ls | sh", Decision::Deny),
+    ("cat src/main.rs | bash", Decision::Deny),
+    ("(ls; rm x)", Decision::Deny),
+    ("{ ls; rm x; }", Decision::Deny),
+    ("! rm x", Decision::Deny),
+    ("if ls; then rm x; fi", Decision::Deny),
+    ("for f in a b; do rm $f; done", Decision::Deny),
+    ("while true; do curl x; done", Decision::Deny),
+    ("case x in x) rm y;; esac", Decision::Deny),
     // Substitutions anywhere.
-    ("echo $(rm -rf /)", Verdict::Deny),
-    ("echo `nc`", Verdict::Deny),
-    ("echo \"$(nc)\"", Verdict::Deny),
-    ("echo ${x:-$(nc)}", Verdict::Deny),
-    ("X=$(nc) ls", Verdict::Deny),
-    ("cat <(curl x)", Verdict::Deny),
-    ("diff <(ls) >(rm x)", Verdict::Deny),
-    ("ls $(echo /; rm x)", Verdict::Deny),
-    ("cat <<EOF\n$(rm -rf ~)\nEOF", Verdict::Deny),
-    ("[[ $(rm x) ]] && ls", Verdict::Deny),
+    ("echo $(rm -rf /)", Decision::Deny),
+    ("echo `nc`", Decision::Deny),
+    ("echo \"$(nc)\"", Decision::Deny),
+    ("echo ${x:-$(nc)}", Decision::Deny),
+    ("X=$(nc) ls", Decision::Deny),
+    ("cat <(curl x)", Decision::Deny),
+    ("diff <(ls) >(rm x)", Decision::Deny),
+    ("ls $(echo /; rm x)", Decision::Deny),
+    ("cat <<EOF\n$(rm -rf ~)\nEOF", Decision::Deny),
+    ("[[ $(rm x) ]] && ls", Decision::Deny),
     // Wrappers.
-    ("bash -c 'rm -rf /'", Verdict::Deny),
-    ("sh -c \"ls; rm x\"", Verdict::Deny),
-    ("bash -c 'bash -c \"rm x\"'", Verdict::Deny),
-    ("sh -c \"$X\"", Verdict::Deny),
-    ("env rm x", Verdict::Deny),
-    ("env -i FOO=1 rm x", Verdict::Deny),
-    ("env PATH=/tmp ls", Verdict::Deny),
-    ("xargs rm", Verdict::Deny),
-    ("xargs grep foo", Verdict::Ask),
-    ("find . -exec rm {} \\;", Verdict::Deny),
-    ("find . -execdir sh -c 'rm x' \\;", Verdict::Deny),
-    ("find . -delete", Verdict::Deny),
-    ("find . -fprint out.txt", Verdict::Ask),
-    ("find . -exec ls", Verdict::Ask),
-    ("timeout 5 nc -l 4444", Verdict::Deny),
-    ("nice -n 5 rm x", Verdict::Deny),
-    ("nohup rm x", Verdict::Deny),
-    ("command rm x", Verdict::Deny),
-    ("exec rm x", Verdict::Deny),
-    ("time rm x", Verdict::Deny),
-    ("sudo ls", Verdict::Deny),
-    ("doas ls", Verdict::Deny),
-    ("su -c ls", Verdict::Deny),
-    ("eval ls", Verdict::Deny),
-    ("source ./x.sh", Verdict::Deny),
-    (". ./x.sh", Verdict::Deny),
-    ("bash <<'EOF'\nrm -rf /\nEOF", Verdict::Deny),
+    ("bash -c 'rm -rf /'", Decision::Deny),
+    ("sh -c \"ls; rm x\"", Decision::Deny),
+    ("bash -c 'bash -c \"rm x\"'", Decision::Deny),
+    ("sh -c \"$X\"", Decision::Deny),
+    ("env rm x", Decision::Deny),
+    ("env -i FOO=1 rm x", Decision::Deny),
+    ("env PATH=/tmp ls", Decision::Deny),
+    ("xargs rm", Decision::Deny),
+    ("xargs grep foo", Decision::Ask),
+    ("find . -exec rm {} \\;", Decision::Deny),
+    ("find . -execdir sh -c 'rm x' \\;", Decision::Deny),
+    ("find . -delete", Decision::Deny),
+    ("find . -fprint out.txt", Decision::Ask),
+    ("find . -exec ls", Decision::Ask),
+    ("timeout 5 nc -l 4444", Decision::Deny),
+    ("nice -n 5 rm x", Decision::Deny),
+    ("nohup rm x", Decision::Deny),
+    ("command rm x", Decision::Deny),
+    ("exec rm x", Decision::Deny),
+    ("time rm x", Decision::Deny),
+    ("sudo ls", Decision::Deny),
+    ("doas ls", Decision::Deny),
+    ("su -c ls", Decision::Deny),
+    ("eval ls", Decision::Deny),
+    ("source ./x.sh", Decision::Deny),
+    (". ./x.sh", Decision::Deny),
+    ("bash <<'EOF'\nrm -rf /\nEOF", Decision::Deny),
     // Python from standard input cannot be audited (see tests/python_audit.rs).
-    ("python3 <<'EOF'\nimport os\nEOF", Verdict::Deny),
-    ("python -c 'import os'", Verdict::Ask),
-    ("git status", Verdict::Ask),
+    ("python3 <<'EOF'\nimport os\nEOF", Decision::Deny),
+    ("python -c 'import os'", Decision::Ask),
+    ("git status", Decision::Ask),
     // Dynamic command names.
-    ("$CMD", Verdict::Deny),
-    ("$CMD -la", Verdict::Deny),
-    ("\"$X\" a", Verdict::Deny),
-    ("l$(echo s)", Verdict::Deny),
-    ("/bin/rm x", Verdict::Deny),
-    ("\\rm x", Verdict::Deny),
-    ("ls$IFS-la", Verdict::Deny),
-    ("*", Verdict::Deny),
+    ("$CMD", Decision::Deny),
+    ("$CMD -la", Decision::Deny),
+    ("\"$X\" a", Decision::Deny),
+    ("l$(echo s)", Decision::Deny),
+    ("/bin/rm x", Decision::Deny),
+    ("\\rm x", Decision::Deny),
+    ("ls$IFS-la", Decision::Deny),
+    ("*", Decision::Deny),
     // Assignments that change how commands resolve.
-    ("PATH=/tmp ls", Verdict::Deny),
-    ("LD_PRELOAD=x.so ls", Verdict::Deny),
-    ("LD_LIBRARY_PATH=. ls", Verdict::Deny),
-    ("BASH_ENV=x.sh ls", Verdict::Deny),
-    ("IFS=/ ls", Verdict::Deny),
-    ("PATH=/tmp; ls", Verdict::Deny),
-    ("export PATH=/tmp", Verdict::Deny),
+    ("PATH=/tmp ls", Decision::Deny),
+    ("LD_PRELOAD=x.so ls", Decision::Deny),
+    ("LD_LIBRARY_PATH=. ls", Decision::Deny),
+    ("BASH_ENV=x.sh ls", Decision::Deny),
+    ("IFS=/ ls", Decision::Deny),
+    ("PATH=/tmp; ls", Decision::Deny),
+    ("export PATH=/tmp", Decision::Deny),
     // Redirections.
-    ("ls > /etc/passwd", Verdict::Deny),
-    ("echo x >> ~/.bashrc", Verdict::Deny),
-    ("echo x > out.txt", Verdict::Ask),
-    ("ls &> out.txt", Verdict::Ask),
-    ("ls >| out.txt", Verdict::Ask),
-    ("echo x > \"$F\"", Verdict::Deny),
-    ("cat < /etc/shadow", Verdict::Ask),
-    ("echo $(< /etc/shadow)", Verdict::Ask),
-    ("exec > out.txt", Verdict::Deny),
+    ("ls > /etc/passwd", Decision::Deny),
+    ("echo x >> ~/.bashrc", Decision::Deny),
+    ("echo x > out.txt", Decision::Ask),
+    ("ls &> out.txt", Decision::Ask),
+    ("ls >| out.txt", Decision::Ask),
+    ("echo x > \"$F\"", Decision::Deny),
+    ("cat < /etc/shadow", Decision::Ask),
+    ("echo $(< /etc/shadow)", Decision::Ask),
+    ("exec > out.txt", Decision::Deny),
     // Free commands losing their pass.
-    ("cat ../../etc/shadow", Verdict::Ask),
-    ("cat /etc/passwd", Verdict::Ask),
-    ("cat ~/.ssh/id_rsa", Verdict::Ask),
-    ("cat ../*", Verdict::Ask),
-    ("ls -la /", Verdict::Ask),
-    ("cat $F", Verdict::Ask),
-    ("cat {/etc/passwd,a}", Verdict::Ask),
-    ("grep -f /etc/shadow x", Verdict::Ask),
-    ("grep -f/etc/shadow x", Verdict::Ask),
-    ("grep --file=/etc/shadow x", Verdict::Ask),
-    ("grep -rn foo /", Verdict::Ask),
-    ("tree -o out.txt", Verdict::Ask),
-    ("tree -ao out.txt", Verdict::Ask),
-    ("tree -R -L 1", Verdict::Ask),
-    ("date -s 2020-01-01", Verdict::Deny),
-    ("date --set=2020-01-01", Verdict::Deny),
-    ("file -C -m x", Verdict::Ask),
-    ("file -m /etc/magic a", Verdict::Ask),
-    ("wc --files0-from=/etc/list", Verdict::Ask),
-    ("diff --from-file=/etc/passwd a", Verdict::Ask),
-    ("find / -name x", Verdict::Ask),
-    ("find . -newer /etc/passwd", Verdict::Ask),
-    ("find . -frobnicate", Verdict::Ask),
+    ("cat ../../etc/shadow", Decision::Ask),
+    ("cat /etc/passwd", Decision::Ask),
+    ("cat ~/.ssh/id_rsa", Decision::Ask),
+    ("cat ../*", Decision::Ask),
+    ("ls -la /", Decision::Ask),
+    ("cat $F", Decision::Ask),
+    ("cat {/etc/passwd,a}", Decision::Ask),
+    ("grep -f /etc/shadow x", Decision::Ask),
+    ("grep -f/etc/shadow x", Decision::Ask),
+    ("grep --file=/etc/shadow x", Decision::Ask),
+    ("grep -rn foo /", Decision::Ask),
+    ("tree -o out.txt", Decision::Ask),
+    ("tree -ao out.txt", Decision::Ask),
+    ("tree -R -L 1", Decision::Ask),
+    ("date -s 2020-01-01", Decision::Deny),
+    ("date --set=2020-01-01", Decision::Deny),
+    ("file -C -m x", Decision::Ask),
+    ("file -m /etc/magic a", Decision::Ask),
+    ("wc --files0-from=/etc/list", Decision::Ask),
+    ("diff --from-file=/etc/passwd a", Decision::Ask),
+    ("find / -name x", Decision::Ask),
+    ("find . -newer /etc/passwd", Decision::Ask),
+    ("find . -frobnicate", Decision::Ask),
     // Arithmetic on a value the line does not spell out (a file name, input, a
     // substitution) runs a `a[$(cmd)]` hidden in it; indirection and prompt expansion
     // evaluate values as code.
-    ("x='a[$(nc)]'; echo $((x))", Verdict::Ask),
-    ("for x in *; do ((x)); done", Verdict::Ask),
-    ("for x in *; do echo ${a[x]}; done", Verdict::Ask),
-    ("y=$(cat a); echo ${x:y}", Verdict::Ask),
-    ("for x in *; do [[ $x -eq 1 ]] && ls; done", Verdict::Ask),
-    ("echo ${!x}", Verdict::Deny),
-    ("echo ${x@P}", Verdict::Deny),
-    ("echo ${x@E}", Verdict::Deny),
-    ("(( a[$(nc)] ))", Verdict::Deny),
+    ("x='a[$(nc)]'; echo $((x))", Decision::Ask),
+    ("for x in *; do ((x)); done", Decision::Ask),
+    ("for x in *; do echo ${a[x]}; done", Decision::Ask),
+    ("y=$(cat a); echo ${x:y}", Decision::Ask),
+    ("for x in *; do [[ $x -eq 1 ]] && ls; done", Decision::Ask),
+    ("echo ${!x}", Decision::Deny),
+    ("echo ${x@P}", Decision::Deny),
+    ("echo ${x@E}", Decision::Deny),
+    ("(( a[$(nc)] ))", Decision::Deny),
     // Globs and braces in the command name.
-    ("/???/rm x", Verdict::Deny),
-    ("{rm,-rf,x}", Verdict::Deny),
+    ("/???/rm x", Decision::Deny),
+    ("{rm,-rf,x}", Decision::Deny),
     // Constructs the policy does not judge.
-    ("f() { ls; }; f", Verdict::Deny),
-    ("ls() { echo hi; }", Verdict::Ask),
+    ("f() { ls; }; f", Decision::Deny),
+    ("ls() { echo hi; }", Decision::Ask),
     // Characters and sizes.
-    ("ls\u{202e}", Verdict::Deny),
-    ("ls\u{200b} -la", Verdict::Deny),
-    ("ls \u{feff}", Verdict::Deny),
-    ("ls \x1b[31m", Verdict::Deny),
-    ("ls\r", Verdict::Deny),
-    ("ls\0", Verdict::Deny),
+    ("ls\u{202e}", Decision::Deny),
+    ("ls\u{200b} -la", Decision::Deny),
+    ("ls \u{feff}", Decision::Deny),
+    ("ls \x1b[31m", Decision::Deny),
+    ("ls\r", Decision::Deny),
+    ("ls\0", Decision::Deny),
     // Lines that do not parse.
-    ("ls ((", Verdict::Deny),
-    ("echo 'unterminated", Verdict::Deny),
-    ("ls |", Verdict::Deny),
-    ("", Verdict::Deny),
+    ("ls ((", Decision::Deny),
+    ("echo 'unterminated", Decision::Deny),
+    ("ls |", Decision::Deny),
+    ("", Decision::Deny),
 ];
 
 /// Ordinary lines that must stay free.
@@ -286,10 +286,10 @@ fn dangerous_lines_are_never_allowed() {
     let mut wrong = Vec::new();
     for (line, want) in DANGEROUS {
         let d = p.decide(line);
-        if d.verdict != *want {
+        if d.decision != *want {
             wrong.push(format!("want {want:?}: {}", show(line, &d)));
         }
-        assert_ne!(d.verdict, Verdict::Allow, "{}", show(line, &d));
+        assert_ne!(d.decision, Decision::Allow, "{}", show(line, &d));
         assert!(!d.reason.is_empty(), "{}", show(line, &d));
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
@@ -302,7 +302,7 @@ fn ordinary_lines_stay_allowed() {
     let p = policy_with(&ws, &[]);
     for line in ORDINARY {
         let d = p.decide(line);
-        assert_eq!(d.verdict, Verdict::Allow, "{}", show(line, &d));
+        assert_eq!(d.decision, Decision::Allow, "{}", show(line, &d));
         assert_eq!(d.tier, Tier::Default, "{}", show(line, &d));
     }
 }
@@ -313,14 +313,14 @@ fn long_lines_and_too_many_commands_are_refused_with_the_reason() {
     let p = policy_with(&ws, &[]);
     let long = format!("echo {}", "x".repeat(20 * 1024));
     let d = p.decide(&long);
-    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(d.decision, Decision::Deny);
     assert!(d.reason.contains("bytes"), "{}", d.reason);
     let many = "ls; ".repeat(300);
     let d = p.decide(&many);
-    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(d.decision, Decision::Deny);
     assert!(d.reason.contains("300 commands"), "{}", d.reason);
     let d = p.decide(&"ls; ".repeat(200));
-    assert_eq!(d.verdict, Verdict::Allow, "{}", d.reason);
+    assert_eq!(d.decision, Decision::Allow, "{}", d.reason);
 }
 
 #[test]
@@ -328,7 +328,7 @@ fn reasons_name_the_command_and_the_list() {
     let (_d, ws) = workspace();
     let p = policy_with(&ws, &[]);
     let d = p.decide("ls; rm -rf x");
-    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(d.decision, Decision::Deny);
     assert!(
         d.reason
             .contains("`rm -rf x` is not on the read-only or confirm lists"),
@@ -346,9 +346,9 @@ fn reasons_name_the_command_and_the_list() {
 #[test]
 fn an_allow_rule_lets_its_command_through_and_nothing_else() {
     let (_d, ws) = workspace();
-    let p = policy_with(&ws, &[(RuleKind::Allow, "run_shell(git status)", false)]);
+    let p = policy_with(&ws, &[(Decision::Allow, "run_shell(git status)", false)]);
     let d = p.decide("git status");
-    assert_eq!((d.verdict, d.tier), (Verdict::Allow, Tier::Rule), "{d:?}");
+    assert_eq!((d.decision, d.tier), (Decision::Allow, Tier::Rule), "{d:?}");
     assert!(
         d.reason
             .contains("`git status` allowed by rule `run_shell(git status)` from user"),
@@ -362,21 +362,21 @@ fn an_allow_rule_lets_its_command_through_and_nothing_else() {
         "echo `git status; rm x`",
     ] {
         let d = p.decide(line);
-        assert_eq!(d.verdict, Verdict::Deny, "{}", show(line, &d));
+        assert_eq!(d.decision, Decision::Deny, "{}", show(line, &d));
     }
     // Exact words without a trailing `*`.
     let d = p.decide("git status --porcelain");
-    assert_eq!(d.verdict, Verdict::Ask, "{}", d.reason);
+    assert_eq!(d.decision, Decision::Ask, "{}", d.reason);
     let d = p.decide("git push");
-    assert_eq!(d.verdict, Verdict::Ask, "{}", d.reason);
+    assert_eq!(d.decision, Decision::Ask, "{}", d.reason);
     // The raw line is never matched: quoting does not matter, words do.
     let d = p.decide("'git' \"status\"");
-    assert_eq!(d.verdict, Verdict::Allow, "{}", d.reason);
+    assert_eq!(d.decision, Decision::Allow, "{}", d.reason);
     // A structural refusal is not lifted by a rule.
     let d = p.decide("PATH=/tmp git status");
-    assert_eq!(d.verdict, Verdict::Deny, "{}", d.reason);
+    assert_eq!(d.decision, Decision::Deny, "{}", d.reason);
     let d = p.decide("git status > out.txt");
-    assert_eq!(d.verdict, Verdict::Ask, "{}", d.reason);
+    assert_eq!(d.decision, Decision::Ask, "{}", d.reason);
 }
 
 #[test]
@@ -385,18 +385,18 @@ fn wildcard_rules_match_further_words() {
     let p = policy_with(
         &ws,
         &[
-            (RuleKind::Allow, "run_shell(cargo test *)", false),
-            (RuleKind::Allow, "run_shell(npm run:*)", false),
-            (RuleKind::Ask, "run_shell(git push *)", false),
+            (Decision::Allow, "run_shell(cargo test *)", false),
+            (Decision::Allow, "run_shell(npm run:*)", false),
+            (Decision::Ask, "run_shell(git push *)", false),
         ],
     );
     for line in ["cargo test", "cargo test -p x", "npm run build", "npm run"] {
-        assert_eq!(p.decide(line).verdict, Verdict::Allow, "{line}");
+        assert_eq!(p.decide(line).decision, Decision::Allow, "{line}");
     }
-    assert_eq!(p.decide("cargo build").verdict, Verdict::Deny);
-    assert_eq!(p.decide("git push origin main").verdict, Verdict::Ask);
+    assert_eq!(p.decide("cargo build").decision, Decision::Deny);
+    assert_eq!(p.decide("git push origin main").decision, Decision::Ask);
     // A word known only at run time can never satisfy an allow rule's exact word.
-    assert_eq!(p.decide("cargo $SUB").verdict, Verdict::Deny);
+    assert_eq!(p.decide("cargo $SUB").decision, Decision::Deny);
 }
 
 #[test]
@@ -405,40 +405,40 @@ fn deny_beats_allow_and_deny_rules_match_as_prefixes() {
     let p = policy_with(
         &ws,
         &[
-            (RuleKind::Allow, "run_shell(git *)", false),
-            (RuleKind::Deny, "run_shell(git push)", false),
-            (RuleKind::Deny, "run_shell(cat)", false),
+            (Decision::Allow, "run_shell(git *)", false),
+            (Decision::Deny, "run_shell(git push)", false),
+            (Decision::Deny, "run_shell(cat)", false),
         ],
     );
-    assert_eq!(p.decide("git log").verdict, Verdict::Allow);
+    assert_eq!(p.decide("git log").decision, Decision::Allow);
     let d = p.decide("git push origin main");
-    assert_eq!((d.verdict, d.tier), (Verdict::Deny, Tier::Rule));
+    assert_eq!((d.decision, d.tier), (Decision::Deny, Tier::Rule));
     assert!(
         d.reason.contains("denied by rule `run_shell(git push)`"),
         "{}",
         d.reason
     );
     // A deny rule applies to a free command too, and to `git $X` (it may be `push`).
-    assert_eq!(p.decide("cat a").verdict, Verdict::Deny);
-    assert_eq!(p.decide("git $X origin").verdict, Verdict::Deny);
-    assert_eq!(p.decide("timeout 5 git push").verdict, Verdict::Deny);
+    assert_eq!(p.decide("cat a").decision, Decision::Deny);
+    assert_eq!(p.decide("git $X origin").decision, Decision::Deny);
+    assert_eq!(p.decide("timeout 5 git push").decision, Decision::Deny);
     // Globbing or brace expansion may produce `push`.
-    assert_eq!(p.decide("git pu?h").verdict, Verdict::Deny);
-    assert_eq!(p.decide("git {push,x}").verdict, Verdict::Deny);
+    assert_eq!(p.decide("git pu?h").decision, Decision::Deny);
+    assert_eq!(p.decide("git {push,x}").decision, Decision::Deny);
 }
 
 #[test]
 fn a_bare_run_shell_rule_matches_every_command() {
     let (_d, ws) = workspace();
-    let p = policy_with(&ws, &[(RuleKind::Deny, "run_shell", false)]);
-    assert_eq!(p.decide("ls").verdict, Verdict::Deny);
-    let p = policy_with(&ws, &[(RuleKind::Allow, "run_shell", false)]);
-    assert_eq!(p.decide("rm x").verdict, Verdict::Allow);
+    let p = policy_with(&ws, &[(Decision::Deny, "run_shell", false)]);
+    assert_eq!(p.decide("ls").decision, Decision::Deny);
+    let p = policy_with(&ws, &[(Decision::Allow, "run_shell", false)]);
+    assert_eq!(p.decide("rm x").decision, Decision::Allow);
     // Structural refusals stay.
-    assert_eq!(p.decide("$CMD").verdict, Verdict::Deny);
-    assert_eq!(p.decide("sudo rm x").verdict, Verdict::Deny);
-    assert_eq!(p.decide("PATH=. rm x").verdict, Verdict::Deny);
-    assert_eq!(p.decide("rm x > out").verdict, Verdict::Ask);
+    assert_eq!(p.decide("$CMD").decision, Decision::Deny);
+    assert_eq!(p.decide("sudo rm x").decision, Decision::Deny);
+    assert_eq!(p.decide("PATH=. rm x").decision, Decision::Deny);
+    assert_eq!(p.decide("rm x > out").decision, Decision::Ask);
 }
 
 #[test]
@@ -447,22 +447,22 @@ fn untrusted_project_rules_only_tighten() {
     let p = policy_with(
         &ws,
         &[
-            (RuleKind::Ask, "run_shell(rm *)", true),
-            (RuleKind::Ask, "run_shell(ls *)", true),
-            (RuleKind::Deny, "run_shell(cat *)", true),
+            (Decision::Ask, "run_shell(rm *)", true),
+            (Decision::Ask, "run_shell(ls *)", true),
+            (Decision::Deny, "run_shell(cat *)", true),
         ],
     );
     // An ask rule cannot turn a default deny into ask.
     let d = p.decide("rm -rf x");
-    assert_eq!(d.verdict, Verdict::Deny, "{}", d.reason);
+    assert_eq!(d.decision, Decision::Deny, "{}", d.reason);
     assert!(
         d.reason.contains("not on the read-only or confirm lists"),
         "{}",
         d.reason
     );
     // It can tighten an allow into ask, and a deny rule applies.
-    assert_eq!(p.decide("ls -la").verdict, Verdict::Ask);
-    assert_eq!(p.decide("cat a").verdict, Verdict::Deny);
+    assert_eq!(p.decide("ls -la").decision, Decision::Ask);
+    assert_eq!(p.decide("cat a").decision, Decision::Deny);
 }
 
 #[test]
@@ -471,19 +471,19 @@ fn the_lists_are_configurable() {
     let lists = ShellLists {
         safe: vec!["ls".into(), "cargo".into()],
         confirm: vec!["cat".into()],
-        unlisted: dsh_config::Unlisted::Deny,
+        unlisted: dsh_core::Unlisted::Deny,
         origin: "test".into(),
     };
     let p = ShellPolicy::new(ws.clone(), Vec::new(), lists, NetworkVote::Refused);
-    assert_eq!(p.decide("cargo build").verdict, Verdict::Allow);
+    assert_eq!(p.decide("cargo build").decision, Decision::Allow);
     // Without a flag table, paths still have to be inside the workspace.
     assert_eq!(
         p.decide("cargo build --manifest-path=/x/Cargo.toml")
-            .verdict,
-        Verdict::Ask
+            .decision,
+        Decision::Ask
     );
-    assert_eq!(p.decide("cat a").verdict, Verdict::Ask);
-    assert_eq!(p.decide("grep x a").verdict, Verdict::Deny);
+    assert_eq!(p.decide("cat a").decision, Decision::Ask);
+    assert_eq!(p.decide("grep x a").decision, Decision::Deny);
 }
 
 #[test]
@@ -493,8 +493,8 @@ fn a_symlink_out_of_the_workspace_is_outside() {
     {
         std::os::unix::fs::symlink("/etc", dir.path().join("etc-link")).unwrap();
         let p = policy_with(&ws, &[]);
-        assert_eq!(p.decide("cat etc-link/passwd").verdict, Verdict::Ask);
-        assert_eq!(p.decide("cat a").verdict, Verdict::Allow);
+        assert_eq!(p.decide("cat etc-link/passwd").decision, Decision::Ask);
+        assert_eq!(p.decide("cat a").decision, Decision::Allow);
     }
 }
 
@@ -515,7 +515,7 @@ fn reasons_quote_long_words_capped_with_their_length() {
         format!("{long} --flag"),
     ] {
         let d = p.decide(&line);
-        assert_ne!(d.verdict, Verdict::Allow, "{}", show(&line[..40], &d));
+        assert_ne!(d.decision, Decision::Allow, "{}", show(&line[..40], &d));
         assert!(
             d.reason.contains(" bytes)") || d.reason.contains("..."),
             "{}: {}",
@@ -559,25 +559,28 @@ fn the_always_rule_is_the_commands_program_and_subcommand() {
 fn a_rule_added_while_the_session_runs_allows_only_each_matching_command() {
     let (_d, ws) = workspace();
     let added = dsh_policy::AddedRules::new();
-    let p = policy_with(&ws, &[(RuleKind::Deny, "run_shell(git push *)", false)])
+    let p = policy_with(&ws, &[(Decision::Deny, "run_shell(git push *)", false)])
         .with_added(added.clone());
-    assert_eq!(p.decide("git commit -m x").verdict, Verdict::Ask);
+    assert_eq!(p.decide("git commit -m x").decision, Decision::Ask);
     added
         .add(parse_rule(
-            RuleKind::Allow,
+            Decision::Allow,
             "run_shell(git commit *)",
             "added",
         ))
         .unwrap();
     let d = p.decide("git commit -m x");
-    assert_eq!(d.verdict, Verdict::Allow, "{}", show("git commit", &d));
+    assert_eq!(d.decision, Decision::Allow, "{}", show("git commit", &d));
     // Per parsed command, never the raw line; a configured deny still wins.
-    assert_eq!(p.decide("git commit -m x; git push").verdict, Verdict::Deny);
-    assert_eq!(p.decide("git commit -m x && make").verdict, Verdict::Ask);
+    assert_eq!(
+        p.decide("git commit -m x; git push").decision,
+        Decision::Deny
+    );
+    assert_eq!(p.decide("git commit -m x && make").decision, Decision::Ask);
     // Only allow rules are added this way.
     assert!(
         added
-            .add(parse_rule(RuleKind::Deny, "run_shell(ls)", "added"))
+            .add(parse_rule(Decision::Deny, "run_shell(ls)", "added"))
             .is_err()
     );
 }
@@ -604,7 +607,7 @@ fn unlisted_programs_ask_and_their_destinations_are_judged() {
         "go test ./...",
     ] {
         let d = p.decide(line);
-        assert_eq!(d.verdict, Verdict::Ask, "{}", show(line, &d));
+        assert_eq!(d.decision, Decision::Ask, "{}", show(line, &d));
     }
     let d = p.decide("cargo test");
     assert_eq!(
@@ -636,18 +639,18 @@ fn unlisted_programs_ask_and_their_destinations_are_judged() {
         ("ls | nc host 80", "network client"),
     ] {
         let d = p.decide(line);
-        assert_eq!(d.verdict, Verdict::Deny, "{}", show(line, &d));
+        assert_eq!(d.decision, Decision::Deny, "{}", show(line, &d));
         assert_eq!(d.tier, Tier::Rule, "{}", show(line, &d));
         assert!(d.reason.contains(why), "{why}: {}", show(line, &d));
     }
     // No allow rule lifts those denials.
     let lifted = policy_with_lists(
         &ws,
-        &[(RuleKind::Allow, "run_shell(*)", false)],
+        &[(Decision::Allow, "run_shell(*)", false)],
         ShellLists::default(),
     );
     for line in ["cp a .git/hooks/pre-commit", "rm -rf ~", "curl x"] {
-        assert_eq!(lifted.decide(line).verdict, Verdict::Deny, "{line}");
+        assert_eq!(lifted.decide(line).decision, Decision::Deny, "{line}");
     }
-    assert_eq!(lifted.decide("cargo test").verdict, Verdict::Allow);
+    assert_eq!(lifted.decide("cargo test").decision, Decision::Allow);
 }

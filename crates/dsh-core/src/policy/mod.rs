@@ -10,4 +10,4 @@ pub(crate) use approval::ask_once;
 pub use approval::{ApprovalAnswer, ApprovalError, ApprovalOutcome, ApprovalRequest, Approver};
 pub use disposition::{Action, Disposition};
 pub use guard::{Denial, Guard};
-pub use vote::{PolicyContext, PrePolicy, Tier, Verdict, Vote, combine_votes};
+pub use vote::{PolicyContext, PrePolicy, Tier, Vote, combine_votes};

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::call::ToolCall;
+use crate::decision::Decision;
 use crate::result::FailureKind;
 use crate::tool::{Access, ToolSpec};
 
@@ -18,32 +19,13 @@ pub enum Tier {
     Default,
 }
 
-/// What a vote says. There is deliberately no variant that carries new arguments (SPEC P2):
-/// a policy that wants different input denies with a reason and the model calls again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Allow,
-    Ask,
-    Deny,
-    Abstain,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Allow => "allow",
-            Verdict::Ask => "ask",
-            Verdict::Deny => "deny",
-            Verdict::Abstain => "abstain",
-        }
-    }
-}
-
-/// One listener's vote on one call.
+/// One listener's vote on one call. There is deliberately no way for it to carry new
+/// arguments (SPEC P2): a policy that wants different input denies with a reason and the
+/// model calls again.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Vote {
-    pub verdict: Verdict,
+    /// What it decides; `None`: it abstains.
+    pub decision: Option<Decision>,
     pub tier: Tier,
     /// Why, in words a person and the model can act on.
     pub reason: String,
@@ -61,16 +43,16 @@ pub struct Vote {
 
 impl Vote {
     pub fn allow(tier: Tier, reason: impl Into<String>) -> Self {
-        Vote::new(Verdict::Allow, tier, reason)
+        Vote::new(Some(Decision::Allow), tier, reason)
     }
     pub fn ask(tier: Tier, reason: impl Into<String>) -> Self {
-        Vote::new(Verdict::Ask, tier, reason)
+        Vote::new(Some(Decision::Ask), tier, reason)
     }
     pub fn deny(tier: Tier, reason: impl Into<String>) -> Self {
-        Vote::new(Verdict::Deny, tier, reason)
+        Vote::new(Some(Decision::Deny), tier, reason)
     }
     pub fn abstain() -> Self {
-        Vote::new(Verdict::Abstain, Tier::Default, "")
+        Vote::new(None, Tier::Default, "")
     }
 
     /// The listener could not decide: an OS error on the way (`EMFILE` while resolving a
@@ -81,7 +63,7 @@ impl Vote {
     pub fn failed(reason: impl Into<String>) -> Self {
         Vote {
             refusal: FailureKind::ToolError,
-            ..Vote::new(Verdict::Deny, Tier::Rule, reason)
+            ..Vote::new(Some(Decision::Deny), Tier::Rule, reason)
         }
     }
 
@@ -108,9 +90,9 @@ impl Vote {
         self.refusal == FailureKind::ToolError
     }
 
-    fn new(verdict: Verdict, tier: Tier, reason: impl Into<String>) -> Self {
+    fn new(decision: Option<Decision>, tier: Tier, reason: impl Into<String>) -> Self {
         Vote {
-            verdict,
+            decision,
             tier,
             reason: reason.into(),
             refusal: FailureKind::Denied,
@@ -122,7 +104,7 @@ impl Vote {
     pub(crate) fn crashed(reason: String) -> Self {
         Vote {
             refusal: FailureKind::Crashed,
-            ..Vote::new(Verdict::Deny, Tier::Rule, reason)
+            ..Vote::new(Some(Decision::Deny), Tier::Rule, reason)
         }
     }
 }
@@ -165,35 +147,35 @@ pub trait PrePolicy: Send + Sync {
 /// 6. no votes → the tool's default (read-only → allow, otherwise ask).
 ///
 /// Within a row the earliest vote in registration order is named as the decider.
-pub fn combine_votes(votes: &[Vote], read_only: bool) -> (Verdict, Option<usize>) {
-    let find = |verdict: Verdict, tier: Option<Tier>| {
+pub fn combine_votes(votes: &[Vote], read_only: bool) -> (Decision, Option<usize>) {
+    let find = |decision: Decision, tier: Option<Tier>| {
         votes
             .iter()
-            .position(|v| v.verdict == verdict && tier.is_none_or(|t| v.tier == t))
+            .position(|v| v.decision == Some(decision) && tier.is_none_or(|t| v.tier == t))
     };
     // A decision names the denial; a failure only when no listener decided to deny.
     if let Some(i) = votes
         .iter()
-        .position(|v| v.verdict == Verdict::Deny && !v.is_failure())
+        .position(|v| v.decision == Some(Decision::Deny) && !v.is_failure())
     {
-        return (Verdict::Deny, Some(i));
+        return (Decision::Deny, Some(i));
     }
     let rows = [
-        (Verdict::Deny, None),
-        (Verdict::Ask, Some(Tier::Rule)),
-        (Verdict::Allow, Some(Tier::Rule)),
-        (Verdict::Ask, Some(Tier::Default)),
-        (Verdict::Allow, Some(Tier::Default)),
+        (Decision::Deny, None),
+        (Decision::Ask, Some(Tier::Rule)),
+        (Decision::Allow, Some(Tier::Rule)),
+        (Decision::Ask, Some(Tier::Default)),
+        (Decision::Allow, Some(Tier::Default)),
     ];
-    for (verdict, tier) in rows {
-        if let Some(i) = find(verdict, tier) {
-            return (verdict, Some(i));
+    for (decision, tier) in rows {
+        if let Some(i) = find(decision, tier) {
+            return (decision, Some(i));
         }
     }
     if read_only {
-        (Verdict::Allow, None)
+        (Decision::Allow, None)
     } else {
-        (Verdict::Ask, None)
+        (Decision::Ask, None)
     }
 }
 
@@ -201,26 +183,26 @@ pub fn combine_votes(votes: &[Vote], read_only: bool) -> (Verdict, Option<usize>
 mod tests {
     use super::*;
 
-    fn combine(votes: &[Vote]) -> (Verdict, Option<usize>) {
+    fn combine(votes: &[Vote]) -> (Decision, Option<usize>) {
         combine_votes(votes, false)
     }
 
     #[test]
     fn any_deny_wins_over_rule_allow() {
         let v = [Vote::allow(Tier::Rule, "r"), Vote::deny(Tier::Default, "d")];
-        assert_eq!(combine(&v), (Verdict::Deny, Some(1)));
+        assert_eq!(combine(&v), (Decision::Deny, Some(1)));
     }
 
     #[test]
     fn rule_ask_beats_rule_allow() {
         let v = [Vote::allow(Tier::Rule, "a"), Vote::ask(Tier::Rule, "q")];
-        assert_eq!(combine(&v), (Verdict::Ask, Some(1)));
+        assert_eq!(combine(&v), (Decision::Ask, Some(1)));
     }
 
     #[test]
     fn rule_allow_lifts_default_ask() {
         let v = [Vote::ask(Tier::Default, "q"), Vote::allow(Tier::Rule, "a")];
-        assert_eq!(combine(&v), (Verdict::Allow, Some(1)));
+        assert_eq!(combine(&v), (Decision::Allow, Some(1)));
     }
 
     #[test]
@@ -229,13 +211,13 @@ mod tests {
             Vote::allow(Tier::Default, "a"),
             Vote::ask(Tier::Default, "q"),
         ];
-        assert_eq!(combine(&v), (Verdict::Ask, Some(1)));
+        assert_eq!(combine(&v), (Decision::Ask, Some(1)));
     }
 
     #[test]
     fn default_allow_applies_when_alone() {
         let v = [Vote::abstain(), Vote::allow(Tier::Default, "a")];
-        assert_eq!(combine(&v), (Verdict::Allow, Some(1)));
+        assert_eq!(combine(&v), (Decision::Allow, Some(1)));
     }
 
     #[test]
@@ -245,7 +227,7 @@ mod tests {
             Vote::allow(Tier::Rule, "a"),
             Vote::deny(Tier::Default, "d"),
         ];
-        assert_eq!(combine(&v), (Verdict::Deny, Some(2)));
+        assert_eq!(combine(&v), (Decision::Deny, Some(2)));
     }
 
     #[test]
@@ -255,7 +237,7 @@ mod tests {
             Vote::ask(Tier::Rule, "q"),
             Vote::failed("`x` changed while being resolved; try again"),
         ];
-        assert_eq!(combine(&v), (Verdict::Deny, Some(2)));
+        assert_eq!(combine(&v), (Decision::Deny, Some(2)));
         assert!(v[2].is_failure() && !v[0].is_failure());
     }
 
@@ -263,8 +245,8 @@ mod tests {
     fn no_votes_fall_back_to_the_tools_default() {
         assert_eq!(
             combine_votes(&[Vote::abstain()], true),
-            (Verdict::Allow, None)
+            (Decision::Allow, None)
         );
-        assert_eq!(combine_votes(&[], false), (Verdict::Ask, None));
+        assert_eq!(combine_votes(&[], false), (Decision::Ask, None));
     }
 }

@@ -24,7 +24,7 @@ pub(crate) fn is_python(name: &str) -> bool {
 
 /// What the audit says of an interpreter command.
 #[derive(Debug)]
-pub(crate) enum Verdict {
+pub(crate) enum AuditOutcome {
     /// What it runs passed the audit.
     Passed(String),
     Refused(String),
@@ -44,19 +44,19 @@ pub(crate) fn judge(
     cwd: &Path,
     words: &[Option<&str>],
     path: &[PathBuf],
-) -> Option<Verdict> {
+) -> Option<AuditOutcome> {
     let name = (*words.first()?)?;
     if !is_python(name) {
         return None;
     }
     let cx = Cx { ws, cwd, path };
     Some(match cx.args(&words[1..]) {
-        Ok(Run::Passed(note)) => Verdict::Passed(note),
-        Ok(Run::As { program, at }) => Verdict::AsProgram {
+        Ok(Run::Passed(note)) => AuditOutcome::Passed(note),
+        Ok(Run::As { program, at }) => AuditOutcome::AsProgram {
             program,
             from: at + 2,
         },
-        Err(why) => Verdict::Refused(why),
+        Err(why) => AuditOutcome::Refused(why),
     })
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use dsh_core::{Access, Denial, Guard, PolicyContext, ToolCall, Workspace};
 
 use super::TAG;
-use crate::shell::{NetworkVote, ShellLists, ShellPolicy, Verdict};
+use crate::shell::{Decision, NetworkVote, ShellLists, ShellPolicy};
 
 /// Gate 3: refuses a `run_shell` call whose Python no longer passes the audit. Pure: a
 /// function of the call and the files it names.
@@ -38,7 +38,7 @@ impl PythonAuditGuard {
             .decide(line)
             .parts
             .into_iter()
-            .filter(|j| j.verdict == Verdict::Deny && j.reason.starts_with(TAG))
+            .filter(|j| j.decision == Decision::Deny && j.reason.starts_with(TAG))
             .map(|j| j.reason)
             .collect()
     }

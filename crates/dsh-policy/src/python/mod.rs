@@ -765,5 +765,5 @@ fn check_encoding(src: &str) -> Result<(), Refusal> {
 mod command;
 mod guard;
 
-pub(crate) use command::{Verdict, hidden_context, is_python, judge};
+pub(crate) use command::{AuditOutcome, hidden_context, is_python, judge};
 pub use guard::PythonAuditGuard;

@@ -1,19 +1,19 @@
 //! Assignments that change what a program loads or runs — in front of a command (`X=1 cmd`),
 //! under `env`, on their own (`X=1; cmd`) or under `export`. They are judged whatever the
-//! command, and no rule lifts the verdict:
+//! command, and no rule lifts the decision:
 //!
-//! | variables | verdict |
+//! | variables | decision |
 //! |---|---|
 //! | `LD_*`, `DYLD_*`, `BASH_FUNC_*`, `PATH`, `IFS`, `PS4`, `PROMPT_COMMAND`, `BASH_ENV`, `ENV`, `SHELLOPTS`, `BASHOPTS`, `CDPATH`, `GLOBIGNORE`, `PERL5OPT`, `PERL5LIB`, `RUBYOPT`, `RUBYLIB`, `JAVA_TOOL_OPTIONS`, `GCONV_PATH`, `LESSOPEN`, `HOME`, `XDG_CONFIG_HOME`, `GIT_EXEC_PATH`, `GIT_CONFIG`, `GIT_CONFIG_GLOBAL`, `GIT_CONFIG_SYSTEM`, `GIT_CONFIG_PARAMETERS`, … ([`LOADS_CODE`]) | deny |
 //! | `PAGER`, `EDITOR`, `VISUAL`, `GIT_PAGER`, `GIT_EDITOR`, `GIT_SEQUENCE_EDITOR`, `GIT_SSH`, `GIT_SSH_COMMAND`, `GIT_EXTERNAL_DIFF`, `GIT_ASKPASS`, `SSH_ASKPASS`, `GIT_PROXY_COMMAND`, `MANPAGER`, `BROWSER` ([`NAMES_A_PROGRAM`]) | deny, unless the value is itself a free command (`cat`, `true`, …) |
-//! | `PYTHONPATH`, `NODE_PATH` | every entry inside the workspace: the command's own verdict (the audit looks for local modules there too); outside or named at run time: deny |
+//! | `PYTHONPATH`, `NODE_PATH` | every entry inside the workspace: the command's own decision (the audit looks for local modules there too); outside or named at run time: deny |
 //! | `GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, `GIT_COMMON_DIR`, `GIT_OBJECT_DIRECTORY`, `GIT_TEMPLATE_DIR` | outside the workspace or named at run time: deny |
 //! | `GIT_CONFIG_KEY_n` | judged as a `git -c` key ([`super::doors`]) |
 //! | `NODE_OPTIONS` | with `--require`/`-r`/`--import`/`--loader`/`--experimental-loader`: deny |
 //! | `npm_config_script_shell`, `npm_config_node_options`, `npm_config_userconfig`, `npm_config_globalconfig`, `npm_config_shell` (any case) | deny |
 //! | `MAKEFLAGS`, `MFLAGS` | holding `SHELL`, `--eval`, `-E` or `$(shell`: deny |
 //! | other `PYTHON*` | deny, except the harmless [`PYTHON_HARMLESS`] (`PYTHONUNBUFFERED=1`, …) |
-//! | anything else (`NO_COLOR=1`, `CI=1`, `RUST_BACKTRACE=1`, `LANG=C`, …) | the command's own verdict |
+//! | anything else (`NO_COLOR=1`, `CI=1`, `RUST_BACKTRACE=1`, `LANG=C`, …) | the command's own decision |
 
 use std::path::{Path, PathBuf};
 
@@ -22,7 +22,7 @@ use dsh_core::quote_capped;
 use super::judge::{Env, firm};
 use super::places::{Place, from};
 use super::words::{Word, short};
-use super::{Judgement, ShellPolicy, Verdict};
+use super::{Decision, Judgement, ShellPolicy};
 
 /// Variables whose value makes a program load or run code, or read configuration that may.
 pub(crate) const LOADS_CODE: &[&str] = &[
@@ -154,7 +154,7 @@ impl ShellPolicy {
         let text = short(text);
         let deny = |why: String| {
             firm(
-                Verdict::Deny,
+                Decision::Deny,
                 format!("{text} {why}", text = quote_capped(&text)),
             )
         };
@@ -252,7 +252,7 @@ impl ShellPolicy {
         let v = v.trim();
         v.is_empty()
             || matches!(v, "true" | ":" | "false")
-            || self.decide(v).verdict == Verdict::Allow
+            || self.decide(v).decision == Decision::Allow
     }
 
     /// `PYTHONPATH` / `NODE_PATH`: every entry must be inside the workspace.
@@ -266,7 +266,7 @@ impl ShellPolicy {
     ) {
         let Some(v) = value.exact() else {
             return out.push(firm(
-                Verdict::Deny,
+                Decision::Deny,
                 format!(
                     "{text} sets {name} to directories named at run time",
                     text = quote_capped(text)
@@ -276,7 +276,7 @@ impl ShellPolicy {
         for entry in v.split(':').filter(|e| !e.is_empty()) {
             if let Some(dir) = self.outside_from(dirs, entry) {
                 return out.push(firm(
-                    Verdict::Deny,
+                    Decision::Deny,
                     format!(
                         "{text} puts {entry}{}, outside the workspace, on {name}, so modules from there would be loaded",
                         from(dir),
@@ -298,7 +298,7 @@ impl ShellPolicy {
     ) {
         let Some(v) = value.exact() else {
             return out.push(firm(
-                Verdict::Deny,
+                Decision::Deny,
                 format!(
                     "{text} sets {name} to a place named at run time",
                     text = quote_capped(text)
@@ -307,7 +307,7 @@ impl ShellPolicy {
         };
         if let Some(dir) = self.outside_from(dirs, v) {
             out.push(firm(
-                Verdict::Deny,
+                Decision::Deny,
                 format!(
                     "{text} points {name} at {v}{}, outside the workspace",
                     from(dir),

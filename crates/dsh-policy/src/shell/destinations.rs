@@ -4,7 +4,7 @@
 //! and the session's temporary directory, into a device, a protected path or a prompt file,
 //! they are refused whatever the lists, rules or approvals say; where a file tool's path rule
 //! keeps them, they are refused or asked as its writes are (`guarded.rs`). Elsewhere inside,
-//! the program's own verdict (its list, a rule, a person) decides.
+//! the program's own decision (its list, a rule, a person) decides.
 //!
 //! A destination holding a glob (`rm *.o`) is judged as a pattern: it must stay inside the
 //! workspace lexically, and none of its components may match a protected path's (`.g*` would
@@ -17,7 +17,7 @@ use dsh_core::quote_capped;
 use super::judge::firm;
 use super::places::{Place, Write, from};
 use super::words::Word;
-use super::{Judgement, ShellPolicy, Verdict};
+use super::{Decision, Judgement, ShellPolicy};
 
 /// How a destination is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -476,7 +476,7 @@ impl ShellPolicy {
     /// A program's destination: refused outside the workspace and the session's temporary
     /// directory, into a device, a protected path or a prompt file, or when it is named only
     /// at run time; refused or asked where a file tool's path rule keeps it (`guarded.rs`);
-    /// elsewhere inside, nothing is added (the program's own verdict decides).
+    /// elsewhere inside, nothing is added (the program's own decision decides).
     pub(crate) fn judge_destination(
         &self,
         d: &Destination,
@@ -485,7 +485,7 @@ impl ShellPolicy {
     ) {
         let w = &d.write;
         let how = quote_capped(&w.how);
-        let deny = |reason: String| firm(Verdict::Deny, reason);
+        let deny = |reason: String| firm(Decision::Deny, reason);
         let target = match &w.target {
             Word::Lit { text, .. } if text == "{}" => {
                 return out.push(deny(format!(
@@ -511,7 +511,7 @@ impl ShellPolicy {
             let reason = match self.place(dir, target) {
                 Place::Sink | Place::Temp => continue,
                 Place::Inside(rel) => match self.kept_write(&rel, d.reach) {
-                    Some(kept) if kept.verdict == Verdict::Deny => format!("{how} {}", kept.why),
+                    Some(kept) if kept.decision == Decision::Deny => format!("{how} {}", kept.why),
                     // A file tool's ask rule: asked once, while another directory may refuse.
                     Some(kept) => {
                         if !std::mem::replace(&mut asked, true) {

@@ -21,7 +21,7 @@
 //! - a known harmless key ([`GIT_HARMLESS`]: `user.*`, `color.*`, `advice.*`, `log.*`,
 //!   `core.quotepath`, `core.autocrlf`, `diff.renames`, `diff.algorithm`,
 //!   `merge.conflictStyle`, `pull.rebase`, `init.defaultBranch`, `commit.gpgSign=false`, …) →
-//!   git's own verdict (ask);
+//!   git's own decision (ask);
 //! - any other key → **ask** at tier `Rule`, naming the key.
 //!
 //! Flags that take a command → deny: `--exec-path=DIR`, `--upload-pack`, `--receive-pack`,
@@ -33,7 +33,7 @@
 //! `git config --global`/`--system` writes (outside the workspace). `-C DIR`, `--git-dir`,
 //! `--work-tree`, `--template` outside the workspace → deny; inside, `-C` is the directory
 //! git's output flags are judged from. `-x` is an exec flag only for `rebase` and `difftool`
-//! (`git cherry-pick -x`, `git clean -fdx` keep git's verdict). Output flags (`--output=`,
+//! (`git cherry-pick -x`, `git clean -fdx` keep git's decision). Output flags (`--output=`,
 //! `format-patch -o`, `archive -o`) are file writes ([`super::places`]). The `GIT_*`
 //! variables are judged as assignments ([`super::assign`]). Every command dsh runs also gets
 //! `safe.bareRepository=explicit` and `core.fsmonitor=false` in its environment (the shell
@@ -42,16 +42,16 @@
 //!
 //! **make.** `SHELL=…`, `.SHELLFLAGS=…`, `MAKESHELL=…` as arguments, `--eval`/`-E`, and a
 //! variable whose value holds `$(shell`, `$(eval`, `$(file` or `$(guile` → deny; `MAKEFLAGS`
-//! likewise ([`super::assign`]). `make -f Makefile.ci test` keeps make's verdict.
+//! likewise ([`super::assign`]). `make -f Makefile.ci test` keeps make's decision.
 //!
 //! **npm.** `npm exec`, `npm x`, `npx` (they run a package from the registry), `npm init X` /
 //! `npm create X` (they run `create-X`), `npm explore` (a shell), `--script-shell`,
 //! `--node-options`, `--userconfig`, `--globalconfig`, and `npm config set` of those → deny;
-//! `npm_config_*` variables likewise. `npm test -- -c jest.config.js` keeps npm's verdict.
+//! `npm_config_*` variables likewise. `npm test -- -c jest.config.js` keeps npm's decision.
 //!
 //! **node.** `NODE_OPTIONS` with `--require`/`--import`/`--loader`/`--experimental-loader`
 //! → deny ([`super::assign`]); `node -r ts-node/register t.ts` and `node --import tsx app.ts`
-//! keep node's verdict (a person sees what is loaded).
+//! keep node's decision (a person sees what is loaded).
 //!
 //! What remains: settings already in a repository's own `.git/config`, `.npmrc` or
 //! `Makefile` are the project's (other than `core.fsmonitor`, which dsh turns off); a person
@@ -65,7 +65,7 @@ use dsh_core::quote_capped;
 use super::judge::firm;
 use super::places::{Place, from};
 use super::words::{Word, short};
-use super::{Judgement, ShellPolicy, Verdict};
+use super::{Decision, Judgement, ShellPolicy};
 
 /// Git keys that change nothing git runs or loads (matched lowercase; `section.*` covers the
 /// section). `commit.gpgsign` and `tag.gpgsign` only with the value `false`.
@@ -135,7 +135,7 @@ impl ShellPolicy {
             "make" | "gmake" => make(args, &text, out),
             "npm" => npm(args, &text, out),
             "npx" => out.push(firm(
-                Verdict::Deny,
+                Decision::Deny,
                 format!(
                     "{text}: `npx` runs a package from the registry, code nobody here has seen",
                     text = quote_capped(&text)
@@ -148,7 +148,7 @@ impl ShellPolicy {
     fn git(&self, args: &[Word], text: &str, dirs: &[PathBuf], out: &mut Vec<Judgement>) {
         let deny = |why: String| {
             firm(
-                Verdict::Deny,
+                Decision::Deny,
                 format!("{text}: {why}", text = quote_capped(text)),
             )
         };
@@ -262,7 +262,7 @@ impl ShellPolicy {
                 }
                 _ if a.starts_with('-') => {
                     return out.push(firm(
-                        Verdict::Ask,
+                        Decision::Ask,
                         format!(
                             "{text}: the git option {a} is not one the policy knows",
                             text = quote_capped(text),
@@ -385,7 +385,7 @@ impl ShellPolicy {
             }
             let Some(t) = attached.or_else(|| rest.get(j + 1).and_then(Word::exact)) else {
                 return out.push(firm(
-                    Verdict::Deny,
+                    Decision::Deny,
                     format!(
                         "{text}: `--template` is given a directory named at run time",
                         text = quote_capped(text)
@@ -394,7 +394,7 @@ impl ShellPolicy {
             };
             if self.outside_from(dirs, t).is_some() {
                 return out.push(firm(
-                    Verdict::Deny,
+                    Decision::Deny,
                     format!(
                         "{text}: {quoted} copies hooks from outside the workspace into the new repository",
                         text = quote_capped(text),
@@ -403,7 +403,7 @@ impl ShellPolicy {
                 ));
             }
             out.push(firm(
-                Verdict::Ask,
+                Decision::Ask,
                 format!(
                     "{text}: {quoted} copies the hooks found there into the new repository",
                     text = quote_capped(text),
@@ -417,7 +417,7 @@ impl ShellPolicy {
     fn git_config(&self, rest: &[Word], text: &str, dirs: &[PathBuf], out: &mut Vec<Judgement>) {
         let deny = |why: String| {
             firm(
-                Verdict::Deny,
+                Decision::Deny,
                 format!("{text}: {why}", text = quote_capped(text)),
             )
         };
@@ -472,7 +472,7 @@ impl ShellPolicy {
                 }
                 _ if a.starts_with('-') => {
                     return out.push(firm(
-                        Verdict::Ask,
+                        Decision::Ask,
                         format!(
                             "{text}: the `git config` option {a} is not one the policy knows",
                             text = quote_capped(text),
@@ -608,7 +608,7 @@ pub(crate) fn git_config_key(key: &str, value: Option<&str>, how: &str) -> Optio
             "it names a program git runs or moves where git loads code from"
         };
         return Some(firm(
-            Verdict::Deny,
+            Decision::Deny,
             format!(
                 "`{}` sets the git setting {key}: {what}",
                 short(how),
@@ -625,7 +625,7 @@ pub(crate) fn git_config_key(key: &str, value: Option<&str>, how: &str) -> Optio
         return None;
     }
     Some(firm(
-        Verdict::Ask,
+        Decision::Ask,
         format!(
             "`{}` sets the git setting {key}, which the policy does not know to be harmless; a person must approve it, whatever the rules say",
             short(how),
@@ -650,7 +650,7 @@ fn short_cluster(a: &str, flag: char) -> bool {
 fn make(args: &[Word], text: &str, out: &mut Vec<Judgement>) {
     let deny = |why: String| {
         firm(
-            Verdict::Deny,
+            Decision::Deny,
             format!("{text}: {why}", text = quote_capped(text)),
         )
     };
@@ -698,7 +698,7 @@ fn make(args: &[Word], text: &str, out: &mut Vec<Judgement>) {
 fn npm(args: &[Word], text: &str, out: &mut Vec<Judgement>) {
     let deny = |why: String| {
         firm(
-            Verdict::Deny,
+            Decision::Deny,
             format!("{text}: {why}", text = quote_capped(text)),
         )
     };

@@ -19,9 +19,9 @@ use dsh_core::{quote_capped, quote_capped_path};
 
 use super::destinations::Reach;
 use super::judge::firm;
-use super::{Judgement, ShellPolicy, Verdict};
+use super::{Decision, Judgement, ShellPolicy};
 use crate::glob::PathPattern;
-use crate::rules::{Rule, RuleKind};
+use crate::rules::Rule;
 
 /// What keeps a path from shell writes.
 #[derive(Clone, Copy)]
@@ -33,10 +33,10 @@ enum Keeper<'a> {
 }
 
 impl<'a> Keeper<'a> {
-    fn verdict(self) -> Verdict {
+    fn decision(self) -> Decision {
         match self {
-            Keeper::Protected(_) => Verdict::Deny,
-            Keeper::Rule(r) => Verdict::from_rule(r.kind),
+            Keeper::Protected(_) => Decision::Deny,
+            Keeper::Rule(r) => r.kind,
         }
     }
 
@@ -67,7 +67,7 @@ impl<'a> Keeper<'a> {
                 r.kind.as_str(),
                 r.text(),
                 r.origin,
-                if r.kind == RuleKind::Deny {
+                if r.kind == Decision::Deny {
                     "is refused"
                 } else {
                     "asks"
@@ -125,7 +125,7 @@ impl Held<'_> {
 
 /// A write a keeper stops, and why (the words after how it was written).
 pub(crate) struct Kept {
-    pub verdict: Verdict,
+    pub decision: Decision,
     pub why: String,
 }
 
@@ -133,7 +133,7 @@ impl Kept {
     /// The judgement on the write made as `how` (quoted): firm, so no rule lifts it and
     /// `auto` neither.
     pub(crate) fn judgement(&self, how: &str) -> Judgement {
-        firm(self.verdict, format!("{how} {}", self.why))
+        firm(self.decision, format!("{how} {}", self.why))
     }
 }
 
@@ -156,8 +156,8 @@ impl ShellPolicy {
                 keeper: Keeper::Protected(p),
                 link: self.link(p),
             })
-            .chain(rules(RuleKind::Deny))
-            .chain(rules(RuleKind::Ask))
+            .chain(rules(Decision::Deny))
+            .chain(rules(Decision::Ask))
             .collect()
     }
 
@@ -178,7 +178,7 @@ impl ShellPolicy {
     pub(crate) fn kept_write(&self, rel: &Path, reach: Reach) -> Option<Kept> {
         for held in self.keepers() {
             let kept = |why: String| Kept {
-                verdict: held.keeper.verdict(),
+                decision: held.keeper.decision(),
                 why,
             };
             if let Some(how) = held.holds(rel) {
@@ -237,7 +237,7 @@ impl ShellPolicy {
             || given.components().any(|c| c == Component::ParentDir)
         {
             return Some(Kept {
-                verdict: Verdict::Deny,
+                decision: Decision::Deny,
                 why: format!(
                     "names files by a pattern ({}) that may lead outside the workspace",
                     quote_capped(pattern)
@@ -258,14 +258,14 @@ impl ShellPolicy {
                 let shown = quote_capped(pattern);
                 return Some(match held.keeper {
                     Keeper::Protected(p) => Kept {
-                        verdict: Verdict::Deny,
+                        decision: Decision::Deny,
                         why: format!(
                             "names files by a pattern ({shown}) that may match the protected `{}`; name the files",
                             p.as_str()
                         ),
                     },
                     Keeper::Rule(r) => Kept {
-                        verdict: Verdict::Ask,
+                        decision: Decision::Ask,
                         why: format!(
                             "names files by a pattern ({shown}) that may match what {} rule `{}` from {} governs for dsh's file tools; name the files",
                             r.kind.as_str(),

@@ -12,7 +12,7 @@ use super::parse::{self, Parsed};
 use super::places::{Place, from, lexical};
 use super::words::{Word, short};
 use super::{
-    Judgement, MAX_DEPTH, MAX_LINE_BYTES, ShellPolicy, Verdict, rule_matches, suspicious_char,
+    Decision, Judgement, MAX_DEPTH, MAX_LINE_BYTES, ShellPolicy, rule_matches, suspicious_char,
 };
 use crate::rules::Rule;
 
@@ -30,9 +30,9 @@ pub(crate) struct At<'a> {
 /// An assignment a command runs with: in front of it, under `env`, or earlier on the line.
 pub(crate) type Env<'a> = [(&'a str, &'a Word)];
 
-fn structural(verdict: Verdict, reason: String) -> Judgement {
+fn structural(decision: Decision, reason: String) -> Judgement {
     Judgement {
-        verdict,
+        decision,
         by_rule: true,
         firm: false,
         reads_only: false,
@@ -41,10 +41,10 @@ fn structural(verdict: Verdict, reason: String) -> Judgement {
     }
 }
 
-/// A structural verdict no rule lifts.
-pub(crate) fn firm(verdict: Verdict, reason: String) -> Judgement {
+/// A structural decision no rule lifts.
+pub(crate) fn firm(decision: Decision, reason: String) -> Judgement {
     Judgement {
-        verdict,
+        decision,
         by_rule: true,
         firm: true,
         reads_only: false,
@@ -61,7 +61,7 @@ impl ShellPolicy {
         depth: usize,
         out: &mut Vec<Judgement>,
     ) {
-        let mut refuse = |reason: String| out.push(firm(Verdict::Deny, reason));
+        let mut refuse = |reason: String| out.push(firm(Decision::Deny, reason));
         if line.len() > MAX_LINE_BYTES {
             return refuse(format!(
                 "the line is {} bytes long; lines over {MAX_LINE_BYTES} bytes are refused (write a script file and ask to run it)",
@@ -99,7 +99,7 @@ impl ShellPolicy {
             return refuse(why);
         }
         for f in &parsed.findings {
-            out.push(firm(f.verdict, f.reason.clone()));
+            out.push(firm(f.decision, f.reason.clone()));
         }
         self.judge_expansions(&parsed, out);
         for r in &parsed.redirects {
@@ -136,7 +136,7 @@ impl ShellPolicy {
         for (name, text) in &parsed.expanded {
             if self.pass_env.iter().any(|p| p == name) && looks_like_credential(name) {
                 out.push(firm(
-                    Verdict::Ask,
+                    Decision::Ask,
                     format!(
                         "{text} expands {name}, which dsh passes to commands (`shell.pass_env`) and whose name looks like a credential; its value would reach the command's output",
                         text = quote_capped(text),
@@ -236,20 +236,20 @@ impl ShellPolicy {
                 .find_map(|w| super::assign::unset_refusal(w.text()))
         {
             return out.push(firm(
-                Verdict::Deny,
+                Decision::Deny,
                 format!("{text}: {why}", text = quote_capped(&text)),
             ));
         }
         // Running as another user, or with a dangerous variable: no rule lifts it.
         if let Wrapped::Deny(why) = commands::unwrap(words) {
-            return out.push(firm(Verdict::Deny, why));
+            return out.push(firm(Decision::Deny, why));
         }
         // Programs that run other programs from their configuration or flags.
         let before = out.len();
         self.judge_doors(words, at.dirs, out);
-        let door_denied = out[before..].iter().any(|j| j.verdict == Verdict::Deny);
+        let door_denied = out[before..].iter().any(|j| j.decision == Decision::Deny);
         // Python: the script or `-c` code is audited first; a refusal holds whatever the
-        // rules say, a pass leaves the verdict to them and the lists (see `crate::python`).
+        // rules say, a pass leaves the decision to them and the lists (see `crate::python`).
         if let Some(name) = words[0].exact()
             && crate::python::is_python(name)
         {
@@ -259,7 +259,7 @@ impl ShellPolicy {
                 rewritten.extend(words[rest..].iter().cloned());
                 return self.judge_command(&rewritten, env, at, out);
             }
-            if out[before..].iter().any(|j| j.verdict == Verdict::Deny) {
+            if out[before..].iter().any(|j| j.decision == Decision::Deny) {
                 return;
             }
         }
@@ -270,34 +270,34 @@ impl ShellPolicy {
         self.judge_default(words, &text, env, at, &mut defaults);
         let default = defaults
             .iter()
-            .map(|j| j.verdict)
+            .map(|j| j.decision)
             .max()
-            .unwrap_or(Verdict::Allow);
+            .unwrap_or(Decision::Allow);
         // Matching rules, less those from an untrusted project that would loosen; then the
         // ones a person added while the session runs.
         let added = self.added.rules();
         let matching: Vec<&Rule> = self
             .rules
             .iter()
-            .filter(|r| !(r.tighten_only && Verdict::from_rule(r.rule.kind) < default))
+            .filter(|r| !(r.tighten_only && r.rule.kind < default))
             .map(|r| &r.rule)
             .chain(added.iter().filter(|r| r.tool == "run_shell"))
             .filter(|r| rule_matches(r, words))
             .collect();
-        let strictest = matching.iter().max_by_key(|r| Verdict::from_rule(r.kind));
+        let strictest = matching.iter().max_by_key(|r| r.kind);
         match strictest {
             Some(rule) => {
-                let verdict = Verdict::from_rule(rule.kind);
-                let did = match verdict {
-                    Verdict::Allow => "allowed",
-                    Verdict::Ask => "asks",
-                    Verdict::Deny => "denied",
+                let decision = rule.kind;
+                let did = match decision {
+                    Decision::Allow => "allowed",
+                    Decision::Ask => "asks",
+                    Decision::Deny => "denied",
                 };
                 // An allow rule on a command the lists know only reads keeps it in the
                 // read-only sandbox; on anything else it clears writing.
                 let reads_only = !defaults.is_empty() && defaults.iter().all(|j| j.reads_only);
                 out.push(Judgement {
-                    verdict,
+                    decision,
                     by_rule: true,
                     firm: false,
                     reads_only,
@@ -331,11 +331,11 @@ impl ShellPolicy {
         let literals: Vec<Option<&str>> = words.iter().map(Word::exact).collect();
         for dir in at.dirs {
             let path = self.python_path(dir, env);
-            let verdict = crate::python::judge(&self.workspace, dir, &literals, &path)?;
+            let decision = crate::python::judge(&self.workspace, dir, &literals, &path)?;
             let tag = crate::python::TAG;
-            match verdict {
-                crate::python::Verdict::Passed(note) => out.push(Judgement {
-                    verdict: Verdict::Allow,
+            match decision {
+                crate::python::AuditOutcome::Passed(note) => out.push(Judgement {
+                    decision: Decision::Allow,
                     by_rule: false,
                     firm: false,
                     reads_only: false,
@@ -346,11 +346,11 @@ impl ShellPolicy {
                         text = quote_capped(text)
                     ),
                 }),
-                crate::python::Verdict::Refused(why) => out.push(firm(
-                    Verdict::Deny,
+                crate::python::AuditOutcome::Refused(why) => out.push(firm(
+                    Decision::Deny,
                     format!("{tag}{text}{}: {why}", from(dir), text = quote_capped(text)),
                 )),
-                crate::python::Verdict::AsProgram { program, from } => {
+                crate::python::AuditOutcome::AsProgram { program, from } => {
                     return Some((program, from));
                 }
             }
@@ -369,7 +369,7 @@ impl ShellPolicy {
     ) {
         let Some(name) = words[0].literal() else {
             out.push(structural(
-                Verdict::Deny,
+                Decision::Deny,
                 format!(
                     "{text}: the command name is computed at run time, so it cannot be checked",
                     text = quote_capped(text)
@@ -378,12 +378,12 @@ impl ShellPolicy {
             return;
         };
         match commands::unwrap(words) {
-            Wrapped::Deny(why) => return out.push(firm(Verdict::Deny, why)),
-            Wrapped::Ask(why) => return out.push(structural(Verdict::Ask, why)),
+            Wrapped::Deny(why) => return out.push(firm(Decision::Deny, why)),
+            Wrapped::Ask(why) => return out.push(structural(Decision::Ask, why)),
             Wrapped::Shell(script) => {
                 let Some(script) = script.exact() else {
                     return out.push(structural(
-                        Verdict::Deny,
+                        Decision::Deny,
                         format!(
                             "{text} runs a string computed at run time",
                             text = quote_capped(text)
@@ -392,7 +392,7 @@ impl ShellPolicy {
                 };
                 if at.depth >= MAX_DEPTH {
                     return out.push(structural(
-                        Verdict::Deny,
+                        Decision::Deny,
                         format!(
                             "{text} nests shells too deeply to follow",
                             text = quote_capped(text)
@@ -433,15 +433,15 @@ impl ShellPolicy {
                 // arguments the input adds: there they can neither write nor leak.
                 let free = out[start..]
                     .iter()
-                    .all(|j| j.verdict == Verdict::Allow && j.reads_only);
+                    .all(|j| j.decision == Decision::Allow && j.reads_only);
                 let note = match ask_note {
                     Some(_) if free && self.read_only_sandbox().is_ok() => None,
                     other => other,
                 };
                 if let Some(note) = note {
                     for j in &mut out[start..] {
-                        if j.verdict == Verdict::Allow {
-                            j.verdict = Verdict::Ask;
+                        if j.decision == Decision::Allow {
+                            j.decision = Decision::Ask;
                             j.by_rule = true;
                             j.firm = false;
                             j.reads_only = false;
@@ -457,7 +457,7 @@ impl ShellPolicy {
             // Its checks ran during the walk, where the directory it sets is followed.
             return out.push(if at.payload {
                 firm(
-                    Verdict::Deny,
+                    Decision::Deny,
                     format!(
                         "{text}: `cd` under a wrapper changes directory in a way the policy does not follow",
                         text = quote_capped(text)
@@ -465,7 +465,7 @@ impl ShellPolicy {
                 )
             } else {
                 Judgement {
-                    verdict: Verdict::Allow,
+                    decision: Decision::Allow,
                     by_rule: false,
                     firm: false,
                     reads_only: true,
@@ -479,7 +479,7 @@ impl ShellPolicy {
         }
         if matches!(name, "pushd" | "popd") {
             return out.push(structural(
-                Verdict::Deny,
+                Decision::Deny,
                 format!(
                     "{text}: `{name}` keeps a directory stack the policy does not follow; use `cd DIR &&`",
                     text = quote_capped(text)
@@ -488,7 +488,7 @@ impl ShellPolicy {
         }
         if matches!(name, "eval" | "source" | ".") {
             return out.push(structural(
-                Verdict::Deny,
+                Decision::Deny,
                 format!(
                     "{text}: {name} runs code the policy cannot see; allow it with a rule",
                     text = quote_capped(text),
@@ -498,7 +498,7 @@ impl ShellPolicy {
         }
         if let Some(why) = commands::other_shell(name) {
             return out.push(Judgement {
-                verdict: Verdict::Deny,
+                decision: Decision::Deny,
                 by_rule: false,
                 firm: false,
                 reads_only: false,
@@ -514,7 +514,7 @@ impl ShellPolicy {
             })
         {
             out.push(firm(
-                Verdict::Ask,
+                Decision::Ask,
                 format!(
                     "{text} prints {secret}, which dsh passes to commands (`shell.pass_env`) and whose name looks like a credential",
                     text = quote_capped(text),
@@ -530,7 +530,7 @@ impl ShellPolicy {
         if commands::network_client(name) {
             return out.push(if self.network == super::NetworkVote::Refused {
                 firm(
-                    Verdict::Deny,
+                    Decision::Deny,
                     format!(
                         "{text}: {name} is a network client, and commands have no network here (`sandbox.allow_network` in your user configuration lifts that)",
                         text = quote_capped(text),
@@ -539,7 +539,7 @@ impl ShellPolicy {
                 )
             } else {
                 structural(
-                    Verdict::Ask,
+                    Decision::Ask,
                     format!(
                         "{text}: {name} is a network client",
                         text = quote_capped(text),
@@ -569,7 +569,7 @@ impl ShellPolicy {
         if safe {
             match self.free_pass(name, &words[1..], at, out) {
                 Ok(()) => out.push(Judgement {
-                    verdict: Verdict::Allow,
+                    decision: Decision::Allow,
                     by_rule: false,
                     firm: false,
                     reads_only: true,
@@ -580,18 +580,18 @@ impl ShellPolicy {
                     ),
                 }),
                 Err(NotFree::Structural(why)) => out.push(structural(
-                    Verdict::Ask,
+                    Decision::Ask,
                     format!("{text}: {why}", text = quote_capped(text)),
                 )),
                 Err(NotFree::Listed(why)) => out.push(listed(
-                    Verdict::Ask,
+                    Decision::Ask,
                     name,
                     format!("{text}: {why}, so it asks", text = quote_capped(text)),
                 )),
             }
         } else if confirm {
             out.push(listed(
-                Verdict::Ask,
+                Decision::Ask,
                 name,
                 format!(
                     "{text} is on the confirm list ({origin})",
@@ -616,14 +616,14 @@ impl ShellPolicy {
     /// A program on no list: asks (a rule may lift it) or, under `[shell] unlisted =
     /// "deny"`, is refused.
     fn unlisted(&self, name: &str, why: String) -> Judgement {
-        let (verdict, how) = match self.lists.unlisted {
-            dsh_config::Unlisted::Ask => (Verdict::Ask, "so it asks"),
-            dsh_config::Unlisted::Deny => (
-                Verdict::Deny,
+        let (decision, how) = match self.lists.unlisted {
+            dsh_core::Unlisted::Ask => (Decision::Ask, "so it asks"),
+            dsh_core::Unlisted::Deny => (
+                Decision::Deny,
                 "and `[shell] unlisted = \"deny\"` refuses such programs",
             ),
         };
-        listed(verdict, name, format!("{why}, {how}"))
+        listed(decision, name, format!("{why}, {how}"))
     }
 }
 
@@ -631,15 +631,15 @@ impl ShellPolicy {
 /// used in a way that does not read): an ask `auto` may lift, unless the program always asks
 /// ([`commands::always_asks`]) or is git. auto's sandbox keeps `.git` read-only, so git
 /// doing anything but read would be allowed there only to fail: it keeps asking, saying so.
-fn listed(verdict: Verdict, name: &str, reason: String) -> Judgement {
+fn listed(decision: Decision, name: &str, reason: String) -> Judgement {
     let git = name.rsplit('/').next() == Some("git");
     Judgement {
-        verdict,
+        decision,
         by_rule: false,
         firm: false,
         reads_only: false,
         auto_liftable: !commands::always_asks(name) && !git,
-        reason: if git && verdict == Verdict::Ask {
+        reason: if git && decision == Decision::Ask {
             format!(
                 "{reason}; auto mode never writes `.git` (its sandbox keeps it read-only), so git beyond its reading subcommands asks there too"
             )

@@ -3,10 +3,10 @@
 //! subshells, substitutions, heredocs, the payloads of wrappers (`env`, `timeout`, `xargs`,
 //! `find -exec`, `bash -c`, …) — never the raw text.
 //!
-//! Each command's verdict is its matching rule's (deny > ask > allow among matching rules),
+//! Each command's decision is its matching rule's (deny > ask > allow among matching rules),
 //! else the default lists': on the safe list and read-only by its flag table → allow; on the
-//! confirm list → ask; anything else → deny. The line's verdict is the strictest command or
-//! structural verdict, with tier `Rule` when any rule or structural check decided a part of
+//! confirm list → ask; anything else → deny. The line's decision is the strictest command or
+//! structural decision, with tier `Rule` when any rule or structural check decided a part of
 //! it, else `Default`.
 //!
 //! **What runs free runs read-only.** The safe list is the built-in read-only list
@@ -71,7 +71,7 @@
 //! starts with them (`deny run_shell(curl)` refuses `curl -s x`). A bare `run_shell` rule
 //! matches every command. A word known only at run time, or holding a glob or a brace, may be
 //! anything: it satisfies a `deny`/`ask` rule's word, never an `allow` rule's. A rule from an
-//! untrusted project may only tighten a command's verdict.
+//! untrusted project may only tighten a command's decision.
 
 mod assign;
 mod commands;
@@ -94,7 +94,8 @@ use std::sync::Arc;
 
 use dsh_core::{Access, PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace, async_trait};
 
-use crate::rules::{Rule, RuleKind};
+use crate::rules::Rule;
+pub use dsh_core::Decision;
 use words::Word;
 
 /// Lines longer than this are refused.
@@ -103,24 +104,6 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024;
 pub const MAX_COMMANDS: usize = 256;
 /// How deep `bash -c 'bash -c …'` is followed.
 const MAX_DEPTH: usize = 4;
-
-/// A verdict, ordered from loosest to strictest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Verdict {
-    Allow,
-    Ask,
-    Deny,
-}
-
-impl Verdict {
-    fn from_rule(kind: RuleKind) -> Self {
-        match kind {
-            RuleKind::Allow => Verdict::Allow,
-            RuleKind::Ask => Verdict::Ask,
-            RuleKind::Deny => Verdict::Deny,
-        }
-    }
-}
 
 /// Whether `network: true` may be granted to a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -143,7 +126,7 @@ pub struct ShellLists {
     pub confirm: Vec<String>,
     /// What a program on neither list gets: asks (tier `Default`, so a rule lifts it) or is
     /// refused (seed 003's strict allowlist).
-    pub unlisted: dsh_config::Unlisted,
+    pub unlisted: dsh_core::Unlisted,
     /// Where the lists came from, for reasons (e.g. "configuration").
     pub origin: String,
 }
@@ -156,7 +139,7 @@ impl Default for ShellLists {
         ShellLists {
             safe: READ_ONLY_PROGRAMS.iter().map(|s| (*s).to_owned()).collect(),
             confirm: words("python python3 pip pip3 pytest make npm node awk gawk mawk"),
-            unlisted: dsh_config::Unlisted::Ask,
+            unlisted: dsh_core::Unlisted::Ask,
             origin: "the default lists".to_owned(),
         }
     }
@@ -165,7 +148,7 @@ impl Default for ShellLists {
 /// One judged part of a line.
 #[derive(Clone, Debug)]
 pub struct Judgement {
-    pub verdict: Verdict,
+    pub decision: Decision,
     /// Decided by a rule or a structural check (tier `Rule`), not the default lists.
     pub by_rule: bool,
     /// A structural check no rule lifts, not even one matching a wrapper around it.
@@ -180,38 +163,38 @@ pub struct Judgement {
     pub reason: String,
 }
 
-/// The decision on a whole line.
+/// The shell policy's ruling on a whole line.
 #[derive(Clone, Debug)]
-pub struct Decision {
-    pub verdict: Verdict,
+pub struct Ruling {
+    pub decision: Decision,
     pub tier: Tier,
     pub reason: String,
     /// Every judged part, in the order found.
     pub parts: Vec<Judgement>,
 }
 
-impl Decision {
+impl Ruling {
     /// An allowed line whose every part only reads: it runs in the read-only sandbox.
     pub fn reads_only(&self) -> bool {
-        self.verdict == Verdict::Allow && self.parts.iter().all(|j| j.reads_only)
+        self.decision == Decision::Allow && self.parts.iter().all(|j| j.reads_only)
     }
 
     /// An asking line whose every ask the `auto` mode may lift.
     pub fn auto_liftable(&self) -> bool {
-        self.verdict == Verdict::Ask
+        self.decision == Decision::Ask
             && self.parts.iter().all(|j| {
-                j.verdict == Verdict::Allow || (j.verdict == Verdict::Ask && j.auto_liftable)
+                j.decision == Decision::Allow || (j.decision == Decision::Ask && j.auto_liftable)
             })
     }
 
     pub fn vote(&self) -> Vote {
-        match self.verdict {
-            Verdict::Allow if self.reads_only() => {
+        match self.decision {
+            Decision::Allow if self.reads_only() => {
                 Vote::allow(self.tier, self.reason.clone()).reading_only()
             }
-            Verdict::Allow => Vote::allow(self.tier, self.reason.clone()),
-            Verdict::Ask => Vote::ask(self.tier, self.reason.clone()),
-            Verdict::Deny => Vote::deny(self.tier, self.reason.clone()),
+            Decision::Allow => Vote::allow(self.tier, self.reason.clone()),
+            Decision::Ask => Vote::ask(self.tier, self.reason.clone()),
+            Decision::Deny => Vote::deny(self.tier, self.reason.clone()),
         }
     }
 }
@@ -220,7 +203,7 @@ impl Decision {
 #[derive(Clone, Debug)]
 pub struct ShellRule {
     pub rule: Rule,
-    /// From an untrusted project: it may only tighten a command's verdict.
+    /// From an untrusted project: it may only tighten a command's decision.
     pub tighten_only: bool,
 }
 
@@ -236,7 +219,7 @@ pub struct ShellPolicy {
     workspace: Arc<Workspace>,
     rules: Vec<ShellRule>,
     /// `deny`/`ask` rules of dsh's reading tools with a path pattern: a shell word naming such
-    /// a path gets the same verdict, so `cat .env` is not a way around `deny read_file(.env)`.
+    /// a path gets the same decision, so `cat .env` is not a way around `deny read_file(.env)`.
     read_rules: Vec<Rule>,
     /// `deny`/`ask` rules of dsh's other tools with a path pattern (`write_file(migrations/**)`):
     /// a command writing such a path is refused or asked as the file tools' writes are.
@@ -262,7 +245,7 @@ pub struct ShellPolicy {
 }
 
 /// Says whether a sandbox profile (read-only, hardened) is enforced where commands run:
-/// `Ok`, or why not (asked only when a line's verdict depends on it, and cached by whoever
+/// `Ok`, or why not (asked only when a line's decision depends on it, and cached by whoever
 /// answers).
 #[derive(Clone)]
 pub struct SandboxCheck(pub Arc<dyn Fn() -> Result<(), String> + Send + Sync>);
@@ -322,10 +305,10 @@ impl ShellPolicy {
     }
 
     /// Whether `auto` lifts this decision's asks here.
-    pub(crate) fn auto_lifts(&self, d: &Decision) -> bool {
+    pub(crate) fn auto_lifts(&self, d: &Ruling) -> bool {
         self.mode
             .as_ref()
-            .is_some_and(|m| m.get() == dsh_config::PermissionMode::Auto)
+            .is_some_and(|m| m.get() == dsh_core::PermissionMode::Auto)
             && d.auto_liftable()
             && (self.hardened_sandbox.0)().is_ok()
     }
@@ -378,7 +361,7 @@ impl ShellPolicy {
     ) -> Self {
         (self.read_rules, self.write_rules) = rules
             .into_iter()
-            .filter(|r| r.kind != RuleKind::Allow && r.names_paths())
+            .filter(|r| r.kind != Decision::Allow && r.names_paths())
             .partition(|r| readers.contains(&r.tool));
         self.protected = protected;
         self
@@ -421,7 +404,7 @@ impl ShellPolicy {
         Some(format!("run_shell({program} {sub} *)"))
     }
 
-    pub fn decide(&self, line: &str) -> Decision {
+    pub fn decide(&self, line: &str) -> Ruling {
         let mut parts = Vec::new();
         self.judge_line(line, &[PathBuf::new()], 0, &mut parts);
         summarize(parts)
@@ -433,7 +416,7 @@ fn rule_matches(rule: &Rule, words: &[Word]) -> bool {
     // A bare `run_shell` rule matches every command, like `run_shell(*)`.
     let spec = rule.specifier.as_deref().unwrap_or("*");
     let mut pattern: Vec<&str> = spec.split_whitespace().collect();
-    let mut open = rule.kind != RuleKind::Allow;
+    let mut open = rule.kind != Decision::Allow;
     if let Some(last) = pattern.last_mut() {
         if *last == "*" {
             pattern.pop();
@@ -446,14 +429,14 @@ fn rule_matches(rule: &Rule, words: &[Word]) -> bool {
     if words.len() < pattern.len() || (!open && words.len() != pattern.len()) {
         return false;
     }
-    if rule.kind == RuleKind::Allow && !matches!(words[0], Word::Lit { glob: false, .. }) {
+    if rule.kind == Decision::Allow && !matches!(words[0], Word::Lit { glob: false, .. }) {
         return false;
     }
     pattern.iter().zip(words).all(|(p, w)| match w {
         Word::Lit { text, glob: false } => text == p,
         // A word known only at run time (or after globbing or brace expansion) may be
         // anything: it can carry a deny or ask rule, never an allow.
-        _ => rule.kind != RuleKind::Allow,
+        _ => rule.kind != Decision::Allow,
     })
 }
 
@@ -482,22 +465,22 @@ fn suspicious_char(c: char) -> bool {
         )
 }
 
-fn summarize(parts: Vec<Judgement>) -> Decision {
-    let verdict = parts
+fn summarize(parts: Vec<Judgement>) -> Ruling {
+    let decision = parts
         .iter()
-        .map(|j| j.verdict)
+        .map(|j| j.decision)
         .max()
-        .unwrap_or(Verdict::Deny);
+        .unwrap_or(Decision::Deny);
     let tier = if parts.iter().any(|j| j.by_rule) {
         Tier::Rule
     } else {
         Tier::Default
     };
-    let deciding: Vec<&Judgement> = parts.iter().filter(|j| j.verdict == verdict).collect();
+    let deciding: Vec<&Judgement> = parts.iter().filter(|j| j.decision == decision).collect();
     let reason = match deciding.as_slice() {
         [] => "the line runs no command the policy can judge".to_owned(),
         [one] => one.reason.clone(),
-        [first, rest @ ..] if verdict != Verdict::Allow => {
+        [first, rest @ ..] if decision != Decision::Allow => {
             format!("{} (and {} more)", first.reason, rest.len())
         }
         many => {
@@ -510,8 +493,8 @@ fn summarize(parts: Vec<Judgement>) -> Decision {
             }
         }
     };
-    Decision {
-        verdict,
+    Ruling {
+        decision,
         tier,
         reason,
         parts,
@@ -544,20 +527,24 @@ impl PrePolicy for ShellPolicy {
         if commands.is_empty() && !network {
             return Vote::abstain();
         }
-        let decisions: Vec<Decision> = commands.iter().map(|c| self.decide(c)).collect();
+        let decisions: Vec<Ruling> = commands.iter().map(|c| self.decide(c)).collect();
         // Under `auto`, asks it may lift are the `mode` listener's to allow.
         if !network
-            && decisions.iter().any(|d| d.verdict == Verdict::Ask)
+            && decisions.iter().any(|d| d.decision == Decision::Ask)
             && decisions
                 .iter()
-                .all(|d| d.verdict == Verdict::Allow || self.auto_lifts(d))
+                .all(|d| d.decision == Decision::Allow || self.auto_lifts(d))
         {
             return Vote::abstain();
         }
         // The worst of the commands' decisions (the first of equals names the reason).
-        let decided = decisions
-            .into_iter()
-            .reduce(|worst, d| if d.verdict > worst.verdict { d } else { worst });
+        let decided = decisions.into_iter().reduce(|worst, d| {
+            if d.decision > worst.decision {
+                d
+            } else {
+                worst
+            }
+        });
         if network {
             match self.network {
                 NetworkVote::Refused => {
@@ -568,7 +555,7 @@ impl PrePolicy for ShellPolicy {
                 }
                 NetworkVote::Ask => {
                     if let Some(d) = &decided
-                        && d.verdict == Verdict::Deny
+                        && d.decision == Decision::Deny
                     {
                         return d.vote();
                     }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use dsh_core::quote_capped;
 use tree_sitter::{Node, Parser};
 
-use super::Verdict;
+use super::Decision;
 pub(crate) use super::words::{Reader, Word, short};
 
 /// An index into [`Parsed::dirs`]: the directories (workspace-relative) a part may run in.
@@ -53,10 +53,10 @@ pub(crate) struct Redirect {
     pub dirs: Dirs,
 }
 
-/// A structural verdict on part of the line.
+/// A structural decision on part of the line.
 #[derive(Debug)]
 pub(crate) struct Finding {
-    pub verdict: Verdict,
+    pub decision: Decision,
     pub reason: String,
 }
 
@@ -233,7 +233,7 @@ impl Walker<'_> {
                 let text = self.text(node);
                 if text.starts_with('`') && text.contains("\\`") {
                     self.finding(
-                        Verdict::Ask,
+                        Decision::Ask,
                         format!(
                             "`{}` nests backquotes, which run a command the policy cannot see; use $(…)",
                             short(&text)
@@ -252,7 +252,7 @@ impl Walker<'_> {
                 let written = text.matches("$(").count() + text.matches('`').count() / 2;
                 if written > substitutions(node) {
                     self.finding(
-                        Verdict::Ask,
+                        Decision::Ask,
                         format!(
                             "the here-document `{}` holds a command substitution the policy cannot see",
                             short(&text)
@@ -271,7 +271,7 @@ impl Walker<'_> {
                 }
                 if node.kind() == "c_style_for_statement" {
                     self.finding(
-                        Verdict::Ask,
+                        Decision::Ask,
                         format!(
                             "`{}`: the shell policy does not judge a C-style for loop",
                             short(&self.text(node))
@@ -337,7 +337,7 @@ impl Walker<'_> {
             }
             "function_definition" => {
                 self.finding(
-                    Verdict::Ask,
+                    Decision::Ask,
                     format!(
                         "`{}`: the shell policy does not judge a function definition",
                         short(&self.text(node))
@@ -373,7 +373,7 @@ impl Walker<'_> {
             }
             kind => {
                 self.finding(
-                    Verdict::Ask,
+                    Decision::Ask,
                     format!(
                         "`{}` is a shell construct ({kind}) the policy does not know",
                         short(&self.text(node))
@@ -504,7 +504,7 @@ impl Walker<'_> {
         }
         if self.loops > 0 {
             self.finding(
-                Verdict::Deny,
+                Decision::Deny,
                 "`cd` inside a loop is refused: the directory it leaves depends on how often the loop ran".to_owned(),
             );
             return d;
@@ -518,7 +518,7 @@ impl Walker<'_> {
                     }
                 }
                 Err(why) => {
-                    self.finding(Verdict::Deny, why);
+                    self.finding(Decision::Deny, why);
                     return d;
                 }
             }
@@ -616,7 +616,7 @@ impl Walker<'_> {
         let lists_names = matches!(after, "[@]" | "[*]" | "*" | "@");
         if inner.starts_with('!') && !lists_names {
             self.finding(
-                Verdict::Deny,
+                Decision::Deny,
                 format!(
                     "`{}` is indirection: it expands the variable named by {name}'s value, which can run code hidden in it",
                     short(&text),
@@ -625,7 +625,7 @@ impl Walker<'_> {
             );
         } else if let Some(op) = ["@P", "@E"].iter().find(|op| after.starts_with(**op)) {
             self.finding(
-                Verdict::Deny,
+                Decision::Deny,
                 format!(
                     "`{}` expands {name}'s value as a {} (`{op}`), which evaluates what it holds",
                     short(&text),
@@ -676,7 +676,7 @@ impl Walker<'_> {
         for (name, expr) in std::mem::take(&mut self.arith) {
             if self.tainted.contains(&name) && seen.insert(name.clone()) {
                 self.finding(
-                    Verdict::Ask,
+                    Decision::Ask,
                     format!(
                         "{expr} evaluates {name} as arithmetic, and the line sets {name} from a value it does not spell out; a value like `a[$(cmd)]` would run cmd",
                         expr = quote_capped(&expr),
@@ -735,8 +735,8 @@ impl Walker<'_> {
         }
     }
 
-    fn finding(&mut self, verdict: Verdict, reason: String) {
-        self.out.findings.push(Finding { verdict, reason });
+    fn finding(&mut self, decision: Decision, reason: String) {
+        self.out.findings.push(Finding { decision, reason });
     }
 
     fn text(&self, node: Node) -> String {

@@ -11,8 +11,7 @@ use super::destinations::Reach;
 use super::judge::firm;
 use super::parse::{Parsed, Redirect};
 use super::words::Word;
-use super::{Judgement, ShellPolicy, Verdict};
-use crate::rules::RuleKind;
+use super::{Decision, Judgement, ShellPolicy};
 
 /// Where a path leads.
 #[derive(Debug, PartialEq, Eq)]
@@ -169,7 +168,7 @@ impl ShellPolicy {
     /// keeps → ask at tier `Rule`, never lifted (`guarded.rs`); anywhere else → ask at tier
     /// `Rule` (the sandbox bounds what a person approves).
     pub(crate) fn judge_write(&self, w: &Write, dirs: &[PathBuf], out: &mut Vec<Judgement>) {
-        let deny = |reason: String| firm(Verdict::Deny, reason);
+        let deny = |reason: String| firm(Decision::Deny, reason);
         let how = &w.how;
         let Some(target) = w.target.exact() else {
             let what = if w.target.literal().is_some() {
@@ -191,7 +190,7 @@ impl ShellPolicy {
                 Place::Sink => {}
                 Place::Temp => asks = true,
                 Place::Inside(rel) => match self.kept_write(&rel, Reach::Path) {
-                    Some(kept) if kept.verdict == Verdict::Deny => {
+                    Some(kept) if kept.decision == Decision::Deny => {
                         return out.push(kept.judgement(&quote_capped(how)));
                     }
                     Some(kept) => kept_ask = kept_ask.or(Some(kept)),
@@ -226,7 +225,7 @@ impl ShellPolicy {
         } else if asks {
             // A person approves it, or `auto` lifts it (its sandbox keeps protected paths).
             let mut j = firm(
-                Verdict::Ask,
+                Decision::Ask,
                 format!("{how} writes a file", how = quote_capped(how)),
             );
             j.auto_liftable = true;
@@ -243,7 +242,7 @@ impl ShellPolicy {
             };
             return self.judge_write(&w, dirs, out);
         }
-        let ask = |reason: String| firm(Verdict::Ask, reason);
+        let ask = |reason: String| firm(Decision::Ask, reason);
         match r.target.exact() {
             None => out.push(ask(format!(
                 "{} reads from a file named at run time",
@@ -276,7 +275,7 @@ impl ShellPolicy {
             };
             if *glob {
                 out.push(firm(
-                    Verdict::Ask,
+                    Decision::Ask,
                     format!(
                         "{text} is a pattern that may expand to a file the permission rules keep from dsh's file tools",
                         text = quote_capped(text)
@@ -301,8 +300,8 @@ impl ShellPolicy {
         let Place::Inside(rel) = self.place(dir, candidate) else {
             return;
         };
-        // Deny before ask: the strictest matching rule names the verdict.
-        let hit = [RuleKind::Deny, RuleKind::Ask]
+        // Deny before ask: the strictest matching rule names the decision.
+        let hit = [Decision::Deny, Decision::Ask]
             .into_iter()
             .find_map(|kind| {
                 self.read_rules
@@ -311,7 +310,7 @@ impl ShellPolicy {
             });
         if let Some(rule) = hit {
             out.push(firm(
-                Verdict::from_rule(rule.kind),
+                rule.kind,
                 format!(
                     "{candidate}{} names {}, which {} rule `{}` from {} keeps from dsh's file tools; a shell command may not read it either",
                     from(dir),
