@@ -89,7 +89,9 @@ mod file;
 pub mod keys;
 mod locate;
 mod merge;
+mod origin;
 mod record;
+mod rule;
 mod trust;
 
 use std::collections::BTreeMap;
