@@ -69,7 +69,7 @@ pub(super) fn entries(text: &str) -> Vec<Entry> {
 /// ([`global_configs`]). Every value (and its first
 /// word) read against the work tree and against the configuration file's directory names a
 /// path kept when it exists; a value of a key that names a file or a program git runs
-/// ([`names_a_program_or_file`]) names one kept even before it exists, so that a command
+/// (a hooks path, an include, a filter, fsmonitor, an editor or pager…) names one kept even before it exists, so that a command
 /// cannot create the hook `core.hooksPath` points at. Never the workspace itself.
 pub fn named_in_workspace(
     workspace: &Path,
