@@ -137,8 +137,9 @@ impl SandboxState {
 }
 
 /// A result before the freeze, as dispositions see it. Read-only to them: a disposition
-/// answers with an [`crate::Action`], and no action can change `ok` (SPEC P6).
-#[derive(Clone, Debug, PartialEq)]
+/// answers with an [`crate::Action`], and no action can change `ok` (SPEC P6). Frozen, it
+/// is a [`FrozenResult`]: the same fields, which nothing changes any more.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Candidate {
     pub(crate) call_id: String,
     pub(crate) tool: String,
@@ -194,26 +195,31 @@ impl Candidate {
     pub fn value(&self) -> Option<&Value> {
         self.value.as_ref()
     }
+    pub fn elapsed_ms(&self) -> u64 {
+        self.elapsed_ms
+    }
     pub fn exit_code(&self) -> Option<i32> {
         self.exit_code
+    }
+    pub fn sandbox(&self) -> Option<SandboxState> {
+        self.sandbox
     }
 }
 
 /// The authoritative, immutable result of one call (SPEC P8). Built only by the pipeline and
 /// handed out as one `Arc<FrozenResult>`: the caller, every observer and the journal see the
-/// same allocation. (Deserializing one only reads back what a journal recorded.) Serializes to DESIGN §4's result object, field for field.
+/// same allocation. (Deserializing one only reads back what a journal recorded.) Serializes
+/// to DESIGN §4's result object, field for field. Its fields are the candidate's, read with
+/// [`Candidate`]'s accessors; nothing can reach them to change them.
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
-pub struct FrozenResult {
-    call_id: String,
-    tool: String,
-    ok: bool,
-    failure_kind: Option<FailureKind>,
-    decided_by: DecidedBy,
-    content: String,
-    value: Option<Value>,
-    elapsed_ms: u64,
-    exit_code: Option<i32>,
-    sandbox: Option<SandboxState>,
+#[serde(transparent)]
+pub struct FrozenResult(Candidate);
+
+impl std::ops::Deref for FrozenResult {
+    type Target = Candidate;
+    fn deref(&self) -> &Candidate {
+        &self.0
+    }
 }
 
 impl FrozenResult {
@@ -221,18 +227,7 @@ impl FrozenResult {
     /// construction; they are restated as a debug assertion.
     pub(crate) fn freeze(c: Candidate) -> Self {
         debug_assert_eq!(c.ok, c.failure_kind.is_none());
-        FrozenResult {
-            call_id: c.call_id,
-            tool: c.tool,
-            ok: c.ok,
-            failure_kind: c.failure_kind,
-            decided_by: c.decided_by,
-            content: c.content,
-            value: c.value,
-            elapsed_ms: c.elapsed_ms,
-            exit_code: c.exit_code,
-            sandbox: c.sandbox,
-        }
+        FrozenResult(c)
     }
 
     /// The result of a call whose process died before it had one, written when its session
@@ -259,37 +254,6 @@ impl FrozenResult {
         );
         c.content = format!("cut off: {reason}");
         FrozenResult::freeze(c)
-    }
-
-    pub fn call_id(&self) -> &str {
-        &self.call_id
-    }
-    pub fn tool(&self) -> &str {
-        &self.tool
-    }
-    pub fn ok(&self) -> bool {
-        self.ok
-    }
-    pub fn failure_kind(&self) -> Option<FailureKind> {
-        self.failure_kind
-    }
-    pub fn decided_by(&self) -> &DecidedBy {
-        &self.decided_by
-    }
-    pub fn content(&self) -> &str {
-        &self.content
-    }
-    pub fn value(&self) -> Option<&Value> {
-        self.value.as_ref()
-    }
-    pub fn elapsed_ms(&self) -> u64 {
-        self.elapsed_ms
-    }
-    pub fn exit_code(&self) -> Option<i32> {
-        self.exit_code
-    }
-    pub fn sandbox(&self) -> Option<SandboxState> {
-        self.sandbox
     }
 
     /// The §4 result object as one line of JSON.
