@@ -9,16 +9,14 @@
 
 use std::collections::BTreeMap;
 
-use async_trait::async_trait;
 use eventsource_stream::Event;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::http::{Decoder, Endpoint, ProviderConfig, truncate};
+use crate::http::{Decoder, Endpoint, ProviderConfig, Wire, truncate};
 use crate::types::{
-    ChatRequest, Completion, FinishReason, Message, ModelError, Provider, Role, StreamEvent,
-    ToolCallRequest, Usage,
+    ChatRequest, Completion, FinishReason, Message, ModelError, Role, StreamEvent, ToolCallRequest,
+    Usage,
 };
 
 /// The `anthropic-version` header sent with every request.
@@ -172,27 +170,15 @@ fn tool_input(arguments: &str) -> Value {
     }
 }
 
-#[async_trait]
-impl Provider for AnthropicProvider {
-    fn name(&self) -> &str {
-        &self.endpoint.provider
+impl Wire for AnthropicProvider {
+    type Decoder = MessageDecoder;
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
-    fn model(&self) -> &str {
-        &self.endpoint.model
-    }
-
-    async fn complete(
-        &self,
-        request: &ChatRequest,
-        on_event: &mut (dyn FnMut(StreamEvent) + Send),
-        cancel: &CancellationToken,
-    ) -> Result<Completion, ModelError> {
-        let body = serde_json::to_vec(&self.request_body(request))
-            .map_err(|e| ModelError::Protocol(format!("cannot encode the request: {e}")))?;
-        self.endpoint
-            .stream_turn(body, MessageDecoder::default, on_event, cancel)
-            .await
+    fn request_body(&self, request: &ChatRequest) -> Value {
+        AnthropicProvider::request_body(self, request)
     }
 }
 

@@ -13,7 +13,7 @@ use eventsource_stream::{Event, EventStream, EventStreamError};
 use futures::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::types::{Completion, ModelError, StreamEvent};
+use crate::types::{ChatRequest, Completion, ModelError, Provider, StreamEvent};
 
 /// How a provider retries and waits. The defaults suit hosted APIs and a local Ollama alike.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -205,6 +205,42 @@ fn is_loopback(url: &str) -> bool {
 }
 
 /// A wire format's view of one streamed turn.
+/// A wire format over an [`Endpoint`]: how a request is written and its stream read. Every
+/// provider is one, and shares the one body of [`Provider`] below: encode the request,
+/// stream the turn through the endpoint (retries, timeouts, cancellation), decode.
+pub(crate) trait Wire: Send + Sync {
+    type Decoder: Decoder + Default;
+
+    fn endpoint(&self) -> &Endpoint;
+
+    /// The request's JSON body in this wire format.
+    fn request_body(&self, request: &ChatRequest) -> serde_json::Value;
+}
+
+#[async_trait::async_trait]
+impl<W: Wire> Provider for W {
+    fn name(&self) -> &str {
+        &self.endpoint().provider
+    }
+
+    fn model(&self) -> &str {
+        &self.endpoint().model
+    }
+
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ModelError> {
+        let body = serde_json::to_vec(&self.request_body(request))
+            .map_err(|e| ModelError::Protocol(format!("cannot encode the request: {e}")))?;
+        self.endpoint()
+            .stream_turn(body, W::Decoder::default, on_event, cancel)
+            .await
+    }
+}
+
 pub(crate) trait Decoder: Send {
     /// Handles one SSE event, streaming what it can through `emit`. `Ok(true)` means the stream
     /// is complete (`[DONE]`, `message_stop`).
