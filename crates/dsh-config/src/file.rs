@@ -2,8 +2,6 @@
 //! is a [`Part`]: one layer's settings, validated, each list entry tagged with its origin.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -14,10 +12,6 @@ use crate::error::{ConfigError, ErrorKind, line_of, tidy_serde_message};
 use crate::keys;
 use crate::locate::{Seg, dotted, path_at, span_of};
 use crate::merge::{Part, WorkspacePart};
-
-/// Config files larger than this are refused (a repository could point
-/// `.dsh/config.toml` at something huge).
-const MAX_FILE_BYTES: u64 = 1 << 20;
 
 // ---- the shapes of the structured keys (scalars are read by the key table) ----
 
@@ -55,43 +49,6 @@ struct RawMcpServer {
     args: Option<Vec<String>>,
     env: Option<BTreeMap<String, String>>,
     url: Option<String>,
-}
-
-// ---- reading ----
-
-/// Reads a config file. `Ok(None)` when it does not exist; an error when it exists
-/// but is not a regular file, is too large, unreadable or not UTF-8.
-pub(crate) fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ConfigError::io(path, "cannot open", &e)),
-    };
-    let meta = file
-        .metadata()
-        .map_err(|e| ConfigError::io(path, "cannot read", &e))?;
-    if !meta.is_file() {
-        return Err(ConfigError::new(ErrorKind::Io, "not a regular file").in_file(path));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ConfigError::io(path, "cannot read", &e))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(
-            ConfigError::new(ErrorKind::Io, format!("larger than {MAX_FILE_BYTES} bytes"))
-                .in_file(path),
-        );
-    }
-    String::from_utf8(bytes).map(Some).map_err(|e| {
-        let line = line_of(
-            &String::from_utf8_lossy(e.as_bytes()),
-            e.utf8_error().valid_up_to(),
-        );
-        ConfigError::new(ErrorKind::Io, "not valid UTF-8")
-            .in_file(path)
-            .at_line(Some(line))
-    })
 }
 
 /// The parsed text of one file, for locating keys.

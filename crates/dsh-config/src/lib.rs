@@ -82,6 +82,7 @@
 //! The only I/O is reading the config files (regular files up to 1 MiB) and, in
 //! [`record_trust`] and [`record_rule`], writing a config file.
 
+mod builtin;
 mod config;
 pub mod defaults;
 mod error;
@@ -90,6 +91,7 @@ pub mod keys;
 mod locate;
 mod merge;
 mod origin;
+mod read;
 mod record;
 mod rule;
 mod trust;
@@ -107,9 +109,10 @@ pub use error::{ConfigError, ErrorKind};
 pub use record::{RecordedRule, RuleScope, record_rule};
 pub use trust::record_trust;
 
-use file::{parse_part, read_optional};
+use file::parse_part;
 use keys::{Scalar, key};
 use merge::{Builder, Part};
+use read::read_optional;
 
 /// Settings from command-line flags (the highest layer). The CLI fills it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

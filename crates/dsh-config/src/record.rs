@@ -9,8 +9,8 @@ use dsh_core::Decision;
 
 use crate::config::{Origin, Rule};
 use crate::error::{ConfigError, ErrorKind, line_of};
-use crate::file::read_optional;
 use crate::locate::{Seg, dotted, span_of};
+use crate::read::read_optional;
 use crate::trust::{canonical_workspace, write_atomically};
 
 /// Which `permissions` table of the file [`record_rule`] writes to.

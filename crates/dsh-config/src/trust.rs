@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use toml_edit::{Array, DocumentMut, Item, Table, Value};
 
 use crate::error::{ConfigError, ErrorKind, line_of};
-use crate::file::read_optional;
+use crate::read::read_optional;
 
 /// The canonical form of a workspace path (symlinks resolved); an error naming the path
 /// if it does not exist.

@@ -29,7 +29,6 @@ mod call;
 mod check;
 mod clearance;
 mod decision;
-mod dispatch;
 pub mod journal;
 mod panic;
 mod permission_mode;
@@ -51,7 +50,6 @@ pub use call::{CallSource, ToolCall};
 pub use check::{CheckReport, CheckVote};
 pub use clearance::Clearance;
 pub use decision::Decision;
-pub use dispatch::Dispatch;
 pub use permission_mode::{PermissionMode, Unlisted};
 pub use pipeline::{BatchError, BatchOutcome, Observer, Pipeline, PipelineConfig, UnavailableHint};
 pub use policy::{
@@ -63,6 +61,7 @@ pub use registry::{RegisterError, Registry};
 pub use result::{
     AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate, SandboxState,
 };
+pub use scheduler::Dispatch;
 pub use scope::{CallEvents, NoEvents, Scope, ToolSet};
 pub use spill::{SpillError, SpillPage, SpillStore};
 pub use tool::{

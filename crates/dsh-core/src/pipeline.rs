@@ -25,7 +25,7 @@
 //!
 //! [`Pipeline::admit`] is gates 1–3 for one call (gate 2 in `policy::ask_once`, gate 3 in
 //! `Pipeline::gate3`). A batch starts a call with `Pipeline::start` — `record_call`, `admit`,
-//! `record_started` — runs gate 4 and normalizes (gate 6) in `crate::scheduler`, and commits
+//! `record_started` — runs gate 4 and normalizes (gate 6) in the scheduler, and commits
 //! it with `Pipeline::commit` — `settle` (gates 5 and 7), `record_result`, observers. Those
 //! three `record_*` functions are the only writers of a call's own records; gate 2 writes its
 //! `approval`.
@@ -34,7 +34,8 @@
 //! already journaled and shown (P2); approval comes before the guards so no approval can
 //! outrank a red line (P3, P4); wrappers come after every decision so a retry never re-asks
 //! (P5); dispositions come after execution but before the freeze so what is recorded is what
-//! the model sees (P6, P8). The scheduling of a batch (P10) lives in `crate::scheduler`.
+//! the model sees (P6, P8). The scheduling of a batch (P10) lives in the scheduler, which adds
+//! `Pipeline::run_batch` and `Pipeline::run_batch_in`.
 
 use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
@@ -326,30 +327,6 @@ impl Pipeline {
 
     pub fn journal(&self) -> &Arc<dyn Journal> {
         &self.journal
-    }
-
-    /// Runs one batch (one model step) with every tool of the session, reporting nothing;
-    /// see [`Pipeline::run_batch_in`].
-    pub async fn run_batch(
-        &self,
-        calls: Vec<ToolCall>,
-        cancel: &CancellationToken,
-    ) -> Result<BatchOutcome, BatchError> {
-        self.run_batch_in(&Scope::default(), calls, cancel).await
-    }
-
-    /// Runs one batch (one model step) of an agent through every gate, scheduled as SPEC P10
-    /// says: only tools in `scope.tools` may run; `scope.events` hears each call's progress.
-    ///
-    /// Returns one result per call, in submission order, whatever happened to each call; an
-    /// `Err` only when the journal could not record (then no further call runs).
-    pub async fn run_batch_in(
-        &self,
-        scope: &Scope,
-        calls: Vec<ToolCall>,
-        cancel: &CancellationToken,
-    ) -> Result<BatchOutcome, BatchError> {
-        crate::scheduler::run_batch(self, scope, calls, cancel).await
     }
 
     /// The gate sequence of one call, top to bottom: the registry, gate 1, gate 2 (only on

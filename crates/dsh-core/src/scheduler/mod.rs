@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::budget::Kind;
 use crate::call::ToolCall;
-use crate::dispatch::{Dispatch, Nesting};
+mod dispatch;
+
 use crate::journal::{JournalError, Record};
 use crate::pipeline::{Admitted, BatchError, BatchOutcome, Pipeline};
 use crate::registry::Entry;
@@ -28,6 +29,8 @@ use crate::result::{AttachedContext, Candidate, DecidedBy, FailureKind, FrozenRe
 use crate::scope::Scope;
 use crate::tool::{ExecContext, ToolError, ToolErrorKind, ToolOutput};
 use crate::wrappers::Next;
+pub use dispatch::Dispatch;
+use dispatch::Nesting;
 
 enum Slot {
     NotStarted,
@@ -84,7 +87,7 @@ struct Batch<'a> {
     token: CancellationToken,
     slots: Vec<Slot>,
     aborts: Vec<Option<Abort>>,
-    /// For each running call, its submissions (see [`crate::dispatch::Nesting`]), and how
+    /// For each running call, its submissions (see [`dispatch::Nesting`]), and how
     /// many had begun when the grace last ended.
     nesting: Vec<Option<(Arc<Nesting>, usize)>>,
     /// Whether each call is parallel-safe, classified once, when it is next in line.
@@ -282,6 +285,32 @@ impl<'a> Batch<'a> {
             entry.as_ref().map_or(Ok(()), |e| e.check_output(v))
         });
         self.slots[idx] = Slot::Done(candidate);
+    }
+}
+
+impl Pipeline {
+    /// Runs one batch (one model step) with every tool of the session, reporting nothing;
+    /// see [`Pipeline::run_batch_in`].
+    pub async fn run_batch(
+        &self,
+        calls: Vec<ToolCall>,
+        cancel: &CancellationToken,
+    ) -> Result<BatchOutcome, BatchError> {
+        self.run_batch_in(&Scope::default(), calls, cancel).await
+    }
+
+    /// Runs one batch (one model step) of an agent through every gate, scheduled as SPEC P10
+    /// says: only tools in `scope.tools` may run; `scope.events` hears each call's progress.
+    ///
+    /// Returns one result per call, in submission order, whatever happened to each call; an
+    /// `Err` only when the journal could not record (then no further call runs).
+    pub async fn run_batch_in(
+        &self,
+        scope: &Scope,
+        calls: Vec<ToolCall>,
+        cancel: &CancellationToken,
+    ) -> Result<BatchOutcome, BatchError> {
+        run_batch(self, scope, calls, cancel).await
     }
 }
 

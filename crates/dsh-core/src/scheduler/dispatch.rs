@@ -119,7 +119,7 @@ impl Dispatch {
         if let Some(p) = slot.as_mut() {
             p.suspend();
         }
-        let outcome = crate::scheduler::run_batch(&self.pipeline, scope, calls, cancel).await;
+        let outcome = super::run_batch(&self.pipeline, scope, calls, cancel).await;
         if let Some(p) = slot.as_mut() {
             // The parent takes a slot again before it goes on — even when it was cancelled,
             // so its winding-down never overlaps an exclusive call. Bounded by the cancel
