@@ -2,11 +2,11 @@
 
 use std::sync::{Arc, RwLock, Weak};
 
-use crate::budget::Budget;
 use crate::journal::Journal;
 use crate::pipeline::{Observer, Pipeline, PipelineConfig};
 use crate::policy::{Approver, Disposition, Guard, PrePolicy};
 use crate::registry::Registry;
+use crate::slots::Slots;
 use crate::wrappers::Wrapper;
 
 impl Pipeline {
@@ -23,7 +23,7 @@ impl Pipeline {
                 observers: Vec::new(),
                 journal,
                 config: PipelineConfig::default(),
-                budget: Budget::new(1),
+                slots: Slots::new(1),
                 me: Weak::new(),
             },
             wrappers: Vec::new(),
@@ -93,7 +93,7 @@ impl PipelineBuilder {
     pub fn build(mut self) -> Arc<Pipeline> {
         self.inner.wrappers = self.wrappers.into();
         self.inner.config.max_parallel = self.inner.config.max_parallel.max(1);
-        self.inner.budget = Budget::new(self.inner.config.max_parallel);
+        self.inner.slots = Slots::new(self.inner.config.max_parallel);
         let inner = self.inner;
         Arc::new_cyclic(|me| Pipeline {
             me: me.clone(),

@@ -23,7 +23,6 @@
 //! This crate imports no concrete policy, tool or provider; the compiler enforces that the
 //! mechanism knows none of them. Policies live in `dsh-policy`, tools in `dsh-tools`.
 
-mod budget;
 mod builder;
 mod call;
 mod check;
@@ -39,12 +38,12 @@ mod registry;
 mod result;
 mod scheduler;
 mod scope;
+mod slots;
 mod spill;
 mod tool;
 mod workspace;
 mod wrappers;
 
-pub use budget::Budget;
 pub use builder::PipelineBuilder;
 pub use call::{CallSource, ToolCall};
 pub use check::{CheckReport, CheckVote};
@@ -63,6 +62,7 @@ pub use result::{
 };
 pub use scheduler::Dispatch;
 pub use scope::{CallEvents, NoEvents, Scope, ToolSet};
+pub use slots::Slots;
 pub use spill::{SpillError, SpillPage, SpillStore};
 pub use tool::{
     Access, ExecContext, Parallel, SubmitError, Tool, ToolError, ToolErrorKind, ToolOutput,

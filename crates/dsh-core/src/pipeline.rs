@@ -46,7 +46,6 @@ use futures::FutureExt;
 use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::Budget;
 use crate::call::ToolCall;
 use crate::clearance::Clearance;
 use crate::decision::Decision;
@@ -58,6 +57,7 @@ use crate::policy::{
 use crate::registry::{Entry, RegisterError, Registry};
 use crate::result::{AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate};
 use crate::scope::{Scope, ToolSet};
+use crate::slots::Slots;
 use crate::tool::{Access, Tool, ToolSpec};
 use crate::wrappers::Wrapper;
 
@@ -151,7 +151,7 @@ pub struct Pipeline {
     pub(crate) journal: Arc<dyn Journal>,
     pub(crate) config: PipelineConfig,
     /// Every executing call of the session draws from it (DESIGN §3, "Nested calls").
-    pub(crate) budget: Budget,
+    pub(crate) slots: Slots,
     /// This pipeline, for the dispatch handles of running calls.
     pub(crate) me: Weak<Pipeline>,
 }
@@ -320,9 +320,9 @@ impl Pipeline {
         self.read_registry().entry(name)
     }
 
-    /// The session's execution budget.
-    pub fn budget(&self) -> &Budget {
-        &self.budget
+    /// The session's execution slots.
+    pub fn slots(&self) -> &Slots {
+        &self.slots
     }
 
     pub fn journal(&self) -> &Arc<dyn Journal> {

@@ -179,7 +179,7 @@ async fn nested_calls_never_exceed_max_parallel() {
     assert!(results.iter().all(|r| r.content() == "n=4"), "{results:?}");
     // Without one budget each nested batch would run two leaves beside the others'.
     assert!(conc.max.load(Ordering::SeqCst) <= 2, "{:?}", conc.max);
-    assert!(p.budget().peak() <= 2, "{}", p.budget().peak());
+    assert!(p.slots().peak() <= 2, "{}", p.slots().peak());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

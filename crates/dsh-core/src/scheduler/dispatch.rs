@@ -5,7 +5,7 @@
 //! with `parent` = the submitting call's id and the source the submitter gives, then every
 //! gate in submission order, results committed in order. Its calls are cancelled with the
 //! parent. While the batch runs, the parent gives its execution slot back to the session's
-//! one [`crate::Budget`] and takes one again afterwards, so a parent waiting on its sub-calls
+//! one [`crate::Slots`] and takes one again afterwards, so a parent waiting on its sub-calls
 //! never holds a slot they need. One submission at a time per parent call: a second waits
 //! for the first to finish.
 //!
@@ -21,10 +21,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::Permit;
 use crate::call::{CallSource, ToolCall};
 use crate::pipeline::{BatchError, BatchOutcome, Pipeline};
 use crate::scope::Scope;
+use crate::slots::Permit;
 
 /// A running call's handle into its session's pipeline; in [`crate::ExecContext::dispatch`].
 #[derive(Clone)]

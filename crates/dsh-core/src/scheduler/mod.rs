@@ -18,8 +18,8 @@ use futures::stream::FuturesUnordered;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::Kind;
 use crate::call::ToolCall;
+use crate::slots::Kind;
 mod dispatch;
 
 use crate::journal::{JournalError, Record};
@@ -48,7 +48,7 @@ type Executed = (Result<ToolOutput, ToolError>, Duration);
 
 /// Why an execution produced no outcome of its own.
 enum Stop {
-    /// Cancelled while it waited for a slot in the session's budget: it never ran.
+    /// Cancelled while it waited for a slot of the session's: it never ran.
     NotStarted,
     /// Dropped after the cancellation grace.
     Aborted,
@@ -198,8 +198,8 @@ impl<'a> Batch<'a> {
         Ok(Started::Ready)
     }
 
-    /// Gate 4: executes an admitted call (wrappers ∘ tool), once the session's budget has a
-    /// slot for it (DESIGN §3, "Nested calls").
+    /// Gate 4: executes an admitted call (wrappers ∘ tool), once one of the session's slots is
+    /// free for it (DESIGN §3, "Nested calls").
     fn launch(&mut self, idx: usize, admitted: Admitted, parallel: bool) {
         let Admitted {
             entry,
@@ -224,7 +224,7 @@ impl<'a> Batch<'a> {
         };
         let tool = entry.tool.clone();
         let wrappers = self.p.wrappers.clone();
-        let budget = self.p.budget.clone();
+        let slots = self.p.slots.clone();
         let kind = if parallel {
             Kind::Parallel
         } else {
@@ -232,7 +232,7 @@ impl<'a> Batch<'a> {
         };
         let work = async move {
             let begun = Instant::now();
-            let Ok(held) = budget.acquire(kind, &cx.cancel).await else {
+            let Ok(held) = slots.acquire(kind, &cx.cancel).await else {
                 return Err(Stop::NotStarted);
             };
             *permit.lock().await = Some(held);

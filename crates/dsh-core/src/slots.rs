@@ -1,8 +1,9 @@
-//! The session's one execution budget (DESIGN §3, "Nested calls").
+//! The session's execution slots (DESIGN §3, "Nested calls"): how many calls execute at
+//! once. (Spending limits — tokens, cost — are the agent's, and called budgets there.)
 //!
 //! Every executing call of a session — a model's call, a Code Mode sub-call, a sub-agent's
 //! call — holds a [`Permit`] while it runs: a parallel-safe call holds one of
-//! `max_parallel` shared slots, an exclusive call holds the whole budget. A call waiting on
+//! `max_parallel` shared slots, an exclusive call holds them all. A call waiting on
 //! calls it submitted gives its permit back for the wait ([`Permit::suspend`]) and takes one
 //! of the same kind again when it resumes, so nesting cannot deadlock: with `max_parallel =
 //! 1`, a parent's sub-call runs in the slot the parent left.
@@ -17,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-/// The budget's state: how many parallel calls run, whether an exclusive one does, and how
+/// The slots' state: how many parallel calls run, whether an exclusive one does, and how
 /// many exclusive calls wait (they go first).
 #[derive(Debug, Default)]
 struct State {
@@ -28,9 +29,9 @@ struct State {
     peak: usize,
 }
 
-/// The session's execution budget; cheap to clone (shared).
+/// The session's execution slots; cheap to clone (shared).
 #[derive(Clone, Debug)]
-pub struct Budget {
+pub struct Slots {
     inner: Arc<Inner>,
 }
 
@@ -52,9 +53,9 @@ pub(crate) enum Kind {
 #[derive(Debug)]
 pub(crate) struct Cancelled;
 
-impl Budget {
+impl Slots {
     pub fn new(max_parallel: usize) -> Self {
-        Budget {
+        Slots {
             inner: Arc::new(Inner {
                 max_parallel: max_parallel.max(1),
                 state: Mutex::new(State::default()),
@@ -63,7 +64,7 @@ impl Budget {
         }
     }
 
-    /// The most calls that ever executed at once in this budget (an exclusive call counts
+    /// The most calls that ever executed at once in these slots (an exclusive call counts
     /// as one).
     pub fn peak(&self) -> usize {
         self.lock().peak
@@ -93,7 +94,7 @@ impl Budget {
             changed.as_mut().enable();
             if self.try_take(kind) {
                 return Ok(Permit {
-                    budget: self.clone(),
+                    slots: self.clone(),
                     kind,
                     held: true,
                 });
@@ -137,12 +138,12 @@ impl Budget {
 }
 
 /// Counts an exclusive call as waiting while it lives.
-struct Waiting<'b>(&'b Budget);
+struct Waiting<'b>(&'b Slots);
 
 impl<'b> Waiting<'b> {
-    fn new(budget: &'b Budget) -> Self {
-        budget.lock().exclusive_waiting += 1;
-        Waiting(budget)
+    fn new(slots: &'b Slots) -> Self {
+        slots.lock().exclusive_waiting += 1;
+        Waiting(slots)
     }
 }
 
@@ -159,7 +160,7 @@ impl Drop for Waiting<'_> {
 /// A running call's slot; given back when dropped.
 #[derive(Debug)]
 pub(crate) struct Permit {
-    budget: Budget,
+    slots: Slots,
     kind: Kind,
     held: bool,
 }
@@ -168,7 +169,7 @@ impl Permit {
     /// Gives the slot back while the call waits on its sub-calls.
     pub(crate) fn suspend(&mut self) {
         if std::mem::replace(&mut self.held, false) {
-            self.budget.give_back(self.kind);
+            self.slots.give_back(self.kind);
         }
     }
 
@@ -178,7 +179,7 @@ impl Permit {
         if self.held {
             return Ok(());
         }
-        let mut again = self.budget.acquire(self.kind, cancel).await?;
+        let mut again = self.slots.acquire(self.kind, cancel).await?;
         again.held = false;
         self.held = true;
         Ok(())
