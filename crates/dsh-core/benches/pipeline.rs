@@ -156,7 +156,7 @@ impl Guard for NoRedLine {
     fn name(&self) -> &str {
         "no-red-line"
     }
-    fn check(&self, _call: &ToolCall, _cx: &PolicyContext<'_>) -> Option<dsh_core::Denial> {
+    fn refuses(&self, _call: &ToolCall, _cx: &PolicyContext<'_>) -> Option<dsh_core::Denial> {
         None
     }
 }

@@ -120,7 +120,7 @@ impl Guard for ProtectGit {
     fn name(&self) -> &str {
         "protected_paths"
     }
-    fn check(&self, _: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial> {
+    fn refuses(&self, _: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial> {
         cx.accesses.iter().find_map(|a| match a {
             Access::Read { path } | Access::Write { path } if path.starts_with(".git") => {
                 Some(Denial::new(format!("{} is protected", path.display())))

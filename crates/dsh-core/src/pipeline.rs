@@ -566,7 +566,7 @@ impl Pipeline {
     fn guards(&self, call: &ToolCall, cx: &PolicyContext<'_>) -> Option<Candidate> {
         let mut failed = None;
         for g in &self.guards {
-            let verdict = std::panic::catch_unwind(AssertUnwindSafe(|| g.check(call, cx)));
+            let verdict = std::panic::catch_unwind(AssertUnwindSafe(|| g.refuses(call, cx)));
             let (kind, reason) = match verdict {
                 Ok(None) => continue,
                 Ok(Some(d)) if d.is_failure() => {

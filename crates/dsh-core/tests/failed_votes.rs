@@ -54,7 +54,7 @@ impl Guard for Fixed {
     fn name(&self) -> &str {
         self.0
     }
-    fn check(&self, _: &ToolCall, _: &PolicyContext<'_>) -> Option<Denial> {
+    fn refuses(&self, _: &ToolCall, _: &PolicyContext<'_>) -> Option<Denial> {
         self.1.clone()
     }
 }

@@ -443,7 +443,7 @@ impl Guard for DenyAll {
     fn name(&self) -> &str {
         self.0
     }
-    fn check(&self, _: &ToolCall, _: &PolicyContext<'_>) -> Option<Denial> {
+    fn refuses(&self, _: &ToolCall, _: &PolicyContext<'_>) -> Option<Denial> {
         Some(Denial::new("never touch production"))
     }
 }
@@ -489,7 +489,7 @@ impl Guard for PanickingGuard {
     fn name(&self) -> &str {
         "fragile-guard"
     }
-    fn check(&self, _: &ToolCall, _: &PolicyContext<'_>) -> Option<Denial> {
+    fn refuses(&self, _: &ToolCall, _: &PolicyContext<'_>) -> Option<Denial> {
         panic!("guard bug")
     }
 }

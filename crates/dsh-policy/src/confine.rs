@@ -82,7 +82,7 @@ impl Guard for Confinement {
     fn name(&self) -> &str {
         "confinement"
     }
-    fn check(&self, _: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial> {
+    fn refuses(&self, _: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial> {
         self.refusal(cx.accesses).map(|r| match r {
             Refusal::Denied(reason) => Denial::new(reason),
             Refusal::Failed(reason) => Denial::failed(reason),

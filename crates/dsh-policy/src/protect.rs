@@ -119,7 +119,7 @@ impl Guard for ProtectedPaths {
     fn name(&self) -> &str {
         "protected_paths"
     }
-    fn check(&self, _: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial> {
+    fn refuses(&self, _: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial> {
         self.refusal(cx.accesses).map(Denial::new)
     }
 }

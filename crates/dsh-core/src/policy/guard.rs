@@ -54,5 +54,7 @@ pub trait Guard: Send + Sync {
     /// Short stable name, shown in results.
     fn name(&self) -> &str;
 
-    fn check(&self, call: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial>;
+    /// The denial, when this guard refuses the call; `None` lets it pass (a guard never
+    /// allows: it only refuses). Named apart from the dry run (`Pipeline::check`).
+    fn refuses(&self, call: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial>;
 }

@@ -51,7 +51,7 @@ impl Guard for PythonAuditGuard {
 
     /// Audits every command line the call declares (`Access::Execute`), whichever tool
     /// declares it.
-    fn check(&self, _call: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial> {
+    fn refuses(&self, _call: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial> {
         let refusals: Vec<String> = cx
             .accesses
             .iter()
