@@ -600,11 +600,13 @@ fn create_private_dir(dir: &Path) -> Result<(), AssemblyError> {
 }
 
 impl Session {
-    /// A person's own calls (the REPL's `/memory add`, `/verify`): marked `source: user`,
-    /// through every gate like any other call, their events reported as the main agent's.
-    pub async fn run_user_calls(
+    /// Calls no model asked for, marked with who did (`source`: `user` for the REPL's
+    /// `/memory add`, `config` for `/verify`'s configured command): through every gate like
+    /// any other call, their events reported as the main agent's.
+    pub async fn run_own_calls(
         &self,
         calls: Vec<dsh_core::ToolCall>,
+        source: dsh_core::CallSource,
         cancel: &dsh_core::CancellationToken,
     ) -> Result<dsh_core::BatchOutcome, dsh_core::BatchError> {
         let scope = dsh_core::Scope::new(
@@ -614,10 +616,7 @@ impl Session {
                 sink: self.events.clone(),
             }),
         );
-        let calls = calls
-            .into_iter()
-            .map(|c| c.with_source(dsh_core::CallSource::User))
-            .collect();
+        let calls = calls.into_iter().map(|c| c.with_source(source)).collect();
         self.pipeline.run_batch_in(&scope, calls, cancel).await
     }
 }

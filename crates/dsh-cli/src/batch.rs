@@ -117,11 +117,11 @@ fn read_calls(file: &str) -> Result<Vec<ToolCall>, Failure> {
                 "{file}:{n}: the id \"{id}\" is used twice"
             )));
         }
-        // No model asked for these: they are the person's own calls.
+        // No model asked for these, and nobody typed them at the REPL: a batch's lines.
         calls.push(
             ToolCall::new(id, parsed.name, parsed.args)
                 .with_step(1)
-                .with_source(CallSource::User),
+                .with_source(CallSource::Batch),
         );
     }
     Ok(calls)

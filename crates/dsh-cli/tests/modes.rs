@@ -140,6 +140,10 @@ fn the_mode_is_journaled_and_replay_judges_under_it() {
     let recs = records(&journal);
     assert_eq!(recs[0]["kind"], "session_start");
     assert_eq!(recs[0]["mode"], "read-only");
+    // A batch's lines are the batch's: nobody typed them at the REPL.
+    for call in recs.iter().filter(|r| r["kind"] == "tool_call") {
+        assert_eq!(call["source"], "batch", "{call}");
+    }
     // Replayed without the flag, each call is judged under the mode it was made in: nothing
     // changed.
     let out = d

@@ -634,6 +634,14 @@ fn verify_hands_a_failing_check_back_to_the_model() {
             .contains("The verify command `git status` failed"),
         "{last:?}"
     );
+    // The configured command is the configuration's, not the person's: judged like the
+    // model's calls, and journaled as such.
+    let records = journal(&d);
+    let check = records
+        .iter()
+        .find(|r| kind(r) == "tool_call" && r["name"] == "run_shell")
+        .unwrap();
+    assert_eq!(check["source"], "config", "{check}");
 }
 
 #[test]

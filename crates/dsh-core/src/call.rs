@@ -16,8 +16,13 @@ pub enum CallSource {
     Code,
     /// Made by a sub-agent's model, inside the parent `call_sub_agent` call.
     SubAgent,
-    /// A person's own action (`/memory add`).
+    /// A person's own action, typed at the REPL (`/memory add`).
     User,
+    /// A line of a `dsh batch` file or stdin: nobody at the REPL typed it, so it is judged
+    /// like a model's call.
+    Batch,
+    /// A command the configuration names (`[verify] command`), judged like a model's call.
+    Config,
 }
 
 /// One tool call. Cloning is cheap (shared buffers) and no method hands out a mutable view of

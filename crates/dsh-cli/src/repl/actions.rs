@@ -65,7 +65,7 @@ pub(crate) async fn prompt(
             json!({"command": command}),
         );
         let session = live.session.clone();
-        let run = session.run_user_calls(vec![call], &cancel);
+        let run = session.run_own_calls(vec![call], dsh_core::CallSource::Config, &cancel);
         let outcome = turn::drive(run, &cancel, signals, &session, &mut live.stream, ui).await;
         let Ok(outcome) = outcome else {
             break;
@@ -423,7 +423,7 @@ async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, signals: &Si
     ));
     let cancel: CancellationToken = signals.token().child_token();
     let session = live.session.clone();
-    let run = session.run_user_calls(calls, &cancel);
+    let run = session.run_own_calls(calls, dsh_core::CallSource::User, &cancel);
     let outcome = turn::drive(run, &cancel, signals, &session, &mut live.stream, ui).await;
     let written = outcome
         .ok()
