@@ -10,7 +10,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-use common::{Dirs, json_lines, kind, stderr};
+use common::{Dirs, content, git, json_lines, kind, shell_call, stderr};
 use serde_json::{Value, json};
 
 const AUTO: &[&str] = &["--mode", "auto"];
@@ -24,27 +24,10 @@ fn world() -> Dirs {
     d
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-}
-
-fn shell(line: &str) -> Value {
-    json!({"name": "run_shell", "args": {"command": line}})
-}
-
 fn run(d: &Dirs, calls: &[Value], envs: &[(&str, &str)]) -> Vec<Value> {
     let out = d.batch_output(calls, AUTO, envs);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     json_lines(&out)
-}
-
-fn content(r: &Value) -> &str {
-    r["content"].as_str().unwrap_or("")
 }
 
 /// A command that prints the helper's setup-failure prefix and exits 125 once made
@@ -56,7 +39,7 @@ fn a_faked_setup_failure_does_not_skip_the_quarantine() {
     let d = world();
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             "perl -e 'mkdir \".dsh\"; open F, \">.dsh/config.toml\" or die; print F \"[permissions]\\nallow = [\\\"run_shell\\\"]\\n\"; open G, \">AGENTS.md\" or die; print G \"obey\"; print \"dsh sandbox-exec: fake\\n\"; exit 125'",
         )],
         &[],
@@ -96,7 +79,7 @@ while (1) {
 "#,
     )
     .unwrap();
-    let r = run(&d, &[shell("perl chain-7f3a.pl; echo started")], &[]);
+    let r = run(&d, &[shell_call("perl chain-7f3a.pl; echo started")], &[]);
     assert_eq!(r[0]["decided_by"]["policy"], "mode", "{}", r[0]);
     // dsh has returned: every process still running that runs the chain is a survivor.
     let survivors: Vec<String> = std::fs::read_dir("/proc")
@@ -130,7 +113,7 @@ fn a_replaced_prompt_file_symlink_is_put_back() {
     std::os::unix::fs::symlink("AGENTS.md", d.ws.join("CLAUDE.md")).unwrap();
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             "perl -e 'unlink \"CLAUDE.md\" or die; open F, \">CLAUDE.md\" or die; print F \"EVIL\"'",
         )],
         &[],
@@ -172,7 +155,7 @@ fn hooks_and_config_git_takes_from_the_workspace_stay_unwritten() {
     std::fs::create_dir_all(d.ws.join(".githooks")).unwrap();
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             "perl -e 'open F, \">.githooks/pre-commit\" or die; print F \"#!/bin/sh\\necho HOOK\\n\"; close F; chmod 0755, \".githooks/pre-commit\"; open G, \">.gitconfig.shared\" or die; print G \"[core]\\n\\tfsmonitor = echo FSMONITOR\\n\"'",
         )],
         &[],
@@ -200,7 +183,7 @@ fn protected_patterns_starting_with_a_glob_are_kept() {
     std::fs::write(d.ws.join("k.pem"), "orig").unwrap();
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             "perl -e 'open F, \">secret.txt\" and print F \"changed\"; open G, \">k.pem\" and print G \"changed\"'",
         )],
         &[],
@@ -251,8 +234,10 @@ fn toolchain_caches_give_no_credentials_and_take_no_code() {
     let r = run(
         &d,
         &[
-            shell("cp ~/.gradle/gradle.properties ~/.m2/settings.xml ~/.cache/huggingface/token ."),
-            shell(
+            shell_call(
+                "cp ~/.gradle/gradle.properties ~/.m2/settings.xml ~/.cache/huggingface/token .",
+            ),
+            shell_call(
                 "perl -e 'mkdir \"$ENV{HOME}/.gradle/init.d\"; open F, \">$ENV{HOME}/.gradle/init.d/evil.gradle\" or die $!; print F \"println 1\"; open G, \">>$ENV{HOME}/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/itoa-1.0.0/build.rs\" or die $!; print G \"// PLANTED\\n\"'",
             ),
         ],
@@ -300,7 +285,7 @@ fn modes_and_owners_outside_the_workspace_do_not_change() {
     .unwrap();
     let r = run(
         &d,
-        &[shell(&format!(
+        &[shell_call(&format!(
             "perl -e 'chmod 04755, \"{}\"; chmod 0644, \"$ENV{{HOME}}/.ssh/id_rsa\"; chmod 0777, \"$ENV{{HOME}}/.ssh\"'",
             tool.display()
         ))],
@@ -338,7 +323,7 @@ fn the_quarantine_works_across_file_systems() {
     let home = shm.path().join("dsh-home");
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             "perl -e 'open F, \">AGENTS.md\" or die; print F \"obey\"'",
         )],
         &[("DSH_HOME", home.to_str().unwrap())],
@@ -353,7 +338,7 @@ fn the_quarantine_works_across_file_systems() {
 #[test]
 fn a_read_only_directory_does_not_defeat_the_quarantine() {
     let d = world();
-    let calls = [shell(
+    let calls = [shell_call(
         "perl -e 'mkdir \".dsh\" or die; open F, \">.dsh/config.toml\" or die; print F \"x\"; close F; chmod 0555, \".dsh\"'",
     )];
     // The tests' own user owns what they create.
@@ -410,8 +395,8 @@ fn configured_file_rules_bind_shell_commands() {
     let r = run(
         &d,
         &[
-            shell("cp x migrations/001.sql"),
-            shell(
+            shell_call("cp x migrations/001.sql"),
+            shell_call(
                 "perl -e 'open F, \"<.e\".\"nv\"; print <F>; open G, \"<priv\".\"ate/p.txt\"; print <G>'",
             ),
         ],

@@ -9,9 +9,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{Dirs, json_lines, kind, stderr};
+use common::{Dirs, content, git, json_lines, kind, shell_call, stderr, wait_for_file};
 use serde_json::{Value, json};
 
 const AUTO: &[&str] = &["--mode", "auto"];
@@ -23,28 +22,10 @@ fn world() -> Dirs {
     d
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.email=t@t", "-c", "user.name=t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-}
-
-fn shell(line: &str) -> Value {
-    json!({"name": "run_shell", "args": {"command": line}})
-}
-
 fn run(d: &Dirs, calls: &[Value], envs: &[(&str, &str)]) -> Vec<Value> {
     let out = d.batch_output(calls, AUTO, envs);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     json_lines(&out)
-}
-
-fn content(r: &Value) -> &str {
-    r["content"].as_str().unwrap_or("")
 }
 
 fn read(p: &Path) -> String {
@@ -64,7 +45,7 @@ fn a_renamed_parent_does_not_unprotect_the_hooks_directory() {
     std::fs::write(d.ws.join(".husky/_/pre-commit"), "#!/bin/sh\n").unwrap();
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             r##"perl -e 'rename ".husky", ".husky.old" or die $!; mkdir ".husky"; mkdir ".husky/_"; open F, ">.husky/_/pre-commit" or die $!; print F "#!/bin/sh\necho PLANTED\n"'"##,
         )],
         &[],
@@ -89,7 +70,7 @@ fn a_renamed_parent_does_not_unprotect_a_prompt_files_symlink_target() {
     std::os::unix::fs::symlink("docs/agents.md", d.ws.join("AGENTS.md")).unwrap();
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             r##"perl -e 'rename "docs", "docs.old" or die $!; mkdir "docs"; open F, ">docs/agents.md" or die $!; print F "EVIL"'"##,
         )],
         &[],
@@ -115,7 +96,7 @@ fn a_renamed_parent_does_not_swap_a_protected_file_for_another() {
     std::fs::write(d.ws.join("conf/k.pem"), "orig").unwrap();
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             r##"perl -e 'rename "conf", "conf2" or die $!; mkdir "conf"; open F, ">conf/k.pem" or die $!; print F "EVIL"'"##,
         )],
         &[],
@@ -145,7 +126,7 @@ fn a_renamed_parent_does_not_lift_a_configured_ask_rule() {
     std::fs::write(d.ws.join("migrations/001.sql"), "create table t;\n").unwrap();
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             r##"perl -e 'rename "migrations", "m2" or die $!; mkdir "migrations"; open F, ">migrations/001.sql" or die $!; print F "drop table t;\n"'"##,
         )],
         &[],
@@ -170,7 +151,7 @@ fn paths_the_git_config_names_that_do_not_exist_yet_stay_unwritten() {
     git(&d.ws, &["config", "include.path", "../.gitconfig.shared"]);
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             r##"perl -e 'mkdir ".githooks"; open F, ">.githooks/pre-commit" or die $!; print F "#!/bin/sh\necho HOOK\n"; close F; chmod 0755, ".githooks/pre-commit"; open G, ">.gitconfig.shared" or die $!; print G "[core]\n\tfsmonitor = echo FSMONITOR\n"'"##,
         )],
         &[],
@@ -203,7 +184,7 @@ fn hooks_the_global_git_config_names_in_the_workspace_stay_unwritten() {
     std::fs::write(d.ws.join(".githooks/pre-commit"), "#!/bin/sh\n").unwrap();
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             r##"perl -e 'open F, ">.githooks/pre-commit" or die $!; print F "#!/bin/sh\necho PLANTED\n"'"##,
         )],
         &[],
@@ -280,7 +261,7 @@ open G, ">sub/.git" or die $!; print G "gitdir: ../evil\n";
         marker.display()
     );
     std::fs::write(d.ws.join("plant.pl"), script).unwrap();
-    let r = run(&d, &[shell("perl plant.pl")], &[]);
+    let r = run(&d, &[shell_call("perl plant.pl")], &[]);
     assert_eq!(r[0]["decided_by"]["policy"], "mode", "{}", r[0]);
     // The person runs `git status` in the workspace, outside dsh.
     let _ = Command::new("git")
@@ -315,8 +296,8 @@ fn a_renamed_parent_does_not_unhide_a_denied_file() {
     let r = run(
         &d,
         &[
-            shell(r##"perl -e 'rename "config", "cfg" or die $!'"##),
-            shell(r##"perl -e 'open F, "<cfg/.env" or die $!; print <F>'"##),
+            shell_call(r##"perl -e 'rename "config", "cfg" or die $!'"##),
+            shell_call(r##"perl -e 'open F, "<cfg/.env" or die $!; print <F>'"##),
         ],
         &[],
     );
@@ -361,7 +342,10 @@ if ($ARGV[0] eq "down") {
     .unwrap();
     let r = run(
         &d,
-        &[shell("perl deep.pl down"), shell("perl deep.pl up")],
+        &[
+            shell_call("perl deep.pl down"),
+            shell_call("perl deep.pl up"),
+        ],
         &[],
     );
     assert!(
@@ -388,8 +372,8 @@ fn free_recursive_readers_do_not_read_denied_files() {
     let r = run(
         &d,
         &[
-            shell("grep -r DB_PASSWORD ."),
-            shell("git grep --no-index DB_PASSWORD"),
+            shell_call("grep -r DB_PASSWORD ."),
+            shell_call("git grep --no-index DB_PASSWORD"),
         ],
         &[],
     );
@@ -412,7 +396,7 @@ fn the_quarantine_never_moves_files_outside_the_workspace() {
     std::fs::write(d.outside.join("db.key"), "OUTSIDE DATA\n").unwrap();
     let r = run(
         &d,
-        &[shell(&format!(
+        &[shell_call(&format!(
             r##"perl -e 'symlink "{}", "secrets" or die $!'"##,
             d.outside.display()
         ))],
@@ -468,7 +452,7 @@ fn a_read_only_mount_inside_the_workspace_stays_read_only() {
     );
     let r = run(
         &d,
-        &[shell(
+        &[shell_call(
             r##"perl -e 'open F, ">vendor/f" or die $!; print F "EVIL\n"'"##,
         )],
         &[],
@@ -502,7 +486,7 @@ fn a_workspace_inside_a_repository_reads_no_files_outside_it() {
         .env("HOME", &d.user_home);
     let out = common::run_with_calls(
         cmd,
-        &[shell(
+        &[shell_call(
             r##"perl -e 'open F, "<../.env" or die $!; print <F>'"##,
         )],
     );
@@ -512,19 +496,6 @@ fn a_workspace_inside_a_repository_reads_no_files_outside_it() {
         "a file outside the workspace was read without a person: {}",
         r[0]
     );
-}
-
-/// Waits (polling the file system, up to a minute) until `p` exists.
-fn wait_for(p: &Path) {
-    let start = Instant::now();
-    while !p.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "{} never appeared",
-            p.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A cancelled `auto` call is settled (what it made on a protected path is moved away),
@@ -544,11 +515,12 @@ fn a_cancelled_calls_quarantine_is_reported() {
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().unwrap();
-        let call =
-            shell(r##"perl -e 'open F, ">AGENTS.md" or die; print F "obey"; close F; sleep 120'"##);
+        let call = shell_call(
+            r##"perl -e 'open F, ">AGENTS.md" or die; print F "obey"; close F; sleep 120'"##,
+        );
         writeln!(stdin, "{call}").unwrap();
     }
-    wait_for(&d.ws.join("AGENTS.md"));
+    wait_for_file(&d.ws.join("AGENTS.md"));
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -590,7 +562,7 @@ syscall(188, $p, $n, $v, length($v), 0) == 0 and print "SET-IN-USERNS\n";
 "##,
     )
     .unwrap();
-    let r = run(&d, &[shell("perl fcap.pl")], &[]);
+    let r = run(&d, &[shell_call("perl fcap.pl")], &[]);
     assert_eq!(r[0]["decided_by"]["policy"], "mode", "{}", r[0]);
     assert!(!content(&r[0]).contains("SET-"), "{}", r[0]);
     let probe = Command::new("python3")
@@ -631,7 +603,7 @@ print "forked\n";
 "##,
     )
     .unwrap();
-    let r = run(&d, &[shell("perl ns-survivor-5k2.pl")], &[]);
+    let r = run(&d, &[shell_call("perl ns-survivor-5k2.pl")], &[]);
     assert!(content(&r[0]).contains("forked"), "{}", r[0]);
     // dsh has returned: every process still running the script is a survivor.
     let survivors: Vec<String> = std::fs::read_dir("/proc")

@@ -12,9 +12,8 @@ mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::process::Command;
 
-use common::{Dirs, check_shell as check, json_lines, kind, shell_call, stderr};
+use common::{Dirs, check_shell as check, content, git, json_lines, kind, shell_call, stderr};
 use serde_json::{Value, json};
 
 /// A git workspace with a few files, an attacker's helper scripts in it (a repository may
@@ -49,17 +48,6 @@ fn executable(dir: &Path, name: &str, text: &str) {
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-}
-
 /// A repository-configured diff driver (`diff.external`), as `read_only_sandbox.rs` plants.
 fn plant_external_diff(d: &Dirs, script: &str) {
     executable(&d.ws, "ext.sh", script);
@@ -80,10 +68,6 @@ fn batch_calls(d: &Dirs, extra: &[&str], envs: &[(&str, &str)], calls: &[Value])
 fn batch(d: &Dirs, extra: &[&str], lines: &[&str]) -> Vec<Value> {
     let calls: Vec<Value> = lines.iter().map(|l| shell_call(l)).collect();
     batch_calls(d, extra, &[], &calls)
-}
-
-fn content(r: &Value) -> &str {
-    r["content"].as_str().unwrap_or("")
 }
 
 fn pwned(dir: &Path) -> Vec<String> {

@@ -13,7 +13,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Dirs, batch_lines as batch, check_shell as check, json_lines, kind, stderr};
+use common::{
+    Dirs, batch_lines as batch, check_shell as check, content, git, json_lines, kind, stderr,
+};
 use serde_json::{Value, json};
 
 /// A workspace that is a git repository with a few files, and a planted secret at
@@ -35,21 +37,6 @@ fn world() -> Dirs {
     std::fs::create_dir_all(d.user_home.join(".ssh")).unwrap();
     std::fs::write(d.user_home.join(".ssh/id_rsa"), "SECRET-KEY-MATERIAL\n").unwrap();
     d
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-}
-
-fn content(r: &Value) -> &str {
-    r["content"].as_str().unwrap()
 }
 
 /// Reading commands and pipelines of them, each run with `dsh batch`: coreutils, grep,

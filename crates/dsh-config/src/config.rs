@@ -1,10 +1,8 @@
 //! The effective configuration: plain data with built-in defaults.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::defaults;
@@ -12,41 +10,7 @@ pub use crate::origin::{Layer, Origin, Sourced};
 pub use crate::rule::Rule;
 pub use dsh_core::{PermissionMode, Unlisted};
 
-macro_rules! string_enum {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        pub enum $name { $($(#[$vm])* #[serde(rename = $text)] $variant),+ }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The spelling used in files, environment and flags.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                $name::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| {
-                    let all: Vec<&str> = $name::ALL.iter().map(|v| v.as_str()).collect();
-                    format!("{s:?} is not one of: {}", all.join(", "))
-                })
-            }
-        }
-    };
-}
-
-string_enum! {
+dsh_core::spelled_enum! {
     /// A model provider.
     Provider {
         /// OpenAI chat completions.
@@ -93,7 +57,7 @@ impl Provider {
     }
 }
 
-string_enum! {
+dsh_core::spelled_enum! {
     /// What a hook's crash or timeout means.
     OnError {
         /// The call is denied (the default: fail closed).
@@ -103,7 +67,7 @@ string_enum! {
     }
 }
 
-string_enum! {
+dsh_core::spelled_enum! {
     /// When the journal fsyncs.
     Fsync {
         /// Once per batch of records (the default).
@@ -113,7 +77,7 @@ string_enum! {
     }
 }
 
-string_enum! {
+dsh_core::spelled_enum! {
     /// Whether commands run in the OS sandbox. Ordered by strictness: `Off < Auto < Required`.
     SandboxMode {
         /// Never sandbox.
@@ -310,7 +274,7 @@ pub struct ContextConfig {
     pub max_fraction: f64,
 }
 
-string_enum! {
+dsh_core::spelled_enum! {
     /// How the model calls tools.
     ToolsMode {
         /// The provider's native tool calls (the default).

@@ -39,6 +39,7 @@ mod result;
 mod scheduler;
 mod scope;
 mod slots;
+mod spelled;
 mod spill;
 mod tool;
 mod workspace;

@@ -1,48 +1,7 @@
 //! [`PermissionMode`] and [`Unlisted`]: the two switches over gate 1 that configuration,
 //! flags and the REPL set and the policies read (DESIGN §5).
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
-
-/// Declares a fieldless enum with its spellings: `ALL`, `as_str`, `Display`, `FromStr` and
-/// serde under those spellings.
-macro_rules! spelled {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        pub enum $name { $($(#[$vm])* #[serde(rename = $text)] $variant),+ }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The spelling used in files, environment and flags.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                $name::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| {
-                    let all: Vec<&str> = $name::ALL.iter().map(|v| v.as_str()).collect();
-                    format!("{s:?} is not one of: {}", all.join(", "))
-                })
-            }
-        }
-    };
-}
-
-spelled! {
+crate::spelled_enum! {
     /// `[permissions] mode` (also `--mode`, `/mode`, Shift-Tab): one switch over the same
     /// gates (DESIGN §5).
     PermissionMode {
@@ -58,7 +17,7 @@ spelled! {
     }
 }
 
-spelled! {
+crate::spelled_enum! {
     /// `[shell] unlisted`: what happens to a program on neither of the shell policy's lists.
     Unlisted {
         /// A person is asked; a rule may lift it (the default).

@@ -180,6 +180,37 @@ pub fn shell_call(line: &str) -> Value {
     serde_json::json!({"name": "run_shell", "args": {"command": line}})
 }
 
+/// A result's `content`, or "" when it has none.
+pub fn content(r: &Value) -> &str {
+    r["content"].as_str().unwrap_or("")
+}
+
+/// `git ARGS…` in `dir`, with a test identity and `HOME` set to `dir` (no global config of
+/// the machine's), asserting success.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+}
+
+/// Waits (polling the file system, up to a minute) until `p` exists.
+pub fn wait_for_file(p: &Path) {
+    let start = std::time::Instant::now();
+    while !p.exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "{} never appeared",
+            p.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// `dsh EXTRA… check TOOL ARGS` (exit 0 asserted): its one JSON line, and its stderr.
 pub fn check_with_stderr(
     d: &Dirs,

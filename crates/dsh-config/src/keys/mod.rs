@@ -151,6 +151,8 @@ pub struct Key {
     pub group: Group,
     /// One line for the reference.
     pub doc: &'static str,
+    /// What the error for a count above its maximum adds after "N is more than MAX".
+    pub above_max: &'static str,
     /// Stores a value (`None`: the key's absence) into the configuration.
     set: fn(&mut Config, Option<&Scalar>),
 }
@@ -210,7 +212,7 @@ impl Key {
                         Err(format!("{n} is less than {min}, the least accepted"))
                     }
                 } else if *n > max {
-                    Err(format!("{n} is more than {max}{}", self.beyond_max()))
+                    Err(format!("{n} is more than {max}{}", self.above_max))
                 } else {
                     Ok(())
                 }
@@ -237,15 +239,6 @@ impl Key {
             },
             (Kind::Flag, Scalar::Flag(_)) | (Kind::Choice(_), Scalar::Choice(_)) => Ok(()),
             _ => Err(format!("not a value of {}", self.name)),
-        }
-    }
-
-    /// Why a count's maximum is what it is, for the error.
-    fn beyond_max(&self) -> &'static str {
-        if self.name == "limits.max_parallel" {
-            ", the most calls dsh runs at once (each running call holds open files); set 64 or less"
-        } else {
-            ", the most accepted"
         }
     }
 

@@ -64,6 +64,7 @@ const fn scalar(
         loosest_not_from: NO_LAYERS,
         group: Group::Alone,
         doc,
+        above_max: ", the most accepted",
         set,
     }
 }
@@ -85,6 +86,7 @@ const fn structured(
         loosest_not_from: NO_LAYERS,
         group: Group::Alone,
         doc,
+        above_max: ", the most accepted",
         set: |_, _| {},
     }
 }
@@ -113,6 +115,7 @@ const fn limit(
         loosest_not_from: NO_LAYERS,
         group: Group::Raise,
         doc,
+        above_max: ", the most accepted",
         set,
     }
 }
@@ -345,14 +348,17 @@ pub static KEYS: &[Key] = &[
         "The session's token budget (0: none).",
         |c, v| c.limits.max_tokens = count(v),
     ),
-    limit(
-        "limits.max_parallel",
-        64,
-        false,
-        8,
-        "Calls executing at once (each holds open files; at most 64).",
-        |c, v| c.limits.max_parallel = count(v),
-    ),
+    Key {
+        above_max: ", the most calls dsh runs at once (each running call holds open files); set 64 or less",
+        ..limit(
+            "limits.max_parallel",
+            64,
+            false,
+            8,
+            "Calls executing at once (each holds open files; at most 64).",
+            |c, v| c.limits.max_parallel = count(v),
+        )
+    },
     limit(
         "limits.max_read_bytes",
         u64::MAX,

@@ -85,9 +85,7 @@ impl Keep {
     /// configuration.
     pub(super) fn survey(&self, root: &Path, home: Option<&Path>) -> Result<Survey, String> {
         let mut s = Survey::default();
-        let mut named =
-            crate::sandbox::named_in_workspace(root, home, &crate::sandbox::global_configs(home));
-        named.extend(crate::sandbox::submodule_files(root));
+        let named = named_by_git(root, home);
         for rel in self.fixed.iter().chain(&named) {
             let path = root.join(rel);
             match first_entry(root, rel) {
@@ -132,9 +130,7 @@ impl Keep {
     /// Whether the hardened profile keeps `rel` (workspace-relative) or a directory above it
     /// read-only or hidden: what `auto` must not let a file tool write either.
     pub(super) fn covers(&self, root: &Path, home: Option<&Path>, rel: &Path) -> bool {
-        let mut named =
-            crate::sandbox::named_in_workspace(root, home, &crate::sandbox::global_configs(home));
-        named.extend(crate::sandbox::submodule_files(root));
+        let named = named_by_git(root, home);
         let by_name = self
             .fixed
             .iter()
@@ -253,6 +249,15 @@ impl Survey {
             ))
         }
     }
+}
+
+/// What git takes from the workspace at `root`: the files its configuration names, and the
+/// submodules' (workspace-relative).
+fn named_by_git(root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut named =
+        crate::sandbox::named_in_workspace(root, home, &crate::sandbox::global_configs(home));
+    named.extend(crate::sandbox::submodule_files(root));
+    named
 }
 
 /// Every path below `root` the judge covers (not descending into a covered directory, nor
