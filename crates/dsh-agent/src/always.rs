@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 
 use dsh_core::{Access, ToolCall};
-use dsh_policy::{Decision, Rule, ShellPolicy};
+use dsh_policy::{Decision, Rule};
 
 use crate::{EventSink, RuleSpec, Session};
 
@@ -44,9 +44,6 @@ pub enum AlwaysError {
     #[error("the rule `{rule}` cannot be added: {reason}")]
     Rule { rule: String, reason: String },
 }
-
-/// Characters that would make a path rule match more than the one path.
-const GLOB: &[char] = &['*', '?', '[', ']', '{', '}', '!', '\\'];
 
 impl Session {
     /// The "always allow" a person may choose for `call` (which declares `accesses`), if a
@@ -121,7 +118,7 @@ impl Session {
 
     /// The rule "always" would add, before any check.
     fn rule_for(&self, call: &ToolCall, accesses: &[Access]) -> Option<String> {
-        rule_for(&self.shell, &self.workspace, call, accesses)
+        crate::allow_rule::rule_for(&self.shell, &self.workspace, call, accesses)
     }
 
     /// Whether `file` (or, when it does not exist yet, its directory) resolves inside the
@@ -164,50 +161,5 @@ impl Session {
             return false;
         };
         dry.pipeline.check(call).await.decision == dsh_core::Decision::Allow
-    }
-}
-
-/// The rule "always allow" would add for a call, before any check: for a declared command
-/// its program and subcommand (the shell policy's [`ShellPolicy::rule_for`]), for one
-/// declared path the tool and that path, else the tool's name. The `unavailable` hint names
-/// it too.
-pub(crate) fn rule_for(
-    shell: &ShellPolicy,
-    workspace: &dsh_core::Workspace,
-    call: &ToolCall,
-    accesses: &[Access],
-) -> Option<String> {
-    let commands: Vec<&str> = accesses
-        .iter()
-        .filter_map(|a| match a {
-            Access::Execute { command } => Some(command.as_str()),
-            _ => None,
-        })
-        .collect();
-    if !commands.is_empty() {
-        let [command] = commands.as_slice() else {
-            return None;
-        };
-        return shell.rule_for(command);
-    }
-    let paths: Vec<&std::path::Path> = accesses
-        .iter()
-        .filter_map(|a| match a {
-            Access::Read { path } | Access::Write { path } => Some(path.as_path()),
-            _ => None,
-        })
-        .collect();
-    match paths.as_slice() {
-        [] => Some(call.name().to_owned()),
-        [path] => {
-            let rel = workspace.resolve(path.to_str()?).ok()?.rel;
-            let rel = rel.to_str()?;
-            if rel.is_empty() || rel.contains(GLOB) || rel.contains(['(', ')']) {
-                return None;
-            }
-            // Anchored at the workspace root: a bare name would match at any depth.
-            Some(format!("{}(/{rel})", call.name()))
-        }
-        _ => None,
     }
 }

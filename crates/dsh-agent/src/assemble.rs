@@ -38,7 +38,8 @@ under [permissions] in .dsh/config.toml or your user config) or run with --yolo"
 fn unavailable_hint(shell: &ShellPolicy, workspace: &Arc<Workspace>) -> dsh_core::UnavailableHint {
     let (shell, workspace) = (shell.clone(), workspace.clone());
     dsh_core::UnavailableHint(Arc::new(
-        move |call, accesses| match crate::always::rule_for(&shell, &workspace, call, accesses) {
+        move |call, accesses| match crate::allow_rule::rule_for(&shell, &workspace, call, accesses)
+        {
             Some(rule) => format!(
                 "to let it run, add an allow rule (`allow = [{rule:?}]` under [permissions] in .dsh/config.toml or your user config) or run with --yolo"
             ),
@@ -274,10 +275,6 @@ pub struct Session {
     pub(crate) added_specs: std::sync::Mutex<Vec<RuleSpec>>,
     /// The sub-agent profiles `call_sub_agent` offers.
     pub profiles: Arc<crate::subagent::Profiles>,
-    /// The agents that may start sub-agents, and what their children owe them.
-    pub(crate) roster: crate::subagent::Roster,
-    /// How `call_sub_agent` reaches this session.
-    pub(crate) link: Arc<crate::subagent::SessionLink>,
     /// The permission mode in force (see `mode.rs`).
     pub(crate) mode: dsh_policy::ModeSwitch,
     /// Whether `auto`'s hardened sandbox is enforced here.
@@ -433,11 +430,10 @@ impl Session {
             &settings.agents,
             &names,
         )?);
-        let link = Arc::new(crate::subagent::SessionLink::default());
-        registry.register_arc(Arc::new(crate::subagent::SubAgentTool::new(
-            profiles.clone(),
-            link.clone(),
-        )))?;
+        let sub_agents = crate::subagent::SubAgentTool::new(profiles.clone(), |name| {
+            registry.get(name).cloned().map(Arc::new)
+        });
+        registry.register_arc(Arc::new(sub_agents))?;
 
         crate::subagent::check_rules(&settings.rules)?;
         let rules = settings
@@ -544,8 +540,6 @@ impl Session {
             added,
             added_specs: std::sync::Mutex::new(Vec::new()),
             profiles,
-            roster: crate::subagent::Roster::default(),
-            link,
             mode,
             hardened: hardened_sandbox,
         })

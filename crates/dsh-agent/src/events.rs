@@ -97,6 +97,13 @@ pub enum EventKind {
     SubAgentFinished { child: AgentId, stop: String },
     /// The agent's run stopped; `text` is its final answer (or its last text).
     Stop { reason: String, text: String },
+    /// The configured check after a turn (the main agent's).
+    Verify(crate::reply::VerifyStep),
+    /// A runtime command ended; the last event it causes (the main agent's).
+    Done {
+        command: crate::reply::CommandId,
+        reply: crate::reply::Reply,
+    },
 }
 
 /// An approval request as a front end shows it: owned, so it can cross the channel.

@@ -200,7 +200,7 @@ pub enum Left {
 /// changed within [`PRUNE_GRACE`] stay.
 pub fn prune(dsh_home: &Path) -> Pruned {
     let mut pruned = Pruned::default();
-    let Ok(entries) = std::fs::read_dir(crate::sessions::sessions_dir(dsh_home)) else {
+    let Ok(entries) = std::fs::read_dir(crate::session_id::sessions_dir(dsh_home)) else {
         return pruned;
     };
     let mut paths: Vec<PathBuf> = entries

@@ -1,8 +1,15 @@
-//! Session ids: sortable by start time, unique across processes.
+//! Session ids — sortable by start time, unique across processes — and where the journals
+//! they name are kept.
 
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
+
+/// The directory holding the journals.
+pub fn sessions_dir(dsh_home: &Path) -> PathBuf {
+    dsh_home.join("sessions")
+}
 
 /// `20261130T031502Z-1a2b3c4d`: the UTC start time, then 8 hex digits from the clock, the
 /// process id and a per-process counter.

@@ -21,10 +21,7 @@ use serde_json::Value;
 
 use crate::leftovers::{Artefact, classify, crash_artefact};
 
-/// The directory holding the journals.
-pub fn sessions_dir(dsh_home: &Path) -> PathBuf {
-    dsh_home.join("sessions")
-}
+pub use crate::session_id::sessions_dir;
 
 /// Why a session could not be found or read.
 #[derive(Debug, thiserror::Error)]

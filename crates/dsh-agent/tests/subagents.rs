@@ -395,7 +395,12 @@ async fn parallelism_is_read_from_the_tools_declarations_not_the_profile_name() 
     });
     let pipeline = &w.session.pipeline;
     let profiles = &w.session.profiles;
-    let parallel = |name: &str| profiles.get(name).unwrap().parallel_safe(pipeline);
+    let parallel = |name: &str| {
+        profiles
+            .get(name)
+            .unwrap()
+            .parallel_safe(|n| pipeline.spec(n))
+    };
     assert!(
         !parallel("readonly"),
         "run_shell is not always parallel-safe"

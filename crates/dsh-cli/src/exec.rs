@@ -6,7 +6,7 @@ use std::io::Read;
 
 use anyhow::anyhow;
 
-use dsh_agent::{Ending, EventKind, EventStream, StopReason};
+use dsh_agent::{Command, Ending, EventKind, EventStream, Reply, StopReason};
 
 use crate::signals::{self, Signals};
 use crate::start::{self, ModelArgs, Started};
@@ -22,6 +22,11 @@ pub(crate) struct ExecArgs {
     /// No tool lines on stderr (the final answer and errors still print).
     #[arg(long)]
     quiet: bool,
+    /// After a turn that changed files, run `[verify] command` and hand a failure back to
+    /// the model, at most `[verify] max_rounds` times (the command is judged like a model's
+    /// call: allow it with a rule, or it is refused headless).
+    #[arg(long)]
+    verify: bool,
     /// The task. `-` reads it from stdin.
     prompt: String,
 }
@@ -45,39 +50,62 @@ pub(crate) async fn exec(
     }
     let signals = Signals::install().map_err(Failure::harness)?;
     let Started {
-        session,
-        mut agent,
-        stream,
+        runtime,
+        mut stream,
         mirror,
         resumed,
         ..
-    } = start::start(common, model, None)?;
+    } = start::start(common, model, None, signals.token(), args.verify)?;
     for line in resumed.iter().flat_map(start::ResumedNote::lines) {
         eprintln!("dsh: {line}");
     }
-    // Rendered from the agent's events, like every front end.
-    // Tool lines only in text mode: with --json the records say it all on stdout.
-    let lines = !(args.quiet || common.json);
-    let render = tokio::spawn(render(stream, lines));
-    if agent.cost_budget_unenforced() {
+    let status = runtime.status();
+    if status.cost_budget_unenforced {
         eprintln!(
             "dsh: [limits] max_cost_usd is set, but the prices of {} are unknown, so it cannot stop the run; set [model] price",
-            agent.model()
+            status.model
         );
     }
-    // The agent writes `stop` however its run ends; `session_end` is written here.
-    let outcome = agent.run(&prompt, signals.token()).await;
-    let totals = agent.totals();
-    drop(agent);
+    // Tool lines only in text mode: with --json the records say it all on stdout.
+    let lines = !(args.quiet || common.json);
+    let mut rendered = Rendered::default();
+    // The runtime writes `stop` however the turn ends; `session_end` comes with `Finish`.
+    let sent = runtime.send(Command::Prompt(prompt));
+    let outcome = match sent {
+        Ok(id) => match until_done(&mut stream, id, lines, &mut rendered).await {
+            Some(Reply::Turn(outcome)) => outcome,
+            _ => {
+                return Err(Failure::harness(anyhow!(
+                    "the runtime stopped during the turn"
+                )));
+            }
+        },
+        Err(e) => return Err(Failure::harness(anyhow::Error::new(e))),
+    };
     let ending = match &outcome {
         Ok(_) => signals.ending(Ending::Finished),
         Err(_) => Ending::Error,
     };
-    let closed = session.finish(ending, totals);
+    let closed = match runtime.send(Command::Finish(ending)) {
+        Ok(id) => match until_done(&mut stream, id, lines, &mut rendered).await {
+            Some(Reply::Finished(closed)) => closed,
+            _ => {
+                return Err(Failure::harness(anyhow!(
+                    "the runtime stopped before the session ended"
+                )));
+            }
+        },
+        Err(e) => return Err(Failure::harness(anyhow::Error::new(e))),
+    };
     mirror::drain(mirror.as_ref(), &signals).await;
-    // The session's sink closes with the session: the renderer then has every event.
-    drop(session);
-    let Rendered { answer, unasked } = render.await.unwrap_or_default();
+    // The stream ends once the runtime and its session are gone.
+    drop(runtime);
+    while let Some(event) = stream.recv().await {
+        show(event, lines, &mut rendered);
+    }
+    let Rendered {
+        answer, unasked, ..
+    } = rendered;
     let outcome = crate::settle("the run", outcome, closed)?;
     if lines && unasked > 0 {
         eprintln!(
@@ -111,54 +139,70 @@ pub(crate) async fn exec(
     Ok(code)
 }
 
-/// What the renderer saw: the main agent's final answer, and how many calls were refused
-/// for want of a person (`unavailable`).
+/// Shows the events up to command `id`'s end; its reply (`None`: the stream ended first).
+async fn until_done(
+    stream: &mut EventStream,
+    id: dsh_agent::runtime::CommandId,
+    lines: bool,
+    rendered: &mut Rendered,
+) -> Option<Reply> {
+    while let Some(event) = stream.recv().await {
+        if let EventKind::Done { command, reply } = event.kind {
+            if command == id {
+                return Some(reply);
+            }
+            continue;
+        }
+        show(event, lines, rendered);
+    }
+    None
+}
+
+/// What the events said so far: the main agent's final answer, how many calls were refused
+/// for want of a person (`unavailable`), and the calls proposed and not finished yet.
 #[derive(Default)]
 struct Rendered {
     answer: String,
     unasked: usize,
+    calls: std::collections::HashMap<String, dsh_core::ToolCall>,
 }
 
-/// What `dsh exec` shows of the events: each retry of a model call and each compaction
-/// refused for its summary's size on stderr as they happen; with `lines`, one line per
-/// finished tool call on stderr (the REPL's tool line, uncoloured: outcome, exit code and
-/// time, or the deciding gate, policy and reason); and the main agent's final answer,
-/// printed once the run is over (headless: no live text, no approval prompts — none are
-/// asked, see DESIGN §4).
-async fn render(mut stream: EventStream, lines: bool) -> Rendered {
+/// What `dsh exec` shows of an event: each retry of a model call, each compaction refused
+/// for its summary's size and each verify step on stderr as they happen; with `lines`, one
+/// line per finished tool call on stderr (the REPL's tool line, uncoloured: outcome, exit
+/// code and time, or the deciding gate, policy and reason); and the main agent's final
+/// answer, kept to print once the run is over (headless: no live text, no approval prompts
+/// — none are asked, see DESIGN §4).
+fn show(event: dsh_agent::Event, lines: bool, out: &mut Rendered) {
     use crate::repl::{style::Style, toolline};
-    let mut out = Rendered::default();
-    let mut calls = std::collections::HashMap::new();
-    while let Some(event) = stream.recv().await {
-        match event.kind {
-            EventKind::ToolProposed { call } if lines => {
-                calls.insert(call.id().to_owned(), call);
-            }
-            EventKind::ToolFinished { result } => {
-                if result.failure_kind() == Some(dsh_core::FailureKind::Unavailable) {
-                    out.unasked += 1;
-                }
-                if lines {
-                    let call = calls.remove(result.call_id());
-                    let line = toolline::finished(call.as_ref(), &result, Style::new(false));
-                    if let Some(head) = line.first() {
-                        eprintln!("{head}");
-                    }
-                }
-            }
-            EventKind::ModelRetry { attempt, reason } => {
-                eprintln!("dsh: the model call failed, attempt {attempt} follows: {reason}");
-            }
-            EventKind::CompactionRefused { turns, refused } => {
-                eprintln!("dsh: context: {turns} old turns not summarized: {refused}");
-            }
-            EventKind::Stop { text, .. } if &*event.agent == dsh_agent::events::MAIN => {
-                out.answer = text;
-            }
-            // Never sent headless (no interactive approver is mounted); dropping the reply
-            // would answer `cancelled`.
-            _ => {}
+    match event.kind {
+        EventKind::ToolProposed { call } if lines => {
+            out.calls.insert(call.id().to_owned(), call);
         }
+        EventKind::ToolFinished { result } => {
+            if result.failure_kind() == Some(dsh_core::FailureKind::Unavailable) {
+                out.unasked += 1;
+            }
+            if lines {
+                let call = out.calls.remove(result.call_id());
+                let line = toolline::finished(call.as_ref(), &result, Style::new(false));
+                if let Some(head) = line.first() {
+                    eprintln!("{head}");
+                }
+            }
+        }
+        EventKind::ModelRetry { attempt, reason } => {
+            eprintln!("dsh: the model call failed, attempt {attempt} follows: {reason}");
+        }
+        EventKind::CompactionRefused { turns, refused } => {
+            eprintln!("dsh: context: {turns} old turns not summarized: {refused}");
+        }
+        EventKind::Verify(step) => eprintln!("dsh: {}", crate::repl::verify_line(&step)),
+        EventKind::Stop { text, .. } if &*event.agent == dsh_agent::events::MAIN => {
+            out.answer = text;
+        }
+        // Never sent headless (no interactive approver is mounted); dropping the reply
+        // would answer `cancelled`.
+        _ => {}
     }
-    out
 }

@@ -1,12 +1,13 @@
 //! Starting a model session, as `dsh exec` and the REPL both do: configuration with the
-//! model flags, the provider, the session (resumed or new), its event stream and the main
-//! agent. Front ends differ only in who answers `ask` and how they render the events.
+//! model flags, the provider, the session (resumed or new), its event stream, and the
+//! runtime around its main agent. Front ends differ only in who answers `ask`, the commands
+//! they send and how they render the events.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use dsh_agent::{Agent, Approval, EventSink, EventStream, LoopConfig, Session};
+use dsh_agent::{Agent, Approval, EventSink, EventStream, LoopConfig, Runtime, Session};
 use dsh_core::journal::Mirror;
 
 use crate::{Common, Failure, settings};
@@ -42,8 +43,7 @@ pub(crate) struct ModelArgs {
 /// A started session: everything a front end drives.
 pub(crate) struct Started {
     pub loaded: dsh_config::Loaded,
-    pub session: Arc<Session>,
-    pub agent: Agent,
+    pub runtime: Runtime,
     pub stream: EventStream,
     pub mirror: Option<Arc<Mirror>>,
     /// What `--resume`/`--continue` continued, if anything.
@@ -84,7 +84,9 @@ pub(crate) fn say_mode(session: &Session) {
 
 /// Starts the session `common` and `args` describe. `approval` overrides who answers
 /// `ask` (the REPL's person); `None` keeps the flags' choice (`--yolo` or nobody). The
-/// signal handlers are the caller's, installed once per process (`Signals::install`).
+/// signal handlers are the caller's, installed once per process (`Signals::install`), and
+/// `cancel` their token: cancelled, it interrupts every command. `verify`: the configured
+/// check runs after each turn that changes files from the start (`dsh exec --verify`).
 ///
 /// `--resume ID` is read first: the session continues in the workspace it records (see
 /// `workspace.rs`), whose configuration is loaded. `--continue` is keyed on the workspace
@@ -93,6 +95,8 @@ pub(crate) fn start(
     common: &Common,
     args: &ModelArgs,
     approval: Option<Approval>,
+    cancel: &dsh_core::CancellationToken,
+    verify: bool,
 ) -> Result<Started, Failure> {
     let by_id = match &args.resume {
         Some(id) => Some(resume_id(id)?),
@@ -121,6 +125,11 @@ pub(crate) fn start(
         ..dsh_config::Overrides::default()
     };
     let loaded = settings::load_config_with(common, overrides)?;
+    if verify && loaded.config.verify.command.is_none() {
+        return Err(Failure::usage(anyhow!(
+            "--verify: no [verify] command is configured (e.g. [verify] command = \"cargo test\" in .dsh/config.toml)"
+        )));
+    }
     let env = dsh_config::process_env();
     let provider = dsh_agent::provider_from_loaded(&loaded, &env).map_err(Failure::usage)?;
 
@@ -179,10 +188,16 @@ pub(crate) fn start(
             )
         }
     };
+    let verify = dsh_agent::VerifyConfig {
+        command: loaded.config.verify.command.clone(),
+        max_rounds: loaded.config.verify.max_rounds,
+        on: verify,
+    };
+    drop(session);
+    let runtime = Runtime::start(agent, verify, cancel.clone());
     Ok(Started {
         loaded,
-        session,
-        agent,
+        runtime,
         stream,
         mirror,
         resumed: note,

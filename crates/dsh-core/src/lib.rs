@@ -62,7 +62,7 @@ pub use result::{
     AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate, SandboxState,
 };
 pub use scheduler::Dispatch;
-pub use scope::{CallEvents, NoEvents, Scope, ToolSet};
+pub use scope::{CallEvents, Host, NoEvents, Scope, ToolSet};
 pub use slots::Slots;
 pub use spill::{SpillError, SpillPage, SpillStore};
 pub use tool::{

@@ -102,11 +102,18 @@ pub struct NoEvents;
 
 impl CallEvents for NoEvents {}
 
-/// The scope of a batch: its agent's tool set and listener.
+/// What runs an agent, as a tool running for it may reach it: type-erased, so dsh-core
+/// knows nothing of agents. A tool that needs its runtime (`call_sub_agent` starting a child)
+/// downcasts it to the type its runtime put there; none is set outside a runtime.
+pub type Host = Arc<dyn std::any::Any + Send + Sync>;
+
+/// The scope of a batch: its agent's tool set and listener, and what runs the agent.
 #[derive(Clone)]
 pub struct Scope {
     pub tools: ToolSet,
     pub events: Arc<dyn CallEvents>,
+    /// The agent's runtime, for the tools its calls run ([`crate::Dispatch::host`]).
+    pub host: Option<Host>,
 }
 
 impl Default for Scope {
@@ -114,6 +121,7 @@ impl Default for Scope {
         Scope {
             tools: ToolSet::all(),
             events: Arc::new(NoEvents),
+            host: None,
         }
     }
 }
@@ -127,9 +135,19 @@ impl std::fmt::Debug for Scope {
 }
 
 impl Scope {
-    /// Every tool, reporting to `events`.
+    /// `tools`, reporting to `events`, with no host.
     pub fn new(tools: ToolSet, events: Arc<dyn CallEvents>) -> Self {
-        Scope { tools, events }
+        Scope {
+            tools,
+            events,
+            host: None,
+        }
+    }
+
+    /// This scope with `host` as what runs its agent.
+    pub fn with_host(mut self, host: Host) -> Self {
+        self.host = Some(host);
+        self
     }
 
     pub(crate) fn proposed(&self, call: &ToolCall) {

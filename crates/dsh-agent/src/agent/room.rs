@@ -9,7 +9,8 @@ use dsh_core::CancellationToken;
 use dsh_core::journal::Record;
 use dsh_model::{ChatRequest, Message, ModelError};
 
-use super::{Agent, AgentError, estimate_tokens};
+use super::{Agent, AgentError};
+use crate::context::estimate_tokens;
 use crate::events::EventKind;
 
 impl Agent {
@@ -137,7 +138,7 @@ impl Agent {
     /// Prunes the part of the history that is sent down to `budget` tokens (0: all it can)
     /// and says so.
     pub(super) fn prune(&mut self, budget: u64) -> crate::context::Pruned {
-        let from = crate::trim::kept_from(
+        let from = crate::context::trim::kept_from(
             self.history.len(),
             &self.turn_starts,
             self.config.keep_turns,

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use dsh_core::{Parallel, Pipeline, ToolSet};
+use dsh_core::{Parallel, ToolSet, ToolSpec};
 
 /// The name of the tool that starts sub-agents; never in a profile.
 pub const CALL_SUB_AGENT: &str = "call_sub_agent";
@@ -72,15 +72,16 @@ impl Profile {
     /// it can use declares itself read-only and always parallel-safe — read from the
     /// registry's declarations, never from the profile's name. A profile of every tool, or
     /// one naming a tool the session no longer has, is exclusive.
-    pub fn parallel_safe(&self, pipeline: &Pipeline) -> bool {
+    pub fn parallel_safe<S: std::ops::Deref<Target = ToolSpec>>(
+        &self,
+        spec: impl Fn(&str) -> Option<S>,
+    ) -> bool {
         let Some(names) = &self.tools else {
             return false;
         };
-        names.iter().all(|name| {
-            pipeline
-                .spec(name)
-                .is_some_and(|s| s.read_only && s.parallel == Parallel::Always)
-        })
+        names
+            .iter()
+            .all(|name| spec(name).is_some_and(|s| s.read_only && s.parallel == Parallel::Always))
     }
 
     /// Its tools as a person or a model reads them.

@@ -3,8 +3,11 @@
 //! Starting a child changes nothing by itself — each call the child makes passes every gate
 //! on its own, journaled as the child's with this call as its `parent` — so the tool declares
 //! itself read-only (allowed unless a rule says otherwise). Whether two of its calls may
-//! overlap is the profile's tools' declarations (see [`super::Profile::parallel_safe`]).
+//! overlap is the profile's tools' declarations (see [`super::Profile::parallel_safe`]),
+//! read once, when the session is assembled: a profile names only tools registered before
+//! this one, and a registered tool's declaration never changes.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +15,7 @@ use dsh_core::{ExecContext, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{CALL_SUB_AGENT, Profiles, SessionLink};
+use super::{CALL_SUB_AGENT, Parent, Profiles};
 
 /// The longest a child may run (gate 4's deadline for this tool): its own model calls and
 /// tool calls each have their deadlines; this only bounds the whole.
@@ -20,12 +23,21 @@ const CHILD_DEADLINE: Duration = Duration::from_secs(2 * 3600);
 
 pub(crate) struct SubAgentTool {
     profiles: Arc<Profiles>,
-    link: Arc<SessionLink>,
+    /// Whether children of each profile may run beside other calls.
+    parallel: BTreeMap<String, bool>,
 }
 
 impl SubAgentTool {
-    pub(crate) fn new(profiles: Arc<Profiles>, link: Arc<SessionLink>) -> Self {
-        SubAgentTool { profiles, link }
+    /// The tool for `profiles`, whose tools' declarations `spec` gives.
+    pub(crate) fn new(
+        profiles: Arc<Profiles>,
+        spec: impl Fn(&str) -> Option<Arc<dsh_core::ToolSpec>>,
+    ) -> Self {
+        let parallel = profiles
+            .iter()
+            .map(|p| (p.name.clone(), p.parallel_safe(&spec)))
+            .collect();
+        SubAgentTool { profiles, parallel }
     }
 }
 
@@ -83,10 +95,7 @@ impl Tool for SubAgentTool {
     /// parallel-safe by its own declaration; an unknown profile is exclusive.
     fn parallel_safe(&self, args: &Value) -> Result<bool, String> {
         let name = args.get("profile").and_then(Value::as_str).unwrap_or("");
-        let (Some(profile), Some(session)) = (self.profiles.get(name), self.link.get()) else {
-            return Ok(false);
-        };
-        Ok(profile.parallel_safe(&session.pipeline))
+        Ok(self.parallel.get(name).copied().unwrap_or(false))
     }
 
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {
@@ -102,11 +111,16 @@ impl Tool for SubAgentTool {
                 ),
             ));
         };
-        let (Some(session), Some(dispatch)) = (self.link.get(), cx.dispatch.clone()) else {
+        let parent = cx
+            .dispatch
+            .as_ref()
+            .and_then(|d| d.host())
+            .and_then(|h| h.downcast_ref::<Parent>());
+        let (Some(Parent(parent)), Some(dispatch)) = (parent, cx.dispatch.clone()) else {
             return Err(ToolError::failed(
                 "call_sub_agent runs only inside an agent's turn (dsh exec or the REPL)",
             ));
         };
-        super::run_child(&session, profile, &args.task, dispatch, cx).await
+        parent.start_child(profile, &args.task, dispatch, cx).await
     }
 }

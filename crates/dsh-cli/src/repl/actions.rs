@@ -1,12 +1,13 @@
-//! What a prompt and each slash command do. Decisions stay with the runtime: a command that
-//! writes (`/memory add`) does so through the pipeline as a person's own call, and one that
-//! changes the session (`/model`, `/turns`, `/reload`, `/load`) asks dsh-agent to.
+//! What a prompt and each slash command do. Decisions stay with the runtime: each command
+//! that acts (a prompt, `/memory add`'s write, `/model`, `/turns`, `/clear`, `/save`,
+//! `/verify`) is a runtime command; this file only reads the person's input and shows the
+//! replies.
 
-use dsh_agent::{AgentError, StopReason};
-use dsh_core::{CancellationToken, ToolCall, ToolSet};
+use dsh_agent::{AgentError, Command, Reply, StopReason};
+use dsh_core::{ToolCall, ToolSet};
 use serde_json::json;
 
-use super::commands::{self, Command, MemoryAction};
+use super::commands::{self, Command as Slash, MemoryAction};
 use super::input::{Input, Read};
 use super::turn::{self, Ui};
 use super::visible::visible;
@@ -21,13 +22,6 @@ pub(crate) enum Flow {
     Resume(String),
 }
 
-/// Settings of the REPL that last between turns.
-#[derive(Default)]
-pub(crate) struct State {
-    /// `/verify on`.
-    verify: bool,
-}
-
 /// The memory file `/memory` works on.
 const MEMORY: &str = dsh_policy::MEMORY_FILE;
 
@@ -37,103 +31,27 @@ const MEMORY_MAX_BYTES: usize = 256 * 1024;
 /// How long the session list of `/sessions` is.
 const SESSIONS_SHOWN: usize = 10;
 
-/// A prompt: one turn, then, with `/verify on` and files changed, the verify command and
-/// up to `[verify] max_rounds` turns handing its failure back.
+/// A prompt: one turn (then, with `/verify on`, the runtime's check and its rounds).
 pub(crate) async fn prompt(
     text: &str,
     live: &mut Live,
     ui: &mut Ui,
-    state: &State,
-    signals: &Signals,
-) -> Result<StopReason, AgentError> {
-    let changes = changes(live, ui);
-    let mut stop = turn_once(text, live, ui, signals).await?;
-    if !state.verify || stop != StopReason::FinalAnswer || changes == self::changes(live, ui) {
-        return Ok(stop);
-    }
-    let Some(command) = live.loaded.config.verify.command.clone() else {
-        return Ok(stop);
-    };
-    let st = ui.render.style();
-    for round in 1..=live.loaded.config.verify.max_rounds.max(1) {
-        ui.screen
-            .line(&st.dim(&format!("verify: running `{}`", visible(&command, false))));
-        let cancel = signals.token().child_token();
-        let call = ToolCall::new(
-            format!("verify-{}", uuidish()),
-            "run_shell",
-            json!({"command": command}),
-        );
-        let session = live.session.clone();
-        let run = session.run_own_calls(vec![call], dsh_core::CallSource::Config, &cancel);
-        let outcome = turn::drive(run, &cancel, signals, &session, &mut live.stream, ui).await;
-        let Ok(outcome) = outcome else {
-            break;
-        };
-        let Some(result) = outcome.results.first() else {
-            break;
-        };
-        let passed = result.ok() && result.exit_code() == Some(0);
-        if passed {
-            ui.screen.line(&st.green("verify: passed"));
-            break;
-        }
-        if !result.ok() {
-            ui.screen.line(&st.yellow(
-                "verify: the command did not run (see its line above); nothing is handed to the model",
-            ));
-            break;
-        }
-        let before = self::changes(live, ui);
-        let report = format!(
-            "The verify command `{command}` failed (exit {}). Its output:\n{}\nFix the cause; do not change the verify command.",
-            result.exit_code().unwrap_or(-1),
-            result.content()
-        );
-        ui.screen.line(&st.yellow(&format!(
-            "verify: failed; handing the failure to the model (round {round} of {})",
-            live.loaded.config.verify.max_rounds.max(1)
-        )));
-        stop = turn_once(&report, live, ui, signals).await?;
-        if stop != StopReason::FinalAnswer || before == self::changes(live, ui) {
-            break;
-        }
-    }
-    Ok(stop)
-}
-
-/// A unique enough suffix for the REPL's own call ids.
-fn uuidish() -> String {
-    dsh_agent::new_session_id()
-}
-
-/// Successful calls of tools that may change things, so far: "the reply changed files".
-fn changes(live: &Live, ui: &Ui) -> u64 {
-    ui.stats.ok_calls(|tool| {
-        live.session
-            .pipeline
-            .spec(tool)
-            .is_none_or(|s| !s.read_only)
-    })
-}
-
-async fn turn_once(
-    text: &str,
-    live: &mut Live,
-    ui: &mut Ui,
     signals: &Signals,
 ) -> Result<StopReason, AgentError> {
     let st = ui.render.style();
-    let session = live.session.clone();
-    let o = turn::run(
-        &session,
-        &mut live.agent,
-        text,
+    let reply = turn::drive(
+        Command::Prompt(text.to_owned()),
+        &live.runtime,
+        signals,
         &mut live.stream,
         ui,
-        signals,
     )
-    .await?;
+    .await;
+    let o = match reply {
+        Some(Reply::Turn(outcome)) => outcome?,
+        // The runtime is gone (the session ended under it): as an interrupted turn.
+        _ => return Ok(StopReason::Interrupted),
+    };
     let note = match o.stop {
         StopReason::FinalAnswer => None,
         StopReason::Interrupted => Some("interrupted".to_owned()),
@@ -149,31 +67,49 @@ async fn turn_once(
     Ok(o.stop)
 }
 
+/// Sends a command that needs no turn and returns its reply (`None`: the runtime stopped).
+async fn ask(live: &mut Live, command: Command) -> Option<Reply> {
+    let id = live.runtime.send(command).ok()?;
+    while let Some(event) = live.stream.recv().await {
+        if let dsh_agent::EventKind::Done { command, reply } = event.kind
+            && command == id
+        {
+            return Some(reply);
+        }
+    }
+    None
+}
+
 /// Runs one slash command.
 pub(crate) async fn run(
-    command: Command,
+    command: Slash,
     live: &mut Live,
     ui: &mut Ui,
-    state: &mut State,
     input: &mut Input,
     signals: &Signals,
 ) -> Flow {
     let st = ui.render.style();
     let screen = &mut ui.screen;
     match command {
-        Command::Exit => return Flow::Exit,
-        Command::Help(which) => match commands::help(which.as_deref()) {
+        Slash::Exit => return Flow::Exit,
+        Slash::Help(which) => match commands::help(which.as_deref()) {
             Ok(lines) => lines.iter().for_each(|l| screen.line(l)),
             Err(e) => screen.line(&st.red(&e)),
         },
-        Command::Clear => match live.agent.clear_history() {
-            Ok(()) => screen.line(
+        Slash::Clear => match ask(live, Command::Clear).await {
+            Some(Reply::Recorded(Ok(()))) => ui.screen.line(
                 &st.dim("history cleared (the system prompt stays; journaled as history_cleared)"),
             ),
-            Err(e) => screen.line(&st.red(&format!("cannot clear the history: {e}"))),
+            Some(Reply::Recorded(Err(e))) => {
+                ui.screen
+                    .line(&st.red(&format!("cannot clear the history: {e}")));
+            }
+            _ => ui
+                .screen
+                .line(&st.red("cannot clear the history: the session has ended")),
         },
-        Command::Tools => {
-            let specs = live.session.pipeline.specs(&ToolSet::all());
+        Slash::Tools => {
+            let specs = live.runtime.session().pipeline.specs(&ToolSet::all());
             screen.line(&st.dim(&format!(
                 "{:<16} {:<10} {:<14} {}",
                 "tool", "read-only", "parallel-safe", "from"
@@ -191,9 +127,9 @@ pub(crate) async fn run(
                 "{:<16} {:<10} {}",
                 "sub-agent", "parallel", "tools"
             )));
-            let pipeline = &live.session.pipeline;
-            for p in live.session.profiles.iter() {
-                let parallel = if p.parallel_safe(pipeline) {
+            let pipeline = &live.runtime.session().pipeline;
+            for p in live.runtime.session().profiles.iter() {
+                let parallel = if p.parallel_safe(|n| pipeline.spec(n)) {
                     "yes"
                 } else {
                     "no"
@@ -202,7 +138,7 @@ pub(crate) async fn run(
                 screen.line(&visible(&line, false));
             }
         }
-        Command::Log(n) => match live.session.journal_path.as_deref() {
+        Slash::Log(n) => match live.runtime.session().journal_path.as_deref() {
             Some(path) => match crate::sessions::readable_lines(path) {
                 Ok(lines) => {
                     let from = lines.len().saturating_sub(n);
@@ -214,7 +150,7 @@ pub(crate) async fn run(
             },
             None => screen.line(&st.red("this session has no journal file")),
         },
-        Command::Verbose(on) => {
+        Slash::Verbose(on) => {
             ui.render.verbose = on;
             ui.screen.line(&st.dim(if on {
                 "reasoning is shown in full"
@@ -222,20 +158,20 @@ pub(crate) async fn run(
                 "reasoning is shown as one line"
             }));
         }
-        Command::Stats => {
+        Slash::Stats => {
             for l in ui.stats.lines() {
                 ui.screen.line(&l);
             }
         }
-        Command::Turns(n) => {
-            live.agent.config.keep_turns = n;
-            screen.line(&st.dim(&match n {
+        Slash::Turns(n) => {
+            ask(live, Command::KeepTurns(n)).await;
+            ui.screen.line(&st.dim(&match n {
                 Some(n) => format!("the next requests send the last {n} whole turns"),
                 None => "the next requests send every turn".to_owned(),
             }));
         }
-        Command::Mode(mode) => {
-            let session = &live.session;
+        Slash::Mode(mode) => {
+            let session = live.runtime.session();
             let next = mode.unwrap_or_else(|| dsh_agent::next_mode(session.mode()));
             match session.set_mode(next, "person") {
                 Ok(()) => {
@@ -247,30 +183,30 @@ pub(crate) async fn run(
                 Err(e) => screen.line(&st.red(&format!("/mode: {e}"))),
             }
         }
-        Command::Verify(on) => {
-            let configured = live.loaded.config.verify.command.as_deref();
-            match (on, configured) {
-                (true, None) => screen.line(&st.red(
-                    "/verify on: no [verify] command is configured (e.g. [verify] command = \"cargo test\")",
-                )),
-                (true, Some(c)) => {
-                    state.verify = true;
-                    screen.line(&st.dim(&format!(
-                        "after a reply that changed files, `{}` runs; a failure goes back to the model at most {} times",
-                        visible(c, false),
-                        live.loaded.config.verify.max_rounds.max(1)
-                    )));
+        Slash::Verify(on) => {
+            let rounds = live.loaded.config.verify.max_rounds.max(1);
+            let command = live
+                .loaded
+                .config
+                .verify
+                .command
+                .clone()
+                .unwrap_or_default();
+            match ask(live, Command::Verify(on)).await {
+                Some(Reply::Refused(why)) => {
+                    ui.screen.line(&st.red(&format!("/verify on: {why}")));
                 }
-                (false, _) => {
-                    state.verify = false;
-                    screen.line(&st.dim("verify is off"));
-                }
+                _ if on => ui.screen.line(&st.dim(&format!(
+                    "after a reply that changed files, `{}` runs; a failure goes back to the model at most {rounds} times",
+                    visible(&command, false),
+                ))),
+                _ => ui.screen.line(&st.dim("verify is off")),
             }
         }
-        Command::Memory(action) => memory(action, live, ui, signals).await,
-        Command::Model(choice) => model(choice, live, ui, input, signals).await,
-        Command::Reload => {
-            return match live.session.id.clone() {
+        Slash::Memory(action) => memory(action, live, ui, signals).await,
+        Slash::Model(choice) => model(choice, live, ui, input, signals).await,
+        Slash::Reload => {
+            return match live.runtime.session().id.clone() {
                 id if !id.is_empty() => {
                     screen.line(&st.dim(
                         "reloading the configuration: this session ends and goes on in a new journal",
@@ -280,25 +216,23 @@ pub(crate) async fn run(
                 _ => Flow::Continue,
             };
         }
-        Command::Save(name) => {
-            let name = name.unwrap_or_else(|| live.session.id.clone());
-            let written =
-                live.session
-                    .pipeline
-                    .journal()
-                    .append(&dsh_core::journal::Record::SessionNamed {
-                        name: name.as_str().into(),
-                    });
-            match written {
-                Ok(_) => screen.line(&st.dim(&format!(
-                    "saved as {}: /load {0} (or dsh --resume {}) goes on with it",
+        Slash::Save(name) => {
+            let id = live.runtime.session().id.clone();
+            let name = name.unwrap_or_else(|| id.clone());
+            match ask(live, Command::Name(name.clone())).await {
+                Some(Reply::Recorded(Ok(()))) => ui.screen.line(&st.dim(&format!(
+                    "saved as {}: /load {0} (or dsh --resume {id}) goes on with it",
                     visible(&name, false),
-                    live.session.id
                 ))),
-                Err(e) => screen.line(&st.red(&format!("cannot save: {e}"))),
+                Some(Reply::Recorded(Err(e))) => {
+                    ui.screen.line(&st.red(&format!("cannot save: {e}")));
+                }
+                _ => ui
+                    .screen
+                    .line(&st.red("cannot save: the session has ended")),
             }
         }
-        Command::Load(name) => {
+        Slash::Load(name) => {
             let Some(home) = live.dsh_home() else {
                 screen.line(&st.red("this session has no journal file"));
                 return Flow::Continue;
@@ -319,7 +253,7 @@ pub(crate) async fn run(
                 Err(e) => screen.line(&st.red(&format!("/load: {e}"))),
             }
         }
-        Command::Sessions => {
+        Slash::Sessions => {
             let Some(home) = live.dsh_home() else {
                 return Flow::Continue;
             };
@@ -333,7 +267,7 @@ pub(crate) async fn run(
                 screen.line(&st.dim("no sessions of this workspace yet"));
             }
             for s in mine {
-                let here = if s.id == live.session.id {
+                let here = if s.id == live.runtime.session().id {
                     " (this one)"
                 } else {
                     ""
@@ -344,15 +278,15 @@ pub(crate) async fn run(
                 ));
             }
         }
-        Command::Mcp => {
+        Slash::Mcp => {
             let n = live.loaded.config.mcp.servers.len();
             screen.line(&st.dim(&extension_line("MCP servers", "[mcp.servers.NAME]", n)));
         }
-        Command::Plugins => {
+        Slash::Plugins => {
             let n = live.loaded.config.plugins.len();
             screen.line(&st.dim(&extension_line("plugins", "[plugins.NAME]", n)));
         }
-        Command::Skills => {
+        Slash::Skills => {
             let n = live.loaded.config.skills.len();
             screen.line(&st.dim(&extension_line("skills", "[skills.NAME]", n)));
         }
@@ -407,7 +341,7 @@ async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, signals: &Si
             t
         }
     };
-    let id = uuidish();
+    let id = dsh_agent::new_session_id();
     let mut calls = Vec::new();
     if matches!(current, Ok(Some(_))) {
         calls.push(ToolCall::new(
@@ -421,16 +355,17 @@ async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, signals: &Si
         "write_file",
         json!({"path": MEMORY, "content": new_text}),
     ));
-    let cancel: CancellationToken = signals.token().child_token();
-    let session = live.session.clone();
-    let run = session.run_own_calls(calls, dsh_core::CallSource::User, &cancel);
-    let outcome = turn::drive(run, &cancel, signals, &session, &mut live.stream, ui).await;
-    let written = outcome
-        .ok()
-        .and_then(|o| o.results.last().map(|r| r.ok()))
-        .unwrap_or(false);
+    let own = Command::OwnCalls {
+        calls,
+        source: dsh_core::CallSource::User,
+    };
+    let reply = turn::drive(own, &live.runtime, signals, &mut live.stream, ui).await;
+    let written = match reply {
+        Some(Reply::Calls(Ok(o))) => o.results.last().is_some_and(|r| r.ok()),
+        _ => false,
+    };
     if written {
-        live.agent.reload_system_prompt();
+        ask(live, Command::ReloadPrompt).await;
         ui.screen.line(&st.dim(&format!(
             "{MEMORY} updated; the system prompt carries it from the next request"
         )));
@@ -444,7 +379,7 @@ async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, signals: &Si
 /// confinement.
 fn read_memory(live: &Live) -> Result<Option<String>, String> {
     use std::io::Read as _;
-    let ws = &live.session.workspace;
+    let ws = &live.runtime.session().workspace;
     let (file, _) = match ws.open_read(MEMORY) {
         Ok(f) => f,
         Err(_) if !ws.root().join(MEMORY).exists() => return Ok(None),
@@ -478,10 +413,11 @@ async fn model(
 ) {
     let st = ui.render.style();
     let env = dsh_config::process_env();
-    let choices = dsh_agent::model_choices(&live.loaded, live.agent.model());
+    let status = live.runtime.status();
+    let choices = dsh_agent::model_choices(&live.loaded, &status.model);
     let label = |c: &dsh_agent::ModelChoice| format!("{}/{}", c.provider.as_str(), c.model);
     let mut picked = match choice {
-        Some(text) => match parse_choice(&text, live.agent.provider_name()) {
+        Some(text) => match parse_choice(&text, &status.provider) {
             Ok(c) => c,
             Err(e) => {
                 ui.screen.line(&st.red(&format!("/model: {e}")));
@@ -538,11 +474,12 @@ async fn model(
     }
     match dsh_agent::provider_for_choice(&live.loaded, &env, &picked) {
         Ok(provider) => {
-            live.agent.switch_provider(provider);
+            ask(live, Command::SwitchModel(provider)).await;
+            let status = live.runtime.status();
             ui.screen.line(&st.dim(&format!(
                 "the next request goes to {}/{}",
-                live.agent.provider_name(),
-                visible(live.agent.model(), false)
+                status.provider,
+                visible(&status.model, false)
             )));
         }
         Err(e) => ui.screen.line(&st.red(&format!("/model: {e}"))),

@@ -21,10 +21,12 @@ mod turn;
 mod visible;
 
 use std::io::IsTerminal;
-use std::sync::Arc;
 
 use anyhow::anyhow;
-use dsh_agent::{Agent, Approval, Ending, EventStream, Session, StopReason};
+use dsh_agent::{
+    Approval, Command, Ending, Event, EventKind, EventStream, Reply, Runtime, Session, Status,
+    StopReason, VerifyStep,
+};
 
 use crate::signals::{self, Signals};
 use crate::start::{self, ModelArgs, Started};
@@ -42,8 +44,7 @@ const HISTORY_FILE: &str = "history.txt";
 /// The session the REPL drives now; replaced by `/reload` and `/load`.
 pub(crate) struct Live {
     pub(crate) loaded: dsh_config::Loaded,
-    pub(crate) session: Arc<Session>,
-    pub(crate) agent: Agent,
+    pub(crate) runtime: Runtime,
     pub(crate) stream: EventStream,
 }
 
@@ -57,18 +58,30 @@ pub(crate) struct Start<'a> {
 
 impl Start<'_> {
     /// Starts a session (resuming `args.resume`, if set) and prints its header.
-    pub(crate) fn live(&self, ui: &mut Ui) -> Result<Live, Failure> {
+    pub(crate) fn live(&self, ui: &mut Ui, signals: &Signals) -> Result<Live, Failure> {
         let Started {
             loaded,
-            session,
-            agent,
+            runtime,
             stream,
             resumed,
             ..
-        } = start::start(self.common, &self.args, self.approval.clone())?;
+        } = start::start(
+            self.common,
+            &self.args,
+            self.approval.clone(),
+            signals.token(),
+            false,
+        )?;
         let st = ui.render.style();
         let screen = &mut ui.screen;
-        screen.line(&header(&loaded, &session, &agent, self.terminal, st));
+        let status = runtime.status();
+        screen.line(&header(
+            &loaded,
+            runtime.session(),
+            &status,
+            self.terminal,
+            st,
+        ));
         // The first line (which session) dim; the calls cut off stand out.
         for (i, line) in resumed
             .iter()
@@ -82,17 +95,16 @@ impl Start<'_> {
                 st.yellow(&line)
             });
         }
-        if agent.cost_budget_unenforced() {
+        if status.cost_budget_unenforced {
             screen.line(&st.yellow(&format!(
                 "[limits] max_cost_usd is set, but the prices of {} are unknown, so it cannot stop a turn; set [model] price",
-                agent.model()
+                status.model
             )));
         }
         screen.flush();
         Ok(Live {
             loaded,
-            session,
-            agent,
+            runtime,
             stream,
         })
     }
@@ -100,11 +112,28 @@ impl Start<'_> {
 
 impl Live {
     /// Ends this session's journal (`session_end`); its file can then be resumed.
-    pub(crate) fn finish(self, ending: Ending) -> Result<(), Failure> {
-        let totals = self.agent.totals();
-        drop(self.agent);
-        let closed = self.session.finish(ending, totals);
-        drop(self.session);
+    pub(crate) async fn finish(mut self, ending: Ending) -> Result<(), Failure> {
+        let closed = match self.runtime.send(Command::Finish(ending)) {
+            Ok(id) => loop {
+                match self.stream.recv().await {
+                    Some(Event {
+                        kind:
+                            EventKind::Done {
+                                command,
+                                reply: Reply::Finished(closed),
+                            },
+                        ..
+                    }) if command == id => break closed,
+                    Some(_) => {}
+                    None => {
+                        return Err(Failure::harness(anyhow!(
+                            "the runtime stopped before the session ended"
+                        )));
+                    }
+                }
+            },
+            Err(e) => return Err(Failure::harness(anyhow::Error::new(e))),
+        };
         crate::settle(
             "the session",
             Ok::<(), std::convert::Infallible>(()),
@@ -113,7 +142,8 @@ impl Live {
     }
 
     pub(crate) fn dsh_home(&self) -> Option<std::path::PathBuf> {
-        self.session
+        self.runtime
+            .session()
             .journal_path
             .as_deref()
             .and_then(|p| p.parent()?.parent())
@@ -148,7 +178,7 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
         stats: stats::Stats::new(),
         typed: TypeAhead::default(),
     };
-    let mut live = start.live(&mut ui)?;
+    let mut live = start.live(&mut ui, &signals)?;
     let st = ui.render.style();
     if terminal {
         ui.screen
@@ -163,7 +193,6 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
     } else {
         Input::piped()
     };
-    let mut state = actions::State::default();
     let mut interrupted_prompt = false;
     let mut failure: Option<Failure> = None;
     // Piped, the exit code says how the worst turn went, as `dsh exec` would: 1 when one
@@ -225,10 +254,7 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
         if text.starts_with('/') {
             let flow = match commands::parse(text) {
                 Ok(command) => {
-                    actions::run(
-                        command, &mut live, &mut ui, &mut state, &mut input, &signals,
-                    )
-                    .await
+                    actions::run(command, &mut live, &mut ui, &mut input, &signals).await
                 }
                 Err(e) => {
                     ui.screen.line(&st.red(&e));
@@ -241,10 +267,10 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
                 Flow::Exit => break,
                 Flow::Resume(id) => {
                     // The session ends; the one named goes on in a new journal.
-                    live.finish(Ending::Finished)?;
+                    live.finish(Ending::Finished).await?;
                     start.args.resume = Some(id);
                     start.args.continue_ = false;
-                    live = match start.live(&mut ui) {
+                    live = match start.live(&mut ui, &signals) {
                         Ok(l) => l,
                         // Refused (open elsewhere, broken): a new session instead, so the
                         // person can go on.
@@ -254,14 +280,14 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
                                 crate::render_chain(&f.error)
                             )));
                             start.args.resume = None;
-                            start.live(&mut ui)?
+                            start.live(&mut ui, &signals)?
                         }
                     };
                 }
             }
             continue;
         }
-        match actions::prompt(text, &mut live, &mut ui, &state, &signals).await {
+        match actions::prompt(text, &mut live, &mut ui, &signals).await {
             Ok(stop) => {
                 if worst == exit::OK
                     && !matches!(stop, StopReason::FinalAnswer | StopReason::Interrupted)
@@ -289,7 +315,7 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
     } else {
         signals.ending(Ending::Finished)
     };
-    let closed = live.finish(ending);
+    let closed = live.finish(ending).await;
     if let Some(f) = failure {
         return Err(f);
     }
@@ -303,7 +329,7 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
 fn header(
     loaded: &dsh_config::Loaded,
     session: &Session,
-    agent: &Agent,
+    status: &Status,
     terminal: bool,
     st: style::Style,
 ) -> String {
@@ -328,10 +354,28 @@ fn header(
         "{} {} · {}/{} · mode {} · sandbox {} · {trust} · {approvals} · {}",
         st.bold("dsh"),
         visible::visible(&loaded.workspace.display().to_string(), false),
-        agent.provider_name(),
-        visible::visible(agent.model(), false),
+        status.provider,
+        visible::visible(&status.model, false),
         mode.as_str(),
         loaded.config.sandbox.mode.as_str(),
         st.dim(&journal)
     )
+}
+
+/// A verify step as a line (the REPL colours it; `dsh exec` prints it on stderr).
+pub(crate) fn verify_line(step: &VerifyStep) -> String {
+    match step {
+        VerifyStep::Running { command, .. } => {
+            format!("verify: running `{}`", visible::visible(command, false))
+        }
+        VerifyStep::Passed => "verify: passed".to_owned(),
+        VerifyStep::NotRun => {
+            "verify: the command did not run (see its line above); nothing is handed to the model"
+                .to_owned()
+        }
+        VerifyStep::Failed { round, rounds, .. } => {
+            format!("verify: failed; handing the failure to the model (round {round} of {rounds})")
+        }
+        _ => "verify: (a step this version cannot show)".to_owned(),
+    }
 }

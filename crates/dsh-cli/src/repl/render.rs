@@ -184,6 +184,14 @@ impl Render {
                 "context from {policy}: {}",
                 visible(&text, false)
             ))),
+            EventKind::Verify(step) => {
+                let line = super::verify_line(&step);
+                screen.line(&match step {
+                    dsh_agent::VerifyStep::Passed => self.st.green(&line),
+                    dsh_agent::VerifyStep::Running { .. } => self.st.dim(&line),
+                    _ => self.st.yellow(&line),
+                });
+            }
             EventKind::SubAgentStarted { child, profile } => {
                 let line = format!("sub-agent {child} ({profile}) starts");
                 screen.line(&self.st.dim(&visible(&line, false)));

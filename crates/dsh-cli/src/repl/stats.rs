@@ -153,16 +153,6 @@ impl Stats {
         )
     }
 
-    /// Successful calls, over every agent, of the tools `counts` says yes to.
-    pub(crate) fn ok_calls(&self, counts: impl Fn(&str) -> bool) -> u64 {
-        self.agents
-            .values()
-            .flat_map(|a| &a.tools)
-            .filter(|((tool, outcome), _)| outcome == "ok" && counts(tool))
-            .map(|(_, n)| *n)
-            .sum()
-    }
-
     pub(crate) fn lines(&self) -> Vec<String> {
         self.lines_at(self.started.elapsed())
     }
@@ -227,6 +217,5 @@ mod tests {
             s.event(&e);
         }
         insta::assert_snapshot!(s.lines_at(Duration::from_secs(75)).join("\n"));
-        assert_eq!(s.ok_calls(|t| t != "read_file"), 1);
     }
 }

@@ -5,11 +5,10 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use dsh_agent::Session;
-use dsh_agent::{Agent, AgentError, EventStream, Outcome};
+use dsh_agent::{Command, EventKind, EventStream, Reply, Runtime};
 
 use super::stats::Stats;
-use dsh_core::{ApprovalAnswer, ApprovalOutcome, CancellationToken};
+use dsh_core::{ApprovalAnswer, ApprovalOutcome};
 use tokio::sync::oneshot;
 
 use super::approval::{self, Action, Question};
@@ -78,40 +77,21 @@ pub(crate) struct Ui {
     pub(crate) typed: TypeAhead,
 }
 
-/// Runs `prompt` on `agent` to its stop line. The turn's own token is a child of the
-/// session's (`signals`), cancelled by Esc or Ctrl-C.
-pub(crate) async fn run(
-    session: &Session,
-    agent: &mut Agent,
-    prompt: &str,
+/// Sends `command` (a prompt, or a person's own calls such as `/memory add`) and drives it
+/// to its end while rendering the session's events, reading keys and asking approval
+/// questions; Esc or Ctrl-C interrupts it. A terminal that can no longer be read is a
+/// hang-up: the whole session ends, as on SIGHUP. Its reply; `None` when the runtime has
+/// stopped.
+pub(crate) async fn drive(
+    command: Command,
+    runtime: &Runtime,
+    signals: &Signals,
     stream: &mut EventStream,
     ui: &mut Ui,
-    signals: &Signals,
-) -> Result<Outcome, AgentError> {
-    let cancel = signals.token().child_token();
-    drive(
-        agent.run(prompt, &cancel),
-        &cancel,
-        signals,
-        session,
-        stream,
-        ui,
-    )
-    .await
-}
-
-/// Drives `work` (a turn, or a person's own calls such as `/memory add`) to its end while
-/// rendering the session's events, reading keys and asking approval questions; Esc or
-/// Ctrl-C cancels `cancel` (a child of `signals`' token). A terminal that can no longer be
-/// read is a hang-up: the whole session ends, as on SIGHUP.
-pub(crate) async fn drive<T>(
-    work: impl Future<Output = T>,
-    cancel: &CancellationToken,
-    signals: &Signals,
-    session: &Session,
-    stream: &mut EventStream,
-    ui: &mut Ui,
-) -> T {
+) -> Option<Reply> {
+    let id = runtime.send(command).ok()?;
+    let session = runtime.session();
+    let mut interrupted = false;
     let Ui {
         screen,
         render,
@@ -138,14 +118,11 @@ pub(crate) async fn drive<T>(
     // Shown again however the turn ends, a panic included.
     let _cursor = CursorShown(screen.terminal());
     render.begin_turn();
-    let run = work;
-    tokio::pin!(run);
     let mut asks: VecDeque<Ask> = VecDeque::new();
     let mut open: Option<Open> = None;
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let st = render.style();
-    let mut stream_closed = false;
     // Drawn at most once a frame while events stream; at once after a key or a question.
     let mut last_draw = Instant::now();
     let mut dirty = false;
@@ -153,23 +130,24 @@ pub(crate) async fn drive<T>(
         let mut urgent = true;
         tokio::select! {
             biased;
-            outcome = &mut run => break outcome,
-            event = stream.recv(), if !stream_closed => {
+            event = stream.recv() => {
                 let Some(event) = event else {
-                    stream_closed = true;
-                    continue;
+                    break None;
                 };
                 urgent = false;
-                stats.event(&event);
-                if let Some(ask) = render.event(screen, event) {
-                    asks.push_back(ask);
+                if let Some(reply) = take(event, id, stats, render, screen, &mut asks) {
+                    break Some(reply);
                 }
                 // Everything already queued, then one redraw.
+                let mut done = None;
                 while let Ok(event) = stream.try_recv() {
-                    stats.event(&event);
-                    if let Some(ask) = render.event(screen, event) {
-                        asks.push_back(ask);
+                    if let Some(reply) = take(event, id, stats, render, screen, &mut asks) {
+                        done = Some(reply);
+                        break;
                     }
+                }
+                if done.is_some() {
+                    break done;
                 }
             }
             report = next_key(keys.as_mut()) => {
@@ -198,9 +176,10 @@ pub(crate) async fn drive<T>(
                                 screen.line(&approval::answered(&q.question.ask, &answer, st));
                                 let _ = q.reply.send(answer);
                             }
-                            if !cancel.is_cancelled() {
+                            if !interrupted {
                                 screen.line(&st.yellow("interrupting: running calls are cancelled and recorded"));
-                                cancel.cancel();
+                                interrupted = true;
+                                runtime.interrupt();
                             }
                         }
                         (_, Key::Resize) => screen.refresh_size(),
@@ -331,6 +310,26 @@ pub(crate) async fn drive<T>(
     }
     screen.flush();
     outcome
+}
+
+/// Shows `event` as it comes (an approval question is queued in `asks`); command `id`'s
+/// end, once seen, is its reply.
+fn take(
+    event: dsh_agent::Event,
+    id: dsh_agent::runtime::CommandId,
+    stats: &mut Stats,
+    render: &mut Render,
+    screen: &mut Screen,
+    asks: &mut VecDeque<Ask>,
+) -> Option<Reply> {
+    if let EventKind::Done { command, reply } = event.kind {
+        return (command == id).then_some(reply);
+    }
+    stats.event(&event);
+    if let Some(ask) = render.event(screen, event) {
+        asks.push_back(ask);
+    }
+    None
 }
 
 /// The live region: the render's, then the open question or the type-ahead.

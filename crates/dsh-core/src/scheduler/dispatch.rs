@@ -69,6 +69,11 @@ impl Dispatch {
         &self.scope.tools
     }
 
+    /// What runs the submitting call's agent (its scope's [`crate::Scope::host`]).
+    pub fn host(&self) -> Option<&crate::scope::Host> {
+        self.scope.host.as_ref()
+    }
+
     /// Runs `calls` as a batch in the parent's scope (Code Mode: the same agent's tools),
     /// cancelled with `cancel` — pass the parent's [`crate::ExecContext::cancel`], so a
     /// timeout or an interrupt of the parent reaches its sub-calls.
@@ -95,6 +100,7 @@ impl Dispatch {
         let scope = &Scope {
             tools: scope.tools.clone().within(&self.scope.tools),
             events: scope.events.clone(),
+            host: scope.host.clone(),
         };
         let calls: Vec<ToolCall> = calls
             .into_iter()

@@ -24,7 +24,12 @@
 use dsh_core::SpillStore;
 use dsh_model::{Message, ModelError, Role};
 
-use crate::estimate_tokens;
+pub mod trim;
+
+/// A rough token count for text a provider did not count: four characters a token.
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
 
 /// Tool results at most this long are never pruned.
 pub const PRUNE_MIN_CHARS: usize = 2_000;

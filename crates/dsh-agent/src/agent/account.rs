@@ -3,7 +3,7 @@
 //! parent's children's spend counted into the parent's account after each batch.
 //!
 //! A sub-agent under a budget reserves each request's estimate against its parent's budgets
-//! before sending it ([`Agent::reserve`], see `subagent/roster.rs`), and the reply settles
+//! before sending it ([`Agent::reserve`], see `spend/ledger.rs`), and the reply settles
 //! the reservation with the real usage: parallel children then pass the budget by no more
 //! than what their replies in flight use beyond their estimates.
 
@@ -14,10 +14,11 @@ use dsh_core::journal::{JournalError, Record};
 use dsh_model::{ChatRequest, Message, Usage};
 use serde_json::json;
 
-use super::{Agent, StopReason, estimate_tokens};
-use crate::Session;
+use super::family::Family;
+use super::{Agent, StopReason};
+use crate::context::estimate_tokens;
 use crate::events::AgentId;
-use crate::subagent::{Estimate, Limits};
+use crate::spend::{Estimate, Exceeded, SpendLimits};
 
 /// The output a request is expected to produce when it sets no `max_tokens` (a sub-agent's
 /// step requests do not): a stated estimate, not a cap. Most steps answer with tool calls
@@ -28,7 +29,7 @@ pub const OUTPUT_ESTIMATE_TOKENS: u64 = 1_024;
 /// Part of a parent's budgets held for one request of its child, until its reply settles
 /// it; dropped unsettled (no reply: an error, a cancellation), it is given back.
 pub(super) struct Reservation {
-    session: Arc<Session>,
+    family: Arc<Family>,
     parent: AgentId,
     estimate: Estimate,
     settled: bool,
@@ -38,8 +39,8 @@ impl Reservation {
     /// Settles it with the reply's real `usage` at `cost_usd`, charged to the parent.
     fn settle(mut self, usage: &Usage, cost_usd: Option<f64>) {
         self.settled = true;
-        self.session
-            .roster
+        self.family
+            .ledger
             .settle(&self.parent, self.estimate, usage, cost_usd);
     }
 }
@@ -47,7 +48,7 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if !self.settled {
-            self.session.roster.release(&self.parent, self.estimate);
+            self.family.ledger.release(&self.parent, self.estimate);
         }
     }
 }
@@ -100,12 +101,12 @@ impl Agent {
         let cost = self
             .price
             .filter(|_| !estimated)
-            .map(|p| crate::cost::cost_usd(usage, &p));
-        self.spent.add(usage, cost);
+            .map(|p| crate::spend::cost_usd(usage, &p));
+        self.family.ledger.add(&self.spec.id, usage, cost);
         match (&self.spends_for, reservation) {
             (Some(_), Some(r)) => r.settle(usage, cost),
-            (Some(parent), None) => self.session.roster.charge(parent, usage, cost),
-            (None, _) => self.report_spent(),
+            (Some(parent), None) => self.family.ledger.charge(parent, usage, cost),
+            (None, _) => {}
         }
         cost
     }
@@ -124,7 +125,7 @@ impl Agent {
         let Some(parent) = &self.spends_for else {
             return Ok(None);
         };
-        let limits = Limits {
+        let limits = SpendLimits {
             max_tokens: self.config.max_tokens,
             max_cost_usd: self.config.max_cost_usd,
         };
@@ -143,29 +144,32 @@ impl Agent {
             tokens: usage.prompt_tokens + usage.completion_tokens,
             cost_usd: self
                 .price
-                .map_or(0.0, |p| crate::cost::cost_usd(&usage, &p)),
+                .map_or(0.0, |p| crate::spend::cost_usd(&usage, &p)),
         };
-        self.session.roster.reserve(parent, estimate, limits)?;
+        self.family
+            .ledger
+            .reserve(parent, estimate, limits)
+            .map_err(|e| match e {
+                Exceeded::Tokens => StopReason::TokenBudget,
+                Exceeded::Cost => StopReason::CostBudget,
+            })?;
         Ok(Some(Reservation {
-            session: self.session.clone(),
+            family: self.family.clone(),
             parent: parent.clone(),
             estimate,
             settled: false,
         }))
     }
 
-    /// Tells the session's roster what this agent has spent (its children's budgets are
-    /// its own, shared).
-    fn report_spent(&self) {
-        self.session.roster.spent(&self.spec.id, self.spent);
-    }
-
     /// The spend its budgets are checked against: its own, or for a sub-agent its parent's
     /// with everything the parent's children have spent so far.
     fn budget_spent(&self) -> (u64, f64) {
         match &self.spends_for {
-            Some(parent) => self.session.roster.used(parent),
-            None => (self.spent.tokens(), self.spent.known_cost_usd()),
+            Some(parent) => self.family.ledger.used(parent),
+            None => {
+                let spent = self.family.ledger.spent(&self.spec.id);
+                (spent.tokens(), spent.known_cost_usd())
+            }
         }
     }
 
@@ -182,11 +186,7 @@ impl Agent {
     /// Counts what this agent's sub-agents spent since the last batch into its own account
     /// (so its budgets, totals and `stop` record include them).
     pub(super) fn count_children(&mut self) {
-        let Some(owed) = self.session.roster.collect(&self.spec.id) else {
-            return;
-        };
-        self.spent.add_spend(&owed);
-        self.report_spent();
+        self.family.ledger.collect(&self.spec.id);
     }
 }
 

@@ -26,6 +26,8 @@ use dsh_model::{Message, ToolCallRequest};
 
 use crate::sessions::{self, SessionsError};
 
+mod cut_off;
+
 /// Why a session cannot be resumed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -336,7 +338,7 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
         .iter()
         .map(|(id, name)| Arc::new(FrozenResult::cut_off(id, name, started.contains(id))))
         .collect();
-    let cut_off_children = crate::subagent::unfinished_calls(entries, &link.session);
+    let cut_off_children = cut_off::unfinished_calls(entries, &link.session);
     let last_child = entries
         .iter()
         .filter_map(|e| match &e.record {

@@ -1,4 +1,8 @@
-//! What model calls cost (SPEC A11): prices per million tokens — input, cached input, output
+//! What agents spend (SPEC A11): usage and its cost (this file), every agent's account and
+//! the reservations that hold a parent's budgets for its children (`ledger.rs`); how an
+//! agent accounts each model call is the agent's (`agent/account.rs`).
+//!
+//! What model calls cost: prices per million tokens — input, cached input, output
 //! — from `[model] price`, else the preset's for its default models; `None` for any other
 //! model, never a guess shown as a fact.
 //!
@@ -7,6 +11,10 @@
 
 use dsh_config::Price;
 use dsh_model::Usage;
+
+mod ledger;
+
+pub(crate) use ledger::{Estimate, Exceeded, Ledger, SpendLimits};
 
 /// Tokens used and what they cost. The cost is the sum of the calls whose cost is known,
 /// shown as a fact only when every call's was ([`Spend::cost_usd`]); a cost budget is held
