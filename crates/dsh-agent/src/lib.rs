@@ -42,7 +42,7 @@ pub mod trim;
 pub use agent::{Agent, AgentError, AgentSpec, LoopConfig, Outcome, StopReason, estimate_tokens};
 pub use always::{AlwaysAllow, AlwaysError};
 pub use assemble::{
-    Approval, AssemblyError, RuleSpec, Session, SessionSettings, UNAVAILABLE_HINT, YoloApprover,
+    Approval, AssemblyError, Session, SessionSettings, UNAVAILABLE_HINT, YoloApprover,
 };
 pub use ending::{Ending, Totals};
 pub use events::{AgentId, Event, EventKind, EventSink, EventStream};

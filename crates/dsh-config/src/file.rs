@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use dsh_core::Decision;
 use serde::Deserialize;
 use toml_edit::Document;
 
@@ -318,12 +319,17 @@ fn permissions(
                 out.0 = Some((key, v));
             }
             ("allow" | "ask" | "deny", _) => {
+                let decision = match name.as_str() {
+                    "allow" => Decision::Allow,
+                    "ask" => Decision::Ask,
+                    _ => Decision::Deny,
+                };
                 let texts: Vec<String> = de(src, &at, value)?;
                 let mut rules = Vec::with_capacity(texts.len());
                 for (i, text) in texts.iter().enumerate() {
                     let mut at = at.clone();
                     at.push(Seg::Index(i));
-                    let rule = Rule::parse(text, src.origin(&at)).map_err(|why| {
+                    let rule = Rule::parse(decision, text, src.origin(&at)).map_err(|why| {
                         src.invalid(&at, format!("{text:?} is not a rule: {why}"))
                     })?;
                     rules.push(rule);
