@@ -86,7 +86,7 @@ pub struct SessionSettings {
     pub rules: Vec<dsh_core::Rule>,
     /// Paths no call may write (gitignore-style).
     pub protected: Vec<String>,
-    pub limits: dsh_tools::Limits,
+    pub limits: dsh_tools::ReadCaps,
     pub max_parallel: usize,
     /// Outputs longer than this many characters are spilled.
     pub spill_chars: usize,
@@ -139,10 +139,10 @@ impl SessionSettings {
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
-            limits: dsh_tools::Limits {
+            limits: dsh_tools::ReadCaps {
                 max_read_bytes: usize_of(c.limits.max_read_bytes),
                 max_results: usize_of(c.limits.max_results),
-                ..dsh_tools::Limits::default()
+                ..dsh_tools::ReadCaps::default()
             },
             max_parallel: usize_of(c.limits.max_parallel),
             spill_chars: usize_of(c.limits.spill_chars),
