@@ -16,10 +16,10 @@
 
 use std::path::PathBuf;
 
-use dsh_core::{Access, ToolCall};
-use dsh_policy::{Decision, Rule};
+use dsh_core::{Access, Layer, Origin, Rule, ToolCall};
+use dsh_policy::Decision;
 
-use crate::{EventSink, RuleSpec, Session};
+use crate::{EventSink, Session};
 
 /// What "always allow" would do for one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,7 +54,7 @@ impl Session {
         accesses: &[Access],
     ) -> Option<AlwaysAllow> {
         let rule = self.rule_for(call, accesses)?;
-        let parsed = dsh_config::Rule::parse(&rule, dsh_config::Origin::builtin()).ok()?;
+        let parsed = Rule::parse(Decision::Allow, &rule, Origin::builtin()).ok()?;
         let (file, scope) = self.settings.rule_target.clone()?;
         // A project file (or its directory) linking out of the workspace would have the rule
         // written somewhere the person was not shown: not offered.
@@ -84,21 +84,17 @@ impl Session {
     /// judge it from the next call on. What was written, for the person.
     pub fn always_allow(&self, a: &AlwaysAllow) -> Result<String, AlwaysError> {
         let recorded = dsh_config::record_rule(&a.file, a.scope.clone(), Decision::Allow, &a.rule)?;
-        let origin = format!("{} ({})", recorded.file.display(), recorded.key);
-        let rule =
-            Rule::new(Decision::Allow, &a.tool, a.specifier.as_deref(), &origin).map_err(|e| {
-                AlwaysError::Rule {
-                    rule: a.rule.clone(),
-                    reason: e.to_string(),
-                }
-            })?;
+        let origin = Origin {
+            path: Some(recorded.file.clone()),
+            line: recorded.line,
+            key: Some(recorded.key.clone()),
+            ..origin_of(a)
+        };
+        let rule = self.spec_of(a, origin);
         self.added.add(rule).map_err(|reason| AlwaysError::Rule {
             rule: a.rule.clone(),
             reason,
         })?;
-        if let Ok(mut specs) = self.added_specs.lock() {
-            specs.push(self.spec_of(a, &origin));
-        }
         Ok(if recorded.added {
             format!(
                 "added `{}` to {} in {}",
@@ -135,14 +131,12 @@ impl Session {
         resolved.is_ok_and(|p| p.starts_with(self.workspace.root()))
     }
 
-    fn spec_of(&self, a: &AlwaysAllow, origin: &str) -> RuleSpec {
-        RuleSpec {
-            kind: Decision::Allow,
+    fn spec_of(&self, a: &AlwaysAllow, origin: Origin) -> Rule {
+        Rule {
+            decision: Decision::Allow,
             tool: a.tool.clone(),
             specifier: a.specifier.clone(),
-            origin: origin.to_owned(),
-            at: origin.to_owned(),
-            tighten_only: false,
+            origin,
         }
     }
 
@@ -151,15 +145,26 @@ impl Session {
     async fn would_allow(&self, a: &AlwaysAllow, call: &ToolCall) -> bool {
         let mut settings = self.settings.clone();
         settings.events = EventSink::none();
-        if let Ok(specs) = self.added_specs.lock() {
-            settings.rules.extend(specs.iter().cloned());
-        }
-        settings
-            .rules
-            .push(self.spec_of(a, "the rule \"always\" would add"));
+        settings.rules.extend(self.added.list());
+        settings.rules.push(self.spec_of(a, origin_of(a)));
         let Ok(dry) = Session::assemble_dry(&settings) else {
             return false;
         };
         dry.pipeline.check(call).await.decision == dsh_core::Decision::Allow
+    }
+}
+
+/// Where "always" writes the rule, before it is written: the project file of a trusted
+/// workspace, else the user file's section for this workspace.
+fn origin_of(a: &AlwaysAllow) -> Origin {
+    let layer = match a.scope {
+        dsh_config::RuleScope::Permissions => Layer::Project,
+        dsh_config::RuleScope::Workspace(_) => Layer::User,
+    };
+    Origin {
+        layer,
+        path: Some(a.file.clone()),
+        line: None,
+        key: None,
     }
 }

@@ -24,8 +24,8 @@ use dsh_core::{
     PipelineConfig, Registry, Retry, SpillStore, Timeout, Workspace, async_trait,
 };
 use dsh_policy::{
-    Confinement, Decision, MemoryPolicy, NetworkVote, PermissionRules, ProtectedPaths,
-    PythonAuditGuard, Rule, ShellLists, ShellPolicy, ShellRule, Spill,
+    Confinement, MemoryPolicy, NetworkVote, PermissionRules, ProtectedPaths, PythonAuditGuard,
+    ShellLists, ShellPolicy, Spill,
 };
 
 /// What an `unavailable` result tells the user to do.
@@ -49,24 +49,6 @@ fn unavailable_hint(shell: &ShellPolicy, workspace: &Arc<Workspace>) -> dsh_core
             ),
         },
     ))
-}
-
-/// One permission rule as configured — already parsed by the one rule grammar
-/// (`dsh_config::Rule::parse`), never text to parse again — with where it came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RuleSpec {
-    pub kind: Decision,
-    /// The tool the rule names.
-    pub tool: String,
-    /// The text between the parentheses, if any.
-    pub specifier: Option<String>,
-    /// For explanations, e.g. "project /repo/.dsh/config.toml:3".
-    pub origin: String,
-    /// For errors: file, line and key, e.g. "/repo/.dsh/config.toml:3: permissions.allow[0]".
-    pub at: String,
-    /// From an untrusted project: it may only tighten a verdict (the shell policy drops it
-    /// where it would loosen one; an untrusted `allow` never gets this far).
-    pub tighten_only: bool,
 }
 
 /// Who answers `ask`.
@@ -100,10 +82,12 @@ pub struct SessionSettings {
     pub workspace: PathBuf,
     /// All state: `sessions/`, `spill/`.
     pub dsh_home: PathBuf,
-    pub rules: Vec<RuleSpec>,
+    /// The permission rules as configured (`dsh_core::Rule`: parsed, with where each came
+    /// from), compiled by the policies at assembly.
+    pub rules: Vec<dsh_core::Rule>,
     /// Paths no call may write (gitignore-style).
     pub protected: Vec<String>,
-    pub limits: dsh_tools::Limits,
+    pub limits: dsh_tools::ReadCaps,
     pub max_parallel: usize,
     /// Outputs longer than this many characters are spilled.
     pub spill_chars: usize,
@@ -156,10 +140,10 @@ impl SessionSettings {
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
-            limits: dsh_tools::Limits {
+            limits: dsh_tools::ReadCaps {
                 max_read_bytes: usize_of(c.limits.max_read_bytes),
                 max_results: usize_of(c.limits.max_results),
-                ..dsh_tools::Limits::default()
+                ..dsh_tools::ReadCaps::default()
             },
             max_parallel: usize_of(c.limits.max_parallel),
             spill_chars: usize_of(c.limits.spill_chars),
@@ -269,10 +253,9 @@ pub struct Session {
     pub(crate) settings: SessionSettings,
     /// The shell policy as assembled, for the rule an "always allow" would add.
     pub(crate) shell: ShellPolicy,
-    /// Allow rules added while the session runs, judged by the live policies...
+    /// Allow rules added while the session runs, judged by the live policies (and by the
+    /// dry checks of later "always" offers).
     pub(crate) added: dsh_policy::AddedRules,
-    /// ...and the same rules as settings, for later dry checks.
-    pub(crate) added_specs: std::sync::Mutex<Vec<RuleSpec>>,
     /// The sub-agent profiles `call_sub_agent` offers.
     pub profiles: Arc<crate::subagent::Profiles>,
     /// The permission mode in force (see `mode.rs`).
@@ -436,22 +419,17 @@ impl Session {
         registry.register_arc(Arc::new(sub_agents))?;
 
         crate::subagent::check_rules(&settings.rules)?;
-        let rules = settings
-            .rules
-            .iter()
-            .map(|r| {
-                Rule::new(r.kind, &r.tool, r.specifier.as_deref(), &r.origin).map_err(|source| {
-                    AssemblyError::Rule {
-                        at: r.at.clone(),
-                        source,
-                    }
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let shell_rules = rules
-            .iter()
-            .zip(&settings.rules)
-            .map(|(rule, spec)| ShellRule::new(rule.clone(), spec.tighten_only));
+        // The tools whose path rules carry over to shell words: those declaring read-only.
+        let readers: Vec<String> = registry
+            .specs()
+            .filter(|s| s.read_only)
+            .map(|s| s.name.clone())
+            .collect();
+        let rules = PermissionRules::new(workspace.clone(), settings.rules.clone(), &readers)
+            .map_err(|source| AssemblyError::Rule {
+                at: source.rule.origin.location(),
+                source,
+            })?;
         let network = match settings.shell.network {
             dsh_tools::NetworkGrant::Refused => NetworkVote::Refused,
             dsh_tools::NetworkGrant::UserConfig => NetworkVote::Granted,
@@ -466,12 +444,6 @@ impl Session {
             .chain(dsh_policy::PROMPT_FILES)
             .map(dsh_policy::PathPattern::new)
             .collect::<Result<Vec<_>, _>>()?;
-        // The tools whose path rules carry over to shell words: those declaring read-only.
-        let readers: Vec<String> = registry
-            .specs()
-            .filter(|s| s.read_only)
-            .map(|s| s.name.clone())
-            .collect();
         // `--yolo` is the yolo mode, and the yolo mode is its approver.
         let mode = dsh_policy::ModeSwitch::new(match settings.approval {
             Approval::Yolo => dsh_config::PermissionMode::Yolo,
@@ -480,11 +452,11 @@ impl Session {
         let added = dsh_policy::AddedRules::new();
         let shell = ShellPolicy::new(
             workspace.clone(),
-            shell_rules,
+            settings.rules.clone(),
             settings.shell_lists.clone(),
             network,
         )
-        .with_file_rules(rules.iter().cloned(), &readers, protected_patterns)
+        .with_file_rules(&rules, protected_patterns)
         .with_temp_dir(temp_dir)
         .with_pass_env(settings.shell.pass_env.clone())
         .with_added(added.clone())
@@ -503,9 +475,7 @@ impl Session {
             .pre_policy(dsh_policy::ModePolicy::new(mode.clone(), shell.clone()).with_kept(kept))
             .pre_policy(confinement.clone())
             .pre_policy(protected.clone())
-            .pre_policy(
-                PermissionRules::new(workspace.clone(), rules, &readers).with_added(added.clone()),
-            )
+            .pre_policy(rules.with_added(added.clone()))
             .pre_policy(MemoryPolicy::new(workspace.clone()))
             .pre_policy(shell.clone())
             .guard(confinement)
@@ -538,7 +508,6 @@ impl Session {
             settings: settings.clone(),
             shell,
             added,
-            added_specs: std::sync::Mutex::new(Vec::new()),
             profiles,
             mode,
             hardened: hardened_sandbox,

@@ -13,16 +13,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use dsh_core::Rule;
 use dsh_policy::{Decision, PROMPT_FILES, PathPattern, protected_match};
 use dsh_tools::shell::{Cover, Judge, Keep};
-
-use crate::assemble::RuleSpec;
 
 /// The hardened profile's [`Keep`] for `protected` patterns and `rules`, where `readers` are
 /// the tools that only read.
 pub(crate) fn keep(
     protected: &[String],
-    rules: &[RuleSpec],
+    rules: &[Rule],
     readers: &[String],
 ) -> Result<Keep, dsh_policy::PatternError> {
     let mut fixed: Vec<PathBuf> = PROMPT_FILES.iter().map(PathBuf::from).collect();
@@ -35,7 +34,7 @@ pub(crate) fn keep(
     }
     let mut hidden = Vec::new();
     let mut kept_by_rules = Vec::new();
-    for r in rules.iter().filter(|r| r.kind != Decision::Allow) {
+    for r in rules.iter().filter(|r| r.decision != Decision::Allow) {
         let Some(spec) = r.specifier.as_deref() else {
             continue;
         };
@@ -95,14 +94,12 @@ fn fixed_path(pattern: &str) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
-    fn rule(kind: Decision, tool: &str, spec: &str) -> RuleSpec {
-        RuleSpec {
-            kind,
+    fn rule(kind: Decision, tool: &str, spec: &str) -> Rule {
+        Rule {
+            decision: kind,
             tool: tool.to_owned(),
             specifier: Some(spec.to_owned()),
-            origin: "test".to_owned(),
-            at: "test".to_owned(),
-            tighten_only: false,
+            origin: dsh_core::Origin::builtin(),
         }
     }
 

@@ -58,7 +58,7 @@ pub mod subagent;
 pub use agent::{Agent, AgentError, AgentSpec, LoopConfig, Outcome, StopReason};
 pub use always::{AlwaysAllow, AlwaysError};
 pub use assemble::{
-    Approval, AssemblyError, RuleSpec, Session, SessionSettings, UNAVAILABLE_HINT, YoloApprover,
+    Approval, AssemblyError, Session, SessionSettings, UNAVAILABLE_HINT, YoloApprover,
 };
 pub use context::estimate_tokens;
 pub use ending::{Ending, Totals};

@@ -7,11 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_config::{Fsync, Loaded, ModelConfig, Provider, SandboxMode};
-use dsh_core::Decision;
 use dsh_model::{Endpoint, ModelError, ModelSettings, ProviderKind};
 use dsh_tools::{NetworkGrant, ShellSettings};
 
-use crate::{Approval, LoopConfig, RuleSpec, SessionSettings};
+use crate::{Approval, LoopConfig, SessionSettings};
 
 /// Why configuration could not be turned into settings.
 #[derive(Debug, thiserror::Error)]
@@ -43,23 +42,12 @@ impl SessionSettings {
         let mut notices = Vec::new();
         let mut s = SessionSettings::new(&loaded.workspace, home);
         s.rule_target = loaded.rule_target();
-        let rules = [
-            (Decision::Allow, &c.permissions.allow),
-            (Decision::Ask, &c.permissions.ask),
-            (Decision::Deny, &c.permissions.deny),
-        ];
-        for (kind, list) in rules {
-            for r in list {
-                s.rules.push(RuleSpec {
-                    kind,
-                    tool: r.tool.clone(),
-                    specifier: r.specifier.clone(),
-                    origin: r.origin.to_string(),
-                    at: r.origin.location(),
-                    tighten_only: r.origin.tighten_only(),
-                });
-            }
-        }
+        let p = &c.permissions;
+        s.rules = [&p.allow, &p.ask, &p.deny]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
         s.protected = c.guards.protected.iter().map(|p| p.value.clone()).collect();
         s.limits.max_read_bytes = to_usize(c.limits.max_read_bytes);
         s.limits.max_results = to_usize(c.limits.max_results);

@@ -228,19 +228,19 @@ async fn an_interactive_approver_without_a_consumer_is_unavailable() {
 /// it asks, even under an allow rule; the rest of `.dsh/` stays protected.
 #[tokio::test]
 async fn with_a_person_to_ask_the_memory_file_asks_even_under_an_allow_rule() {
-    use dsh_agent::RuleSpec;
-    use dsh_core::{Decision, ToolCall};
+    use dsh_core::{Decision, Layer, Origin, Rule, ToolCall};
     let ws = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let mut settings = SessionSettings::new(ws.path(), home.path());
     settings.approval = dsh_agent::Approval::Interactive;
-    settings.rules.push(RuleSpec {
-        kind: dsh_core::Decision::Allow,
+    settings.rules.push(Rule {
+        decision: dsh_core::Decision::Allow,
         tool: "write_file".into(),
         specifier: None,
-        origin: "user".into(),
-        at: "test".into(),
-        tighten_only: false,
+        origin: Origin {
+            layer: Layer::User,
+            ..Origin::builtin()
+        },
     });
     let session = Session::assemble_dry(&settings).unwrap();
     let write = |path: &str| {

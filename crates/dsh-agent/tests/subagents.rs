@@ -72,14 +72,12 @@ impl World {
     }
 }
 
-fn rule(kind: Decision, tool: &str, specifier: &str) -> dsh_agent::RuleSpec {
-    dsh_agent::RuleSpec {
-        kind,
+fn rule(kind: Decision, tool: &str, specifier: &str) -> dsh_core::Rule {
+    dsh_core::Rule {
+        decision: kind,
         tool: tool.into(),
         specifier: Some(specifier.into()),
-        origin: "test".into(),
-        at: "test".into(),
-        tighten_only: false,
+        origin: dsh_core::Origin::builtin(),
     }
 }
 
@@ -809,7 +807,12 @@ fn a_rule_for_call_sub_agent_with_a_specifier_is_refused_at_assembly() {
     let home = tempfile::tempdir().unwrap();
     let mut settings = SessionSettings::new(ws.path(), home.path());
     let mut r = rule(Decision::Deny, "call_sub_agent", "general");
-    r.at = "cfg.toml:2: permissions.deny[0]".into();
+    r.origin = dsh_core::Origin {
+        layer: dsh_core::Layer::User,
+        path: Some("cfg.toml".into()),
+        line: Some(2),
+        key: Some("permissions.deny[0]".into()),
+    };
     settings.rules.push(r);
     // Read as a path pattern, it would deny reading a file named `general` and not stop a
     // `general` sub-agent at all.
@@ -821,7 +824,7 @@ fn a_rule_for_call_sub_agent_with_a_specifier_is_refused_at_assembly() {
         "{err}"
     );
     // The bare rule turns sub-agents off.
-    settings.rules = vec![dsh_agent::RuleSpec {
+    settings.rules = vec![dsh_core::Rule {
         specifier: None,
         ..rule(Decision::Deny, "call_sub_agent", "x")
     }];

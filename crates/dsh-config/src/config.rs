@@ -7,8 +7,7 @@ use sha2::{Digest, Sha256};
 
 use crate::defaults;
 pub use crate::origin::{Layer, Origin, Sourced};
-pub use crate::rule::Rule;
-pub use dsh_core::{PermissionMode, Unlisted};
+pub use dsh_core::{PermissionMode, Rule, Unlisted};
 
 dsh_core::spelled_enum! {
     /// A model provider.
@@ -133,7 +132,8 @@ pub struct ModelConfig {
     pub max_retries: u64,
 }
 
-/// `[permissions]`: rules from every layer, accumulated.
+/// `[permissions]`: rules from every layer, accumulated; each rule's
+/// [`decision`](Rule::decision) is the list it is on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Permissions {
     /// The permission mode.
@@ -410,45 +410,6 @@ fn strip_origins(value: &mut serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rule(text: &str) -> Result<String, String> {
-        Rule::parse(text, Origin::builtin()).map(|r| format!("{}|{:?}", r.tool, r.specifier))
-    }
-
-    #[test]
-    fn rule_parses_bare_tool_and_specifier() {
-        assert_eq!(rule("read_file").unwrap(), "read_file|None");
-        assert_eq!(
-            rule("run_shell(git status)").unwrap(),
-            "run_shell|Some(\"git status\")"
-        );
-        assert_eq!(
-            rule("run_shell(echo $(date))").unwrap(),
-            "run_shell|Some(\"echo $(date)\")"
-        );
-        assert_eq!(rule("mcp__git__log").unwrap(), "mcp__git__log|None");
-    }
-
-    #[test]
-    fn rule_rejects_malformed_text_with_reason() {
-        assert_eq!(rule("read_file(src/**").unwrap_err(), "missing \")\"");
-        assert_eq!(rule("(x)").unwrap_err(), "missing tool name before \"(\"");
-        assert!(rule("read file").unwrap_err().contains("may only contain"));
-        assert!(rule("").is_err());
-        assert!(
-            rule("read_file(a)b")
-                .unwrap_err()
-                .contains("after the closing")
-        );
-        assert!(rule("read_file()").unwrap_err().contains("empty specifier"));
-        assert!(rule("read_file)").unwrap_err().contains("without"));
-    }
-
-    #[test]
-    fn rule_display_round_trips() {
-        let r = Rule::parse("run_shell(git push *)", Origin::builtin()).unwrap();
-        assert_eq!(r.to_string(), "run_shell(git push *)");
-    }
 
     #[test]
     fn defaults_match_the_design() {

@@ -93,7 +93,6 @@ mod merge;
 mod origin;
 mod read;
 mod record;
-mod rule;
 mod trust;
 
 use std::collections::BTreeMap;

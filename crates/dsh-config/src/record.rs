@@ -32,6 +32,8 @@ pub struct RecordedRule {
     /// The entry's dotted key, as [`Origin::key`] will name it on the next load:
     /// `permissions.allow[2]`, `workspaces."/repo".permissions.allow[0]`.
     pub key: String,
+    /// The entry's line, as [`Origin::line`] will name it on the next load.
+    pub line: Option<usize>,
     /// False when the rule was already there (the file was left untouched).
     pub added: bool,
 }
@@ -69,7 +71,7 @@ pub fn record_rule(
         path.extend([Seg::from("workspaces"), Seg::from(name)]);
     }
     path.extend([Seg::from("permissions"), Seg::from(kind.as_str())]);
-    let wanted = Rule::parse(rule, Origin::builtin()).map_err(|why| {
+    let wanted = Rule::parse(kind, rule, Origin::builtin()).map_err(|why| {
         ConfigError::new(
             ErrorKind::InvalidValue,
             format!("{rule:?} is not a rule: {why}"),
@@ -121,7 +123,7 @@ pub fn record_rule(
 
     let same = |v: &Value| {
         v.as_str()
-            .and_then(|s| Rule::parse(s, Origin::builtin()).ok())
+            .and_then(|s| Rule::parse(kind, s, Origin::builtin()).ok())
             .is_some_and(|r| r.tool == wanted.tool && r.specifier == wanted.specifier)
     };
     if let Some(i) = list.iter().position(same) {
@@ -129,6 +131,7 @@ pub fn record_rule(
         return Ok(RecordedRule {
             file: target,
             key: dotted(&path),
+            line: span_of(&spans, &path).map(|s| line_of(&text, s.start)),
             added: false,
         });
     }
@@ -145,9 +148,14 @@ pub fn record_rule(
         .in_file(&target));
     }
     write_atomically(&target, out.as_bytes())?;
+    let line = Document::parse(out.as_str())
+        .ok()
+        .and_then(|written| span_of(&written, &path))
+        .map(|s| line_of(&out, s.start));
     Ok(RecordedRule {
         file: target,
         key: dotted(&path),
+        line,
         added: true,
     })
 }

@@ -247,6 +247,10 @@ fn recording_into_the_projects_permissions_appends_to_the_list() {
     assert_eq!(rules(allow), ["read_file", "write_file(src/main.rs)"]);
     assert_eq!(allow[1].origin.key.as_deref(), Some("permissions.allow[1]"));
     assert_eq!(allow[1].origin.line, Some(2));
+    assert_eq!(
+        recorded.line, allow[1].origin.line,
+        "the line the next load names"
+    );
     // Writing it again is a no-op.
     let again = record_rule(
         &path,
@@ -256,6 +260,7 @@ fn recording_into_the_projects_permissions_appends_to_the_list() {
     )
     .unwrap();
     assert!(!again.added);
+    assert_eq!(again.line, Some(2));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
 }
 

@@ -22,6 +22,10 @@
 //!
 //! This crate imports no concrete policy, tool or provider; the compiler enforces that the
 //! mechanism knows none of them. Policies live in `dsh-policy`, tools in `dsh-tools`.
+//!
+//! It also holds the plain data that configuration and policies share, so that each concept
+//! has one type in every crate: [`Decision`] (allow, ask, deny), a permission [`Rule`] and the
+//! [`Origin`] of a setting, [`PermissionMode`].
 
 mod builder;
 mod call;
@@ -29,6 +33,7 @@ mod check;
 mod clearance;
 mod decision;
 pub mod journal;
+mod origin;
 mod panic;
 mod permission_mode;
 mod pipeline;
@@ -36,6 +41,7 @@ mod policy;
 mod quote;
 mod registry;
 mod result;
+mod rule;
 mod scheduler;
 mod scope;
 mod slots;
@@ -50,6 +56,7 @@ pub use call::{CallSource, ToolCall};
 pub use check::{CheckReport, CheckVote};
 pub use clearance::Clearance;
 pub use decision::Decision;
+pub use origin::{Layer, Origin};
 pub use permission_mode::{PermissionMode, Unlisted};
 pub use pipeline::{BatchError, BatchOutcome, Observer, Pipeline, PipelineConfig, UnavailableHint};
 pub use policy::{
@@ -61,6 +68,7 @@ pub use registry::{RegisterError, Registry};
 pub use result::{
     AttachedContext, Candidate, DecidedBy, FailureKind, FrozenResult, Gate, SandboxState,
 };
+pub use rule::Rule;
 pub use scheduler::Dispatch;
 pub use scope::{CallEvents, Host, NoEvents, Scope, ToolSet};
 pub use slots::Slots;

@@ -5,24 +5,28 @@
 
 use std::sync::{Arc, RwLock};
 
-use crate::rules::{Decision, Rule};
+use dsh_core::Rule;
+
+use crate::rules::{Decision, Matcher};
 
 /// The added rules, shared by the policies that judge them; cheap to clone.
 #[derive(Clone, Debug, Default)]
-pub struct AddedRules(Arc<RwLock<Arc<Vec<Rule>>>>);
+pub struct AddedRules(Arc<RwLock<Arc<Vec<Matcher>>>>);
 
 impl AddedRules {
     pub fn new() -> Self {
         AddedRules::default()
     }
 
-    /// Adds `rule` for every later call. Only `allow` rules: anything else is refused.
+    /// Adds `rule` for every later call. Only `allow` rules whose specifier compiles:
+    /// anything else is refused, saying why.
     pub fn add(&self, rule: Rule) -> Result<(), String> {
-        if rule.kind != Decision::Allow {
+        let rule = Matcher::new(rule).map_err(|e| e.to_string())?;
+        if rule.rule.decision != Decision::Allow {
             return Err(format!(
                 "only allow rules are added while a session runs, not `{} {}`",
-                rule.kind.as_str(),
-                rule.text()
+                rule.rule.decision.as_str(),
+                rule.rule
             ));
         }
         let mut rules = self
@@ -35,8 +39,14 @@ impl AddedRules {
         Ok(())
     }
 
+    /// The rules added so far, in the order they were added (a dry run of "always" judges
+    /// them with the configured ones).
+    pub fn list(&self) -> Vec<Rule> {
+        self.rules().iter().map(|m| m.rule.clone()).collect()
+    }
+
     /// The rules as they are now.
-    pub fn rules(&self) -> Arc<Vec<Rule>> {
+    pub(crate) fn rules(&self) -> Arc<Vec<Matcher>> {
         self.0
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -11,6 +11,11 @@
 //! | [`PythonAuditGuard`] | 3 | — | the Python a `run_shell` line runs still passes the audit ([`python`]) |
 //! | [`Spill`] | 5 | — | oversized output saved, head and tail kept, locator given |
 //!
+//! Permission rules arrive as [`dsh_core::Rule`] — parsed by the one grammar, with the list
+//! they are on and where they were written — and what a policy compiles from them (a path
+//! pattern) stays private to it; this crate reads no configuration file and does not depend
+//! on dsh-config.
+//!
 //! Confinement and protected paths vote at gate 1 *and* guard at gate 3, so a call they refuse
 //! is never sent to a person and `dsh check` reports it, while the guard keeps the red line
 //! even if a later listener allows everything (SPEC P4).
@@ -34,8 +39,6 @@ pub use memory::{MEMORY_FILE, MemoryPolicy, PROMPT_FILES, is_memory_file};
 pub use mode::{AUTO_NEEDS, KeptCheck, ModePolicy, ModeSwitch};
 pub use protect::{ProtectedPaths, protected_match};
 pub use python::PythonAuditGuard;
-pub use rules::{Decision, PermissionRules, Rule, RuleError};
-pub use shell::{
-    NetworkVote, READ_ONLY_PROGRAMS, SandboxCheck, ShellLists, ShellPolicy, ShellRule,
-};
+pub use rules::{Decision, PermissionRules, RuleError};
+pub use shell::{NetworkVote, READ_ONLY_PROGRAMS, SandboxCheck, ShellLists, ShellPolicy};
 pub use spill::Spill;

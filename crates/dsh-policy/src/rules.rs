@@ -21,14 +21,17 @@
 //! - A call that declares `Execute` is not special here; its declared paths, if any, are judged
 //!   like any other's (its command is the shell policy's).
 //!
-//! The rule *text* has one grammar, dsh-config's (`dsh_config::Rule::parse`): this crate never
-//! reads rule text. It takes the parsed parts (tool, specifier) and compiles the specifier into a
-//! path matcher — the second stage of "configuration in two stages" (STYLE 9).
+//! A rule arrives as [`dsh_core::Rule`], the one rule type from the configuration file to here,
+//! already parsed by its one grammar: this crate never reads rule text. It compiles each rule
+//! into a private [`Matcher`] — the specifier trimmed and, for a tool other than `run_shell`,
+//! compiled as a path pattern — the second stage of "configuration in two stages" (STYLE 9).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use dsh_core::{Access, PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace, async_trait};
+use dsh_core::{
+    Access, PolicyContext, PrePolicy, Rule, Tier, ToolCall, Vote, Workspace, async_trait,
+};
 
 use crate::glob::PathPattern;
 
@@ -38,60 +41,59 @@ const SHELL: &str = "run_shell";
 /// Which list a rule is on: the one allow/ask/deny type, dsh-core's.
 pub use dsh_core::Decision;
 
-/// Why a rule's specifier could not be compiled.
+/// Why a rule's specifier could not be compiled. The rule says where it was written
+/// ([`dsh_core::Origin::location`]), for the error the person fixes.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
     "`{rule}` is not a rule: {reason} (write `tool` or `tool(pattern)`, e.g. `read_file(src/**)`)"
 )]
 pub struct RuleError {
-    pub rule: String,
+    pub rule: Box<Rule>,
     pub reason: String,
 }
 
-/// One permission rule, with where it came from for explanations.
+/// A rule as the policies match it: its specifier trimmed (an empty one is none) and, for a
+/// tool other than `run_shell`, compiled as a path pattern. `run_shell` specifiers are
+/// command words, which the shell policy matches against each parsed command.
 #[derive(Clone, Debug)]
-pub struct Rule {
-    pub kind: Decision,
-    pub tool: String,
-    /// The text between the parentheses, if any.
-    pub specifier: Option<String>,
+pub(crate) struct Matcher {
+    /// The rule, its specifier trimmed: its `Display` is the rule as reasons quote it.
+    pub(crate) rule: Rule,
     /// The specifier compiled as a path pattern (not for `run_shell`).
     pattern: Option<PathPattern>,
-    /// Where the rule was written, e.g. "project .dsh/config.toml".
-    pub origin: String,
 }
 
-impl Rule {
-    /// A rule from its parsed parts (dsh-config's grammar splits the text): compiles the
-    /// specifier as a path pattern, except for `run_shell`, whose specifier the shell policy
-    /// reads as a command pattern. The specifier is trimmed; an empty one means none.
-    pub fn new(
-        kind: Decision,
-        tool: impl Into<String>,
-        specifier: Option<&str>,
-        origin: impl Into<String>,
-    ) -> Result<Self, RuleError> {
-        let tool = tool.into();
-        let specifier = specifier.map(str::trim).filter(|s| !s.is_empty());
-        let pattern = match specifier {
-            Some(s) if tool != SHELL => Some(PathPattern::new(s).map_err(|e| RuleError {
-                rule: format!("{tool}({s})"),
-                reason: e.reason,
-            })?),
+impl Matcher {
+    /// Compiles `rule`: a specifier that is not a valid path pattern (a file tool's) is an
+    /// error naming the rule.
+    pub(crate) fn new(rule: Rule) -> Result<Self, RuleError> {
+        let rule = trimmed(rule);
+        let pattern = match &rule.specifier {
+            Some(s) if rule.tool != SHELL => match PathPattern::new(s) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    return Err(RuleError {
+                        rule: Box::new(rule),
+                        reason: e.reason,
+                    });
+                }
+            },
             _ => None,
         };
-        Ok(Rule {
-            kind,
-            tool,
-            specifier: specifier.map(str::to_owned),
-            pattern,
-            origin: origin.into(),
-        })
+        Ok(Matcher { rule, pattern })
+    }
+
+    /// A `run_shell` rule: its specifier is command words, so nothing can fail to compile.
+    pub(crate) fn command(rule: Rule) -> Self {
+        Matcher {
+            rule: trimmed(rule),
+            pattern: None,
+        }
     }
 
     /// Whether the rule's path pattern matches a workspace-relative path (`false` for rules
     /// without a path pattern).
-    pub fn path_matches(&self, rel: &std::path::Path) -> bool {
+    pub(crate) fn path_matches(&self, rel: &std::path::Path) -> bool {
         self.pattern.as_ref().is_some_and(|p| p.matches(rel))
     }
 
@@ -101,30 +103,33 @@ impl Rule {
         self.pattern.is_some()
     }
 
-    /// The rule as written.
-    pub fn text(&self) -> String {
-        match &self.specifier {
-            Some(s) => format!("{}({s})", self.tool),
-            None => self.tool.clone(),
-        }
-    }
-
     /// Whether the rule applies to a call of its own tool declaring `paths` (resolved,
     /// workspace-relative, reads and writes alike). A bare rule always applies; a `deny`/`ask`
     /// path rule when any path matches; an `allow` rule only when every path does, so one
     /// allowed path cannot carry an unlisted one along.
     fn applies(&self, paths: &[PathBuf]) -> bool {
         let Some(pattern) = &self.pattern else {
-            return self.specifier.is_none();
+            return self.rule.specifier.is_none();
         };
         if paths.is_empty() {
             return false;
         }
-        match self.kind {
+        match self.rule.decision {
             Decision::Allow => paths.iter().all(|p| pattern.matches(p)),
             Decision::Ask | Decision::Deny => paths.iter().any(|p| pattern.matches(p)),
         }
     }
+}
+
+/// `rule` with its specifier trimmed, an empty one dropped.
+fn trimmed(mut rule: Rule) -> Rule {
+    rule.specifier = rule
+        .specifier
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
+    rule
 }
 
 /// Which declared accesses of other tools a `deny`/`ask` path rule governs (see the module docs).
@@ -160,7 +165,7 @@ impl Spread {
 /// A rule with the declarations it governs beyond its own tool's calls.
 #[derive(Clone, Debug)]
 struct Compiled {
-    rule: Rule,
+    matcher: Matcher,
     spread: Option<Spread>,
 }
 
@@ -168,36 +173,37 @@ impl Compiled {
     /// Why the rule applies to `call` declaring `declared` (resolved, workspace-relative), or
     /// `None` when it does not.
     fn applies(&self, call: &ToolCall, declared: &[(&Access, PathBuf)]) -> Option<String> {
-        applies(&self.rule, self.spread, call, declared)
+        applies(&self.matcher, self.spread, call, declared)
     }
 }
 
-/// Why `rule` (spread over other tools' declarations as `spread` says) applies to `call`
-/// declaring `declared`, or `None` when it does not.
+/// Why `matcher`'s rule (spread over other tools' declarations as `spread` says) applies to
+/// `call` declaring `declared`, or `None` when it does not.
 fn applies(
-    rule: &Rule,
+    matcher: &Matcher,
     spread: Option<Spread>,
     call: &ToolCall,
     declared: &[(&Access, PathBuf)],
 ) -> Option<String> {
+    let rule = &matcher.rule;
     let named = || {
         format!(
             "{} rule `{}` from {}",
-            rule.kind.as_str(),
-            rule.text(),
+            rule.decision.as_str(),
+            rule,
             rule.origin
         )
     };
     if rule.tool == call.name() {
         let paths: Vec<PathBuf> = declared.iter().map(|(_, p)| p.clone()).collect();
-        if rule.applies(&paths) {
+        if matcher.applies(&paths) {
             return Some(named());
         }
     }
     let spread = spread?;
     let (_, path) = declared
         .iter()
-        .find(|(a, p)| spread.covers(a) && rule.path_matches(p))?;
+        .find(|(a, p)| spread.covers(a) && matcher.path_matches(p))?;
     Some(format!(
         "{} applies to every declared {}: `{}` {} {}",
         named(),
@@ -224,27 +230,37 @@ impl PermissionRules {
     /// The rules, judged for a session whose read-only tools are `readers` (the registry's own
     /// `read_only` flag, never a list of names): a `deny`/`ask` path rule naming one of them
     /// governs every declared read, one naming any other tool every declared write.
-    pub fn new(workspace: Arc<Workspace>, rules: Vec<Rule>, readers: &[String]) -> Self {
+    ///
+    /// Each rule is compiled here; the first whose specifier is not a valid path pattern is
+    /// the error.
+    pub fn new(
+        workspace: Arc<Workspace>,
+        rules: Vec<Rule>,
+        readers: &[String],
+    ) -> Result<Self, RuleError> {
         let rules = rules
             .into_iter()
             .map(|rule| {
-                let spread =
-                    (rule.kind != Decision::Allow && rule.pattern.is_some() && rule.tool != SHELL)
-                        .then(|| {
-                            if readers.contains(&rule.tool) {
-                                Spread::Reads
-                            } else {
-                                Spread::Writes
-                            }
-                        });
-                Compiled { rule, spread }
+                let matcher = Matcher::new(rule)?;
+                let rule = &matcher.rule;
+                let spread = (rule.decision != Decision::Allow
+                    && matcher.names_paths()
+                    && rule.tool != SHELL)
+                    .then(|| {
+                        if readers.contains(&rule.tool) {
+                            Spread::Reads
+                        } else {
+                            Spread::Writes
+                        }
+                    });
+                Ok(Compiled { matcher, spread })
             })
-            .collect();
-        PermissionRules {
+            .collect::<Result<_, RuleError>>()?;
+        Ok(PermissionRules {
             workspace,
             rules,
             added: crate::AddedRules::new(),
-        }
+        })
     }
 
     /// Also judges the allow rules added to `added` while the session runs.
@@ -255,12 +271,26 @@ impl PermissionRules {
     }
 
     pub fn rules(&self) -> impl Iterator<Item = &Rule> {
-        self.rules.iter().map(|c| &c.rule)
+        self.rules.iter().map(|c| &c.matcher.rule)
     }
 
     /// The rules that name `run_shell`, for the shell policy.
     pub fn shell_rules(&self) -> impl Iterator<Item = &Rule> {
         self.rules().filter(|r| r.tool == SHELL)
+    }
+
+    /// The `deny`/`ask` path rules that govern other tools' declared reads, and those that
+    /// govern their declared writes: what the shell policy carries over to shell words
+    /// ([`crate::ShellPolicy::with_file_rules`]).
+    pub(crate) fn spread_rules(&self) -> (Vec<Matcher>, Vec<Matcher>) {
+        let of = |spread| {
+            self.rules
+                .iter()
+                .filter(|c| c.spread == Some(spread))
+                .map(|c| c.matcher.clone())
+                .collect()
+        };
+        (of(Spread::Reads), of(Spread::Writes))
     }
 
     fn decide(&self, call: &ToolCall, accesses: &[Access]) -> Vote {
@@ -278,14 +308,14 @@ impl PermissionRules {
             let reason = self
                 .rules
                 .iter()
-                .filter(|c| c.rule.kind == kind && c.rule.tool != SHELL)
+                .filter(|c| c.matcher.rule.decision == kind && c.matcher.rule.tool != SHELL)
                 .find_map(|c| c.applies(call, &declared));
             let reason = reason.or_else(|| {
                 (kind == Decision::Allow).then(|| {
                     self.added
                         .rules()
                         .iter()
-                        .filter(|r| r.tool != SHELL)
+                        .filter(|r| r.rule.tool != SHELL)
                         .find_map(|rule| applies(rule, None, call, &declared))
                 })?
             });
@@ -315,22 +345,31 @@ impl PrePolicy for PermissionRules {
 mod tests {
     use super::*;
 
+    fn rule(decision: Decision, tool: &str, specifier: Option<&str>) -> Rule {
+        Rule {
+            decision,
+            tool: tool.to_owned(),
+            specifier: specifier.map(str::to_owned),
+            origin: dsh_core::Origin::builtin(),
+        }
+    }
+
     #[test]
     fn builds_bare_and_specified_rules() {
-        let r = Rule::new(Decision::Allow, "read_file", Some(" src/** "), "user").unwrap();
+        let r = Matcher::new(rule(Decision::Allow, "read_file", Some(" src/** "))).unwrap();
         assert_eq!(
-            (r.tool.as_str(), r.specifier.as_deref()),
+            (r.rule.tool.as_str(), r.rule.specifier.as_deref()),
             ("read_file", Some("src/**"))
         );
-        let r = Rule::new(Decision::Deny, "write_file", None, "user").unwrap();
-        assert_eq!(r.specifier, None);
-        let r = Rule::new(Decision::Ask, "run_shell", Some("git push *"), "user").unwrap();
-        assert_eq!(r.text(), "run_shell(git push *)");
+        let r = Matcher::new(rule(Decision::Deny, "write_file", None)).unwrap();
+        assert_eq!(r.rule.specifier, None);
+        let r = Matcher::new(rule(Decision::Ask, "run_shell", Some("git push *"))).unwrap();
+        assert_eq!(r.rule.to_string(), "run_shell(git push *)");
     }
 
     #[test]
     fn a_path_pattern_leaving_the_workspace_is_an_error() {
-        let e = Rule::new(Decision::Allow, "read_file", Some("../x"), "user").unwrap_err();
-        assert_eq!(e.rule, "read_file(../x)");
+        let e = Matcher::new(rule(Decision::Allow, "read_file", Some("../x"))).unwrap_err();
+        assert_eq!(e.rule.to_string(), "read_file(../x)");
     }
 }

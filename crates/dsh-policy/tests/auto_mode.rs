@@ -9,21 +9,20 @@ use std::sync::Arc;
 
 use dsh_core::PermissionMode;
 use dsh_core::{Access, PolicyContext, PrePolicy, Tier, ToolCall, ToolSpec, Vote, Workspace};
+use dsh_core::{Layer, Origin, Rule};
 use dsh_policy::shell::Decision;
 use dsh_policy::{
-    ModePolicy, ModeSwitch, NetworkVote, Rule, SandboxCheck, ShellLists, ShellPolicy,
+    ModePolicy, ModeSwitch, NetworkVote, PermissionRules, SandboxCheck, ShellLists, ShellPolicy,
 };
 
-/// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
+/// A rule from its text, through the one grammar (dsh-core's), written in `/u/config.toml`.
 fn parse_rule(kind: Decision, text: &str) -> Rule {
-    let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
-    Rule::new(
-        kind,
-        parsed.tool,
-        parsed.specifier.as_deref(),
-        "user /u/config.toml",
-    )
-    .unwrap()
+    let origin = Origin {
+        layer: Layer::User,
+        path: Some("/u/config.toml".into()),
+        ..Origin::builtin()
+    };
+    Rule::parse(kind, text, origin).unwrap()
 }
 
 /// A workspace holding `a`, `x`, `src/`, `migrations/001.sql` and an empty `.git/`.
@@ -57,11 +56,10 @@ fn session(ws: &Arc<Workspace>, lists: ShellLists, rules: &[(Decision, &str)]) -
         .map(|p| dsh_policy::PathPattern::new(p).unwrap())
         .collect();
     let all: Vec<Rule> = rules.iter().map(|(k, t)| parse_rule(*k, t)).collect();
-    let shell_rules = all
-        .iter()
-        .map(|r| dsh_policy::ShellRule::new(r.clone(), false));
-    let shell = ShellPolicy::new(ws.clone(), shell_rules, lists, NetworkVote::Refused)
-        .with_file_rules(all.clone(), &["read_file".to_owned()], protected)
+    let file_rules =
+        PermissionRules::new(ws.clone(), all.clone(), &["read_file".to_owned()]).unwrap();
+    let shell = ShellPolicy::new(ws.clone(), all, lists, NetworkVote::Refused)
+        .with_file_rules(&file_rules, protected)
         .with_read_only_sandbox(enforced.clone())
         .with_mode(switch.clone(), enforced);
     let mode = ModePolicy::new(switch.clone(), shell.clone());

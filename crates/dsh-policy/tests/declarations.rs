@@ -14,9 +14,8 @@ use dsh_core::{
     Access, CancellationToken, Decision, FailureKind, Pipeline, Registry, ToolCall, ToolOutput,
     Workspace,
 };
-use dsh_policy::{
-    NetworkVote, PermissionRules, PythonAuditGuard, Rule, ShellLists, ShellPolicy, ShellRule,
-};
+use dsh_core::{Layer, Origin, Rule};
+use dsh_policy::{NetworkVote, PermissionRules, PythonAuditGuard, ShellLists, ShellPolicy};
 use dsh_testkit::FnTool;
 use serde_json::{Value, json};
 
@@ -38,13 +37,14 @@ fn declaring(name: &str, arg: &'static str) -> FnTool {
     })
 }
 
-/// Rules from their text, through the one grammar (dsh-config's), all from "user".
+/// Rules from their text, through the one grammar (dsh-core's), all from "user".
 fn parse_rules(list: &[(Decision, &str)]) -> Vec<Rule> {
+    let user = Origin {
+        layer: Layer::User,
+        ..Origin::builtin()
+    };
     list.iter()
-        .map(|(k, t)| {
-            let parsed = dsh_config::Rule::parse(t, dsh_config::Origin::builtin()).unwrap();
-            Rule::new(*k, parsed.tool, parsed.specifier.as_deref(), "user").unwrap()
-        })
+        .map(|(k, t)| Rule::parse(*k, t, user.clone()).unwrap())
         .collect()
 }
 
@@ -71,13 +71,13 @@ fn pipeline(ws: &Arc<Workspace>) -> Arc<Pipeline> {
     registry.register(declaring("run_code", "code")).unwrap();
     let shell = ShellPolicy::new(
         ws.clone(),
-        rules.iter().map(|r| ShellRule::new(r.clone(), false)),
+        rules.clone(),
         ShellLists::default(),
         NetworkVote::Refused,
     );
     let readers = readers(&registry);
     Pipeline::builder(registry, Arc::new(MemoryJournal::new("t")))
-        .pre_policy(PermissionRules::new(ws.clone(), rules, &readers))
+        .pre_policy(PermissionRules::new(ws.clone(), rules, &readers).unwrap())
         .pre_policy(shell)
         .guard(PythonAuditGuard::new(ws.clone()))
         .build()
@@ -260,7 +260,7 @@ fn file_rules_pipeline(ws: &Arc<Workspace>) -> Arc<Pipeline> {
         (Decision::Deny, "run_shell(cat *)"),
     ]);
     Pipeline::builder(registry, Arc::new(MemoryJournal::new("t")))
-        .pre_policy(PermissionRules::new(ws.clone(), rules, &readers))
+        .pre_policy(PermissionRules::new(ws.clone(), rules, &readers).unwrap())
         .build()
 }
 

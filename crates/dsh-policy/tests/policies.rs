@@ -10,14 +10,24 @@ use dsh_core::{
     Access, ApprovalOutcome, CancellationToken, Decision, FailureKind, FrozenResult, Gate,
     Pipeline, Registry, SpillStore, ToolCall, ToolOutput, Workspace,
 };
-use dsh_policy::{Confinement, PermissionRules, ProtectedPaths, Rule, Spill};
+use dsh_core::{Layer, Origin, Rule};
+use dsh_policy::{Confinement, PermissionRules, ProtectedPaths, Spill};
 use dsh_testkit::{FnTool, ScriptedApprover};
 use serde_json::json;
 
-/// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
+/// A rule from its text, through the one grammar (dsh-core's), written where `origin` says:
+/// a layer's name, then the file if any (`user`, `untrusted project /p/.dsh/config.toml`).
 fn parse_rule(kind: Decision, text: &str, origin: &str) -> Rule {
-    let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
-    Rule::new(kind, parsed.tool, parsed.specifier.as_deref(), origin).unwrap()
+    let (layer, file) = [Layer::UntrustedProject, Layer::Project, Layer::User]
+        .into_iter()
+        .find_map(|l| Some((l, origin.strip_prefix(l.as_str())?)))
+        .unwrap_or_else(|| panic!("{origin:?} names no layer"));
+    let origin = Origin {
+        layer,
+        path: file.strip_prefix(' ').map(Into::into),
+        ..Origin::builtin()
+    };
+    Rule::parse(kind, text, origin).unwrap()
 }
 
 struct Fixture {
@@ -68,7 +78,7 @@ fn tools(runs: &Arc<AtomicUsize>, big: usize) -> Registry {
 /// The rules, with `read` as the one read-only tool (as `tools` registers it).
 fn rules(ws: &Arc<Workspace>, list: &[(Decision, &str, &str)]) -> PermissionRules {
     let rules = list.iter().map(|(k, t, o)| parse_rule(*k, t, o)).collect();
-    PermissionRules::new(ws.clone(), rules, &["read".to_owned()])
+    PermissionRules::new(ws.clone(), rules, &["read".to_owned()]).unwrap()
 }
 
 fn pipeline(f: &Fixture, rules_list: &[(Decision, &str, &str)], yolo: bool) -> Arc<Pipeline> {

@@ -14,17 +14,25 @@ use dsh_core::{
     ApprovalError, ApprovalOutcome, ApprovalRequest, Approver, CancellationToken, FailureKind,
     Gate, Pipeline, Registry, Tier, ToolCall, ToolOutput, Workspace, async_trait,
 };
+use dsh_core::{Layer, Origin, Rule};
 use dsh_policy::python::{audit_file, audit_source};
-use dsh_policy::{
-    Decision, NetworkVote, PythonAuditGuard, Rule, ShellLists, ShellPolicy, ShellRule,
-};
+use dsh_policy::{Decision, NetworkVote, PythonAuditGuard, ShellLists, ShellPolicy};
 use dsh_testkit::FnTool;
 use serde_json::json;
 
-/// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
+/// A rule from its text, through the one grammar (dsh-core's), written where `origin` says:
+/// a layer's name, then the file if any (`user`, `untrusted project /p/.dsh/config.toml`).
 fn parse_rule(kind: Decision, text: &str, origin: &str) -> Rule {
-    let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
-    Rule::new(kind, parsed.tool, parsed.specifier.as_deref(), origin).unwrap()
+    let (layer, file) = [Layer::UntrustedProject, Layer::Project, Layer::User]
+        .into_iter()
+        .find_map(|l| Some((l, origin.strip_prefix(l.as_str())?)))
+        .unwrap_or_else(|| panic!("{origin:?} names no layer"));
+    let origin = Origin {
+        layer,
+        path: file.strip_prefix(' ').map(Into::into),
+        ..Origin::builtin()
+    };
+    Rule::parse(kind, text, origin).unwrap()
 }
 
 fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
@@ -36,9 +44,7 @@ fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
 }
 
 fn policy(ws: &Arc<Workspace>, rules: &[(Decision, &str)]) -> ShellPolicy {
-    let rules = rules
-        .iter()
-        .map(|(k, t)| ShellRule::new(parse_rule(*k, t, "user"), false));
+    let rules = rules.iter().map(|(k, t)| parse_rule(*k, t, "user"));
     ShellPolicy::new(
         ws.clone(),
         rules,

@@ -6,14 +6,24 @@
 
 use std::sync::Arc;
 
+use dsh_core::{Layer, Origin, Rule};
 use dsh_core::{Tier, Workspace};
 use dsh_policy::shell::{Decision, Ruling};
-use dsh_policy::{NetworkVote, Rule, ShellLists, ShellPolicy, ShellRule};
+use dsh_policy::{NetworkVote, PermissionRules, ShellLists, ShellPolicy};
 
-/// A rule from its text, through the one grammar (dsh-config's) and then compiled here.
+/// A rule from its text, through the one grammar (dsh-core's), written where `origin` says:
+/// a layer's name, then the file if any (`user`, `untrusted project /p/.dsh/config.toml`).
 fn parse_rule(kind: Decision, text: &str, origin: &str) -> Rule {
-    let parsed = dsh_config::Rule::parse(text, dsh_config::Origin::builtin()).unwrap();
-    Rule::new(kind, parsed.tool, parsed.specifier.as_deref(), origin).unwrap()
+    let (layer, file) = [Layer::UntrustedProject, Layer::Project, Layer::User]
+        .into_iter()
+        .find_map(|l| Some((l, origin.strip_prefix(l.as_str())?)))
+        .unwrap_or_else(|| panic!("{origin:?} names no layer"));
+    let origin = Origin {
+        layer,
+        path: file.strip_prefix(' ').map(Into::into),
+        ..Origin::builtin()
+    };
+    Rule::parse(kind, text, origin).unwrap()
 }
 
 fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
@@ -58,7 +68,7 @@ fn policy_with_lists(
         } else {
             "user /u/config.toml"
         };
-        ShellRule::new(parse_rule(*kind, text, origin), *untrusted)
+        parse_rule(*kind, text, origin)
     });
     // As a session assembles it: the default protected paths and the prompt files.
     let protected = [".git/**", ".dsh/**"]
@@ -66,11 +76,9 @@ fn policy_with_lists(
         .chain(dsh_policy::PROMPT_FILES)
         .map(|p| dsh_policy::PathPattern::new(p).unwrap())
         .collect();
-    ShellPolicy::new(ws.clone(), rules, lists, NetworkVote::Refused).with_file_rules(
-        Vec::new(),
-        &[],
-        protected,
-    )
+    let file_rules = PermissionRules::new(ws.clone(), Vec::new(), &[]).unwrap();
+    ShellPolicy::new(ws.clone(), rules, lists, NetworkVote::Refused)
+        .with_file_rules(&file_rules, protected)
 }
 
 fn show(line: &str, d: &Ruling) -> String {
@@ -566,7 +574,7 @@ fn a_rule_added_while_the_session_runs_allows_only_each_matching_command() {
         .add(parse_rule(
             Decision::Allow,
             "run_shell(git commit *)",
-            "added",
+            "user",
         ))
         .unwrap();
     let d = p.decide("git commit -m x");
@@ -580,7 +588,7 @@ fn a_rule_added_while_the_session_runs_allows_only_each_matching_command() {
     // Only allow rules are added this way.
     assert!(
         added
-            .add(parse_rule(Decision::Deny, "run_shell(ls)", "added"))
+            .add(parse_rule(Decision::Deny, "run_shell(ls)", "user"))
             .is_err()
     );
 }

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use dsh_core::{CancellationToken, ExecContext, Tool, ToolCall, Workspace};
-use dsh_tools::{EditFile, FileSeam, Limits, ReadFile};
+use dsh_tools::{EditFile, FileSeam, ReadCaps, ReadFile};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -67,7 +67,7 @@ fn bench_edit(c: &mut Criterion, rt: &Runtime, group: &str, lines: usize) {
     std::fs::write(root.join("src/lib.rs"), body(lines)).unwrap();
     let ws = Arc::new(Workspace::new(&root).unwrap());
     let seam = Arc::new(FileSeam::new());
-    let read = ReadFile::new(ws.clone(), &Limits::default()).with_seam(seam.clone());
+    let read = ReadFile::new(ws.clone(), &ReadCaps::default()).with_seam(seam.clone());
     let args = json!({"path": "src/lib.rs", "limit": 1});
     rt.block_on(read.run(&args, &cx("read_file", &args, &read)))
         .unwrap();

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use dsh_core::{CancellationToken, ExecContext, Tool, ToolCall, Workspace};
-use dsh_tools::{EditFile, FileSeam, FindFiles, Grep, Limits, ReadFile, WriteFile};
+use dsh_tools::{EditFile, FileSeam, FindFiles, Grep, ReadCaps, ReadFile, WriteFile};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -162,7 +162,7 @@ fn benches(c: &mut Criterion) {
         root.display()
     );
     let ws = Arc::new(Workspace::new(&root).unwrap());
-    let limits = Limits::default();
+    let limits = ReadCaps::default();
     let have_rg = rg_available();
     if !have_rg {
         eprintln!(
@@ -246,7 +246,7 @@ fn bench_changes(
     rt: &Runtime,
     root: &Path,
     ws: Arc<Workspace>,
-    limits: &Limits,
+    limits: &ReadCaps,
     body: &str,
 ) {
     const MARKS: [&str; 2] = ["EDIT_MARK_ALPHA", "EDIT_MARK_OMEGA"];

@@ -55,10 +55,11 @@ pub use search::find::FindFiles;
 pub use search::grep::Grep;
 pub use shell::{NetworkGrant, RunShell, ShellSettings};
 
-/// The caps of the read-only tools. Every cap, when reached, is *said* in the content the
-/// model sees, with how to get the rest.
+/// The caps of the read-only tools (`read_file`, `list_dir`, `grep`, `find_files`): how much
+/// one call shows. Every cap, when reached, is *said* in the content the model sees, with how
+/// to get the rest. (The session's `[limits]`, dsh-config's `Limits`, fill two of them.)
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Limits {
+pub struct ReadCaps {
     /// `read_file`: the most bytes of file content one page shows (default 256 KiB).
     /// Lines skipped to reach `offset` do not count: paging to the end of a big file works.
     pub max_read_bytes: usize,
@@ -70,9 +71,9 @@ pub struct Limits {
     pub max_list_entries: usize,
 }
 
-impl Default for Limits {
+impl Default for ReadCaps {
     fn default() -> Self {
-        Limits {
+        ReadCaps {
             max_read_bytes: 256 * 1024,
             max_read_lines: 2000,
             max_results: 50,
@@ -88,7 +89,7 @@ impl Default for Limits {
 /// the session's spill store, paging at most `spill_chars` characters at a time.
 pub fn session_tools(
     ws: Arc<Workspace>,
-    limits: &Limits,
+    limits: &ReadCaps,
     seam: Arc<FileSeam>,
     spill: Arc<dsh_core::SpillStore>,
     spill_chars: usize,
@@ -104,7 +105,7 @@ pub fn session_tools(
     ]
 }
 
-pub fn read_only_tools(ws: Arc<Workspace>, limits: &Limits) -> Vec<Arc<dyn Tool>> {
+pub fn read_only_tools(ws: Arc<Workspace>, limits: &ReadCaps) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ReadFile::new(ws.clone(), limits)),
         Arc::new(ListDir::new(ws.clone(), limits)),

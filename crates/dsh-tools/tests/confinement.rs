@@ -188,7 +188,7 @@ async fn a_path_longer_than_path_max_is_invalid_args_for_every_tool_quoted_cappe
     }
     // A tool run without the pipeline refuses it the same way, from `Workspace::resolve`.
     let ws = Arc::new(dsh_core::Workspace::new(e.ws.path()).unwrap());
-    let tool = dsh_tools::ReadFile::new(ws, &dsh_tools::Limits::default());
+    let tool = dsh_tools::ReadFile::new(ws, &dsh_tools::ReadCaps::default());
     let cx = dsh_core::ExecContext {
         call: dsh_core::ToolCall::new("1", "read_file", json!({})),
         spec: Arc::new(dsh_core::Tool::spec(&tool)),

@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use common::env;
 use dsh_core::{Access, FailureKind, Gate, Workspace};
-use dsh_tools::{Limits, read_only_tools};
+use dsh_tools::{ReadCaps, read_only_tools};
 use serde_json::{Value, json};
 
 fn tools() -> (tempfile::TempDir, Vec<Arc<dyn dsh_core::Tool>>) {
     let dir = tempfile::tempdir().unwrap();
     let ws = Arc::new(Workspace::new(dir.path()).unwrap());
-    (dir, read_only_tools(ws, &Limits::default()))
+    (dir, read_only_tools(ws, &ReadCaps::default()))
 }
 
 #[test]
@@ -151,7 +151,7 @@ async fn a_cancelled_call_stops_and_says_so() {
     let ws = Arc::new(Workspace::new(dir.path()).unwrap());
     let cancel = dsh_core::CancellationToken::new();
     cancel.cancel();
-    for tool in read_only_tools(ws, &Limits::default()) {
+    for tool in read_only_tools(ws, &ReadCaps::default()) {
         let args = match tool.spec().name.as_str() {
             "read_file" => json!({"path": "d0/f.txt"}),
             "list_dir" => json!({"path": "."}),

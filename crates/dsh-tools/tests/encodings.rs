@@ -15,7 +15,7 @@ use dsh_core::{
     ToolCall, Workspace,
 };
 use dsh_testkit::ScriptedApprover;
-use dsh_tools::{FileSeam, Limits, session_tools};
+use dsh_tools::{FileSeam, ReadCaps, session_tools};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -36,7 +36,7 @@ fn env() -> Env {
     let mut registry = Registry::new();
     for tool in session_tools(
         workspace,
-        &Limits::default(),
+        &ReadCaps::default(),
         Arc::new(FileSeam::new()),
         store,
         20_000,

@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use common::{env, env_with, grep_hits};
 use dsh_core::FailureKind;
-use dsh_tools::Limits;
+use dsh_tools::ReadCaps;
 use serde_json::json;
 
 #[tokio::test]
@@ -166,9 +166,9 @@ async fn results_are_cut_at_the_cap_and_the_cut_is_said() {
 
 #[tokio::test]
 async fn one_file_over_the_cap_gives_a_lower_bound() {
-    let e = env_with(&Limits {
+    let e = env_with(&ReadCaps {
         max_results: 5,
-        ..Limits::default()
+        ..ReadCaps::default()
     });
     e.write("many.txt", "hit\n".repeat(100));
     let (content, value) = e.ok("grep", json!({"pattern": "hit"})).await;

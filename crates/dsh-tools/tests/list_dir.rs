@@ -9,7 +9,7 @@ use std::os::unix::fs::symlink;
 
 use common::{env, env_with, mkfifo};
 use dsh_core::FailureKind;
-use dsh_tools::Limits;
+use dsh_tools::ReadCaps;
 use serde_json::json;
 
 #[tokio::test]
@@ -44,9 +44,9 @@ async fn entries_are_sorted_with_dirs_slashed_symlinks_arrowed_and_others_marked
 
 #[tokio::test]
 async fn the_cap_keeps_the_first_names_in_order_and_says_how_many_there_are() {
-    let e = env_with(&Limits {
+    let e = env_with(&ReadCaps {
         max_list_entries: 3,
-        ..Limits::default()
+        ..ReadCaps::default()
     });
     for name in ["e", "a", "d", "b", "c", "f"] {
         e.write(name, "");

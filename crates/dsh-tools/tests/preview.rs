@@ -10,7 +10,7 @@ use std::sync::Arc;
 use dsh_core::{
     CancellationToken, ExecContext, Tool, ToolCall, ToolError, ToolErrorKind, ToolOutput, Workspace,
 };
-use dsh_tools::{EditFile, FileSeam, Limits, ReadFile, WriteFile};
+use dsh_tools::{EditFile, FileSeam, ReadCaps, ReadFile, WriteFile};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -28,7 +28,7 @@ fn env() -> Env {
     let ws = Arc::new(Workspace::new(dir.path()).unwrap());
     let seam = Arc::new(FileSeam::new());
     Env {
-        read: ReadFile::new(ws.clone(), &Limits::default()).with_seam(seam.clone()),
+        read: ReadFile::new(ws.clone(), &ReadCaps::default()).with_seam(seam.clone()),
         write: WriteFile::new(ws.clone(), seam.clone()),
         edit: EditFile::new(ws, seam),
         dir,

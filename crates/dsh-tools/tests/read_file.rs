@@ -5,7 +5,7 @@ mod common;
 
 use common::{env, env_with, mkfifo, mknod_null};
 use dsh_core::FailureKind;
-use dsh_tools::Limits;
+use dsh_tools::ReadCaps;
 use serde_json::json;
 
 fn numbered(n: usize) -> String {
@@ -56,9 +56,9 @@ async fn a_whole_small_file_has_no_notice() {
 
 #[tokio::test]
 async fn the_default_and_largest_limit_is_max_read_lines() {
-    let e = env_with(&Limits {
+    let e = env_with(&ReadCaps {
         max_read_lines: 5,
-        ..Limits::default()
+        ..ReadCaps::default()
     });
     e.write("twelve.txt", numbered(12));
     for args in [
@@ -76,9 +76,9 @@ async fn the_default_and_largest_limit_is_max_read_lines() {
 
 #[tokio::test]
 async fn the_byte_cap_stops_a_page_and_says_how_to_page_on() {
-    let e = env_with(&Limits {
+    let e = env_with(&ReadCaps {
         max_read_bytes: 1024,
-        ..Limits::default()
+        ..ReadCaps::default()
     });
     let line = "x".repeat(99);
     e.write("wide.txt", format!("{line}\n").repeat(100));

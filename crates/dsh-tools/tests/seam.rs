@@ -23,7 +23,7 @@ use dsh_core::{
     SpillStore, ToolCall, Workspace,
 };
 use dsh_testkit::ScriptedApprover;
-use dsh_tools::{FileSeam, Limits, session_tools};
+use dsh_tools::{FileSeam, ReadCaps, session_tools};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -42,7 +42,7 @@ impl Session {
         let mut registry = Registry::new();
         for tool in session_tools(
             ws,
-            &Limits::default(),
+            &ReadCaps::default(),
             Arc::new(FileSeam::new()),
             store,
             SPILL_CHARS,

@@ -279,14 +279,14 @@ impl Profiles {
 /// Refuses a `call_sub_agent(X)` rule: the tool takes no path, and a specifier would be read
 /// as a path pattern (spread over other tools' declared reads) instead of limiting
 /// sub-agents. The bare rule names the tool (`deny = ["call_sub_agent"]` turns them off).
-pub fn check_rules(rules: &[crate::RuleSpec]) -> Result<(), SubAgentConfigError> {
+pub fn check_rules(rules: &[dsh_core::Rule]) -> Result<(), SubAgentConfigError> {
     match rules
         .iter()
         .find(|r| r.tool == CALL_SUB_AGENT && r.specifier.is_some())
     {
         None => Ok(()),
         Some(r) => Err(SubAgentConfigError {
-            at: r.at.clone(),
+            at: r.origin.location(),
             message: format!(
                 "`{CALL_SUB_AGENT}` takes no path, so a rule names it alone (`deny = \
                  [\"{CALL_SUB_AGENT}\"]` turns sub-agents off); what a sub-agent may do is its \

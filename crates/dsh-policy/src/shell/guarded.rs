@@ -21,7 +21,7 @@ use super::destinations::Reach;
 use super::judge::firm;
 use super::{Decision, Judgement, ShellPolicy};
 use crate::glob::PathPattern;
-use crate::rules::Rule;
+use crate::rules::Matcher;
 
 /// What keeps a path from shell writes.
 #[derive(Clone, Copy)]
@@ -29,21 +29,21 @@ enum Keeper<'a> {
     /// A protected path: every write is refused.
     Protected(&'a PathPattern),
     /// A file tool's `deny` or `ask` path rule: a write is refused or asked.
-    Rule(&'a Rule),
+    Rule(&'a Matcher),
 }
 
 impl<'a> Keeper<'a> {
     fn decision(self) -> Decision {
         match self {
             Keeper::Protected(_) => Decision::Deny,
-            Keeper::Rule(r) => r.kind,
+            Keeper::Rule(r) => r.rule.decision,
         }
     }
 
     fn pattern(self) -> &'a str {
         match self {
             Keeper::Protected(p) => p.as_str(),
-            Keeper::Rule(r) => r.specifier.as_deref().unwrap_or_default(),
+            Keeper::Rule(r) => r.rule.specifier.as_deref().unwrap_or_default(),
         }
     }
 
@@ -64,10 +64,10 @@ impl<'a> Keeper<'a> {
             Keeper::Protected(p) => format!("is protected (`{}`)", p.as_str()),
             Keeper::Rule(r) => format!(
                 "{} rule `{}` from {} governs for dsh's file tools, so a shell command's write {} too",
-                r.kind.as_str(),
-                r.text(),
-                r.origin,
-                if r.kind == Decision::Deny {
+                r.rule.decision.as_str(),
+                r.rule,
+                r.rule.origin,
+                if r.rule.decision == Decision::Deny {
                     "is refused"
                 } else {
                     "asks"
@@ -144,7 +144,7 @@ impl ShellPolicy {
         let rules = |kind| {
             self.write_rules
                 .iter()
-                .filter(move |r| r.kind == kind)
+                .filter(move |r| r.rule.decision == kind)
                 .map(|r| Held {
                     keeper: Keeper::Rule(r),
                     link: None,
@@ -268,9 +268,9 @@ impl ShellPolicy {
                         decision: Decision::Ask,
                         why: format!(
                             "names files by a pattern ({shown}) that may match what {} rule `{}` from {} governs for dsh's file tools; name the files",
-                            r.kind.as_str(),
-                            r.text(),
-                            r.origin
+                            r.rule.decision.as_str(),
+                            r.rule,
+                            r.rule.origin
                         ),
                     },
                 });

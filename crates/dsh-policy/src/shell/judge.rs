@@ -14,7 +14,7 @@ use super::words::{Word, short};
 use super::{
     Decision, Judgement, MAX_DEPTH, MAX_LINE_BYTES, ShellPolicy, rule_matches, suspicious_char,
 };
-use crate::rules::Rule;
+use dsh_core::Rule;
 
 /// Where a command runs and how it was reached.
 #[derive(Clone, Copy)]
@@ -279,15 +279,15 @@ impl ShellPolicy {
         let matching: Vec<&Rule> = self
             .rules
             .iter()
-            .filter(|r| !(r.tighten_only && r.rule.kind < default))
+            .filter(|r| !(r.rule.tighten_only() && r.rule.decision < default))
+            .chain(added.iter().filter(|r| r.rule.tool == "run_shell"))
             .map(|r| &r.rule)
-            .chain(added.iter().filter(|r| r.tool == "run_shell"))
             .filter(|r| rule_matches(r, words))
             .collect();
-        let strictest = matching.iter().max_by_key(|r| r.kind);
+        let strictest = matching.iter().max_by_key(|r| r.decision);
         match strictest {
             Some(rule) => {
-                let decision = rule.kind;
+                let decision = rule.decision;
                 let did = match decision {
                     Decision::Allow => "allowed",
                     Decision::Ask => "asks",
@@ -305,7 +305,7 @@ impl ShellPolicy {
                     auto_liftable: false,
                     reason: format!(
                         "{text} {did} by rule `{}` from {}",
-                        rule.text(),
+                        rule,
                         rule.origin,
                         text = quote_capped(&text)
                     ),

@@ -94,8 +94,9 @@ use std::sync::Arc;
 
 use dsh_core::{Access, PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace, async_trait};
 
-use crate::rules::Rule;
+use crate::rules::Matcher;
 pub use dsh_core::Decision;
+use dsh_core::Rule;
 use words::Word;
 
 /// Lines longer than this are refused.
@@ -199,31 +200,19 @@ impl Ruling {
     }
 }
 
-/// A `run_shell` rule for the shell policy.
-#[derive(Clone, Debug)]
-pub struct ShellRule {
-    pub rule: Rule,
-    /// From an untrusted project: it may only tighten a command's decision.
-    pub tighten_only: bool,
-}
-
-impl ShellRule {
-    pub fn new(rule: Rule, tighten_only: bool) -> Self {
-        ShellRule { rule, tighten_only }
-    }
-}
-
 /// The shell policy as a gate-1 listener (name `shell`).
 #[derive(Clone, Debug)]
 pub struct ShellPolicy {
     workspace: Arc<Workspace>,
-    rules: Vec<ShellRule>,
+    /// The `run_shell` rules; one from an untrusted project ([`Rule::tighten_only`]) may only
+    /// tighten a command's decision.
+    rules: Vec<Matcher>,
     /// `deny`/`ask` rules of dsh's reading tools with a path pattern: a shell word naming such
     /// a path gets the same decision, so `cat .env` is not a way around `deny read_file(.env)`.
-    read_rules: Vec<Rule>,
+    read_rules: Vec<Matcher>,
     /// `deny`/`ask` rules of dsh's other tools with a path pattern (`write_file(migrations/**)`):
     /// a command writing such a path is refused or asked as the file tools' writes are.
-    write_rules: Vec<Rule>,
+    write_rules: Vec<Matcher>,
     /// Protected paths: no shell write may reach them.
     protected: Vec<crate::PathPattern>,
     lists: ShellLists,
@@ -269,7 +258,7 @@ impl ShellPolicy {
     /// `rules` may hold rules for any tool: only the `run_shell` ones are kept.
     pub fn new(
         workspace: Arc<Workspace>,
-        rules: impl IntoIterator<Item = ShellRule>,
+        rules: impl IntoIterator<Item = Rule>,
         lists: ShellLists,
         network: NetworkVote,
     ) -> Self {
@@ -277,7 +266,8 @@ impl ShellPolicy {
             workspace,
             rules: rules
                 .into_iter()
-                .filter(|r| r.rule.tool == "run_shell")
+                .filter(|r| r.tool == "run_shell")
+                .map(Matcher::command)
                 .collect(),
             lists,
             network,
@@ -345,24 +335,21 @@ impl ShellPolicy {
         self
     }
 
-    /// Carries the file tools' path rules over to the shell, as [`crate::PermissionRules`]
-    /// spreads them over other tools' declarations: `deny`/`ask` rules that name a path for
-    /// one of the `readers` — the session's tools that declare themselves read-only (the
-    /// registry's flag, not a list of names) — apply to every shell word and redirection
-    /// naming that path; those of any other tool (`write_file`, `edit_file`, …) to every
-    /// place a command writes (redirections, output flags, the destinations of `cp`, `mv`,
-    /// `touch`, `sed -i`, …). `protected` paths may not be written by any of them.
+    /// Carries the file tools' path rules over to the shell exactly as `rules` spreads them
+    /// over other tools' declarations (the same compiled rules, so the two cannot disagree):
+    /// `deny`/`ask` rules that name a path for one of its readers — the session's tools that
+    /// declare themselves read-only (the registry's flag, not a list of names) — apply to
+    /// every shell word and redirection naming that path; those of any other tool
+    /// (`write_file`, `edit_file`, …) to every place a command writes (redirections, output
+    /// flags, the destinations of `cp`, `mv`, `touch`, `sed -i`, …). `protected` paths may
+    /// not be written by any of them.
     #[must_use]
     pub fn with_file_rules(
         mut self,
-        rules: impl IntoIterator<Item = Rule>,
-        readers: &[String],
+        rules: &crate::PermissionRules,
         protected: Vec<crate::PathPattern>,
     ) -> Self {
-        (self.read_rules, self.write_rules) = rules
-            .into_iter()
-            .filter(|r| r.kind != Decision::Allow && r.names_paths())
-            .partition(|r| readers.contains(&r.tool));
+        (self.read_rules, self.write_rules) = rules.spread_rules();
         self.protected = protected;
         self
     }
@@ -416,7 +403,7 @@ fn rule_matches(rule: &Rule, words: &[Word]) -> bool {
     // A bare `run_shell` rule matches every command, like `run_shell(*)`.
     let spec = rule.specifier.as_deref().unwrap_or("*");
     let mut pattern: Vec<&str> = spec.split_whitespace().collect();
-    let mut open = rule.kind != Decision::Allow;
+    let mut open = rule.decision != Decision::Allow;
     if let Some(last) = pattern.last_mut() {
         if *last == "*" {
             pattern.pop();
@@ -429,14 +416,14 @@ fn rule_matches(rule: &Rule, words: &[Word]) -> bool {
     if words.len() < pattern.len() || (!open && words.len() != pattern.len()) {
         return false;
     }
-    if rule.kind == Decision::Allow && !matches!(words[0], Word::Lit { glob: false, .. }) {
+    if rule.decision == Decision::Allow && !matches!(words[0], Word::Lit { glob: false, .. }) {
         return false;
     }
     pattern.iter().zip(words).all(|(p, w)| match w {
         Word::Lit { text, glob: false } => text == p,
         // A word known only at run time (or after globbing or brace expansion) may be
         // anything: it can carry a deny or ask rule, never an allow.
-        _ => rule.kind != Decision::Allow,
+        _ => rule.decision != Decision::Allow,
     })
 }
 

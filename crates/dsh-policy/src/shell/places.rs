@@ -306,17 +306,17 @@ impl ShellPolicy {
             .find_map(|kind| {
                 self.read_rules
                     .iter()
-                    .find(|r| r.kind == kind && r.path_matches(&rel))
+                    .find(|r| r.rule.decision == kind && r.path_matches(&rel))
             });
-        if let Some(rule) = hit {
+        if let Some(rule) = hit.map(|m| &m.rule) {
             out.push(firm(
-                rule.kind,
+                rule.decision,
                 format!(
                     "{candidate}{} names {}, which {} rule `{}` from {} keeps from dsh's file tools; a shell command may not read it either",
                     from(dir),
                     quote_capped_path(&rel),
-                    rule.kind.as_str(),
-                    rule.text(),
+                    rule.decision.as_str(),
+                    rule,
                     rule.origin,
                     candidate = quote_capped(candidate)
                 ),

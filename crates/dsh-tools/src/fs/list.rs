@@ -1,7 +1,7 @@
 //! `list_dir{path}`: the entries of one directory, sorted by name.
 //!
 //! Nothing is followed: a symlink is shown as `name@ -> target` with its target as written
-//! in the link. Directories end in `/`. Only the first [`Limits::max_list_entries`] names in
+//! in the link. Directories end in `/`. Only the first [`ReadCaps::max_list_entries`] names in
 //! sorted order are kept (a bounded heap, so a directory of a million entries costs the memory
 //! of the cap, not of the directory), and the total is said.
 
@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::confine::{LOSSY_NOTE, OpenDir, display, resolve_dir};
-use crate::{Limits, blocking, cancelled, parse_args, path_access};
+use crate::{ReadCaps, blocking, cancelled, parse_args, path_access};
 
 /// The `list_dir` tool.
 #[derive(Clone, Debug)]
@@ -35,7 +35,7 @@ struct Args {
 }
 
 impl ListDir {
-    pub fn new(ws: Arc<Workspace>, limits: &Limits) -> Self {
+    pub fn new(ws: Arc<Workspace>, limits: &ReadCaps) -> Self {
         ListDir {
             ws,
             max_entries: limits.max_list_entries.max(1),

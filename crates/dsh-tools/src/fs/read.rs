@@ -3,7 +3,7 @@
 //! The file is streamed, never slurped: lines before `offset` are counted with `memchr` and
 //! dropped, each shown line keeps at most [`LINE_MAX_CHARS`] characters (the rest of a long
 //! line is skipped without being buffered), and a page stops at `limit` lines or
-//! [`Limits::max_read_bytes`] of shown content, whichever comes first. After the page, lines
+//! [`ReadCaps::max_read_bytes`] of shown content, whichever comes first. After the page, lines
 //! are counted on for at most [`COUNT_AHEAD`] bytes to report `total_lines`; past that the
 //! total is `null` rather than a guess. Memory stays bounded whatever the file's size.
 //!
@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use crate::confine::{display, open_file};
 use crate::fs::encoding::{Detected, Encoding, Transcoder, detect};
 use crate::fs::seam::{FileSeam, Version};
-use crate::{Limits, blocking, cancelled, parse_args, path_access};
+use crate::{ReadCaps, blocking, cancelled, parse_args, path_access};
 
 /// Characters of one line shown; the rest is cut with a marker.
 pub const LINE_MAX_CHARS: usize = 2000;
@@ -57,7 +57,7 @@ struct Args {
 }
 
 impl ReadFile {
-    pub fn new(ws: Arc<Workspace>, limits: &Limits) -> Self {
+    pub fn new(ws: Arc<Workspace>, limits: &ReadCaps) -> Self {
         ReadFile {
             ws,
             seam: None,

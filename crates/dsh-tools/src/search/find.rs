@@ -4,7 +4,7 @@
 //! any depth; one with `/` (`src/**/*.rs`) matches paths relative to `path` or to the
 //! workspace root. The walk and its skipping rules are grep's. Symlinks are listed as
 //! `path@ -> target` and never followed; directories are not listed (use list_dir). Results
-//! are sorted by path and cut at [`Limits::max_results`], with the exact total said.
+//! are sorted by path and cut at [`ReadCaps::max_results`], with the exact total said.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::{PathGlob, Shortfall, TopK, lock, walker};
 use crate::confine::{LOSSY_NOTE, display, resolve_dir};
-use crate::{Limits, blocking, cancelled, parse_args, path_access};
+use crate::{ReadCaps, blocking, cancelled, parse_args, path_access};
 
 /// The `find_files` tool.
 #[derive(Clone, Debug)]
@@ -37,7 +37,7 @@ struct Args {
 }
 
 impl FindFiles {
-    pub fn new(ws: Arc<Workspace>, limits: &Limits) -> Self {
+    pub fn new(ws: Arc<Workspace>, limits: &ReadCaps) -> Self {
         FindFiles {
             ws,
             max_results: limits.max_results.max(1),

@@ -4,7 +4,7 @@
 //! `search`); each file is opened by [`WalkOpener`] (no symlink anywhere on the way, no FIFO,
 //! one link, inside the workspace) and searched by `grep-searcher` with the binary detection of ripgrep's
 //! default (`quit` on a NUL byte: a binary file contributes nothing). Results are sorted by
-//! (path, line) and cut at [`Limits::max_results`]; a file contributes at most that many
+//! (path, line) and cut at [`ReadCaps::max_results`]; a file contributes at most that many
 //! matches, so the total said when truncated is a lower bound ("at least N"), the same on
 //! every run.
 //!
@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use super::{PathGlob, Shortfall, TopK, lock, walker};
 use crate::confine::{Skipped, WalkOpener, describe, display, open_file};
 use crate::confine::{Want, lstat, path_error};
-use crate::{Limits, blocking, cancelled, parse_args, path_access};
+use crate::{ReadCaps, blocking, cancelled, parse_args, path_access};
 
 /// Characters of a matching line shown; longer lines are cut with a marker.
 pub const TEXT_MAX_CHARS: usize = 300;
@@ -56,7 +56,7 @@ struct Args {
 }
 
 impl Grep {
-    pub fn new(ws: Arc<Workspace>, limits: &Limits) -> Self {
+    pub fn new(ws: Arc<Workspace>, limits: &ReadCaps) -> Self {
         Grep {
             ws,
             max_results: limits.max_results.max(1),
@@ -542,7 +542,7 @@ mod tests {
         let hay = haystack();
         let dir = hay.path().parent().unwrap();
         let ws = Arc::new(Workspace::new(dir).unwrap());
-        let grep = Grep::new(ws, &crate::Limits::default());
+        let grep = Grep::new(ws, &crate::ReadCaps::default());
         let name = hay.path().file_name().unwrap().to_str().unwrap().to_owned();
         let args = Args {
             pattern: "needle".to_owned(),

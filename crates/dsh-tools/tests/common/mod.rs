@@ -11,7 +11,7 @@ use dsh_core::journal::MemoryJournal;
 use dsh_core::{
     CancellationToken, FailureKind, FrozenResult, Pipeline, Registry, ToolCall, Workspace,
 };
-use dsh_tools::{Limits, read_only_tools};
+use dsh_tools::{ReadCaps, read_only_tools};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -23,10 +23,10 @@ pub struct Env {
 }
 
 pub fn env() -> Env {
-    env_with(&Limits::default())
+    env_with(&ReadCaps::default())
 }
 
-pub fn env_with(limits: &Limits) -> Env {
+pub fn env_with(limits: &ReadCaps) -> Env {
     let ws = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     let workspace = Arc::new(Workspace::new(ws.path()).unwrap());
