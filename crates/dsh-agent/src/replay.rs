@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 
 use dsh_core::journal::{Entry, Record};
-use dsh_core::{Decision, FailureKind, Gate, ToolCall, ToolSet};
+use dsh_core::{CallSource, Decision, FailureKind, Gate, ToolCall, ToolSet};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -51,6 +51,8 @@ pub struct RecordedCall {
     pub call_id: String,
     pub tool: String,
     pub args: Value,
+    /// Where the call came from: a call a person typed is judged as theirs again.
+    pub source: CallSource,
     /// The agent that made the call; `None` is the main agent.
     pub agent: Option<String>,
     /// The profile that agent ran, from its `sub_agent_start` record (`None` for the main
@@ -148,6 +150,7 @@ pub fn recorded_calls(records: &[Entry]) -> Vec<RecordedCall> {
                 call_id,
                 name,
                 args,
+                source,
                 ..
             } => {
                 open.insert((agent, call_id.as_ref()), calls.len());
@@ -157,6 +160,7 @@ pub fn recorded_calls(records: &[Entry]) -> Vec<RecordedCall> {
                         call_id: call_id.to_string(),
                         tool: name.to_string(),
                         args: args.as_ref().clone(),
+                        source: *source,
                         agent: entry.agent.clone(),
                         profile: agent.and_then(|a| profiles.get(a)).map(|p| (*p).to_owned()),
                         recorded: None,
@@ -243,7 +247,8 @@ pub async fn replay(calls: Vec<RecordedCall>, session: &Session) -> Vec<Row> {
             &session.profiles,
         );
         let probe = ToolCall::new(call.call_id.as_str(), call.tool.as_str(), call.args.clone())
-            .with_agent(call.agent.as_deref().map(Into::into));
+            .with_agent(call.agent.as_deref().map(Into::into))
+            .with_source(call.source);
         // Judged under the mode in force when it was made.
         if let Some(mode) = call.mode {
             session.mode.set(mode);
@@ -327,6 +332,16 @@ mod tests {
             .into_iter()
             .map(|c| c.recorded.map(|r| (r.decision, r.gate)))
             .collect()
+    }
+
+    /// A call a person typed is replayed as theirs: the probe carries the recorded source.
+    #[test]
+    fn each_call_keeps_the_source_it_was_recorded_with() {
+        let mut typed = call("m", "write_file");
+        typed["source"] = json!("user");
+        let calls = recorded_calls(&entries(&[call("a", "read_file"), typed]));
+        let sources: Vec<CallSource> = calls.iter().map(|c| c.source).collect();
+        assert_eq!(sources, [CallSource::Model, CallSource::User]);
     }
 
     #[test]

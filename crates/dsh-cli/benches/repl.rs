@@ -17,9 +17,16 @@
 //!   And the same reply through `dsh exec` with stdout to /dev/null (no renderer): request →
 //!   exit. `RENDER_RUNS` (default 2) runs of each; `RENDER_TEXT=mixed` or `code-heavy` runs one.
 //!
+//! - `resize` (issue 24): an answer of `RESIZE_LINES` lines (default 100, 100 characters
+//!   each, the last line of each batch still arriving) streamed in deltas of 10 characters
+//!   every 2 ms — about two seconds — once steady and once through a resize storm (the PTY
+//!   resized every 10 ms, 120 ↔ 80 columns: 100 resizes a second). For each: the REPL's CPU
+//!   time and the bytes it wrote from Enter to the answer's end, and their storm/steady
+//!   ratios. `RESIZE_RUNS` (default 3) runs of each, alternated.
+//!
 //! ```sh
-//! cargo bench -p dsh-cli --bench repl            # all three
-//! cargo bench -p dsh-cli --bench repl -- render  # one of enter, idle, render
+//! cargo bench -p dsh-cli --bench repl            # all four
+//! cargo bench -p dsh-cli --bench repl -- render  # one of enter, idle, render, resize
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -352,6 +359,78 @@ fn render() {
     }
 }
 
+/// One streamed answer, steady or through a resize storm: (CPU ms, bytes written, wall ms,
+/// resizes sent).
+fn resize_once(lines: usize, storm: bool) -> (f64, usize, f64, usize) {
+    let w = Dirs::new();
+    let text: String = (0..lines)
+        .map(|i| format!("{i:04} {}\n", "resize storm text ".repeat(5).trim_end()))
+        .chain([format!("{END}\n")])
+        .collect();
+    let server = ScriptedServer::start(vec![
+        Turn::text(text)
+            .deltas(10)
+            .slow(Duration::from_millis(2))
+            .into(),
+    ]);
+    let pty = spawn(&w, &server, false);
+    let pid = pty.pid().expect("pid");
+    let start = pty.mark();
+    let cpu0 = cpu_ms(pid);
+    let t0 = Instant::now();
+    pty.send_line("stream it");
+    let mut resizes = 0;
+    let mut last = Instant::now();
+    loop {
+        if storm && last.elapsed() >= Duration::from_millis(10) {
+            resizes += 1;
+            pty.resize(40, if resizes % 2 == 0 { 120 } else { 80 });
+            last = Instant::now();
+        }
+        let len = pty.mark().0;
+        let tail = pty.raw_since(Mark(len.saturating_sub(256).max(start.0)));
+        if String::from_utf8_lossy(&tail).contains(END) {
+            break;
+        }
+        assert!(pty.try_exit_status().is_none(), "{}", pty.report());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let wall = t0.elapsed().as_secs_f64() * 1e3;
+    let cpu = cpu_ms(pid) - cpu0;
+    let bytes = pty.mark().0 - start.0;
+    drop(pty);
+    (cpu, bytes, wall, resizes)
+}
+
+fn resize() {
+    let lines = env_num("RESIZE_LINES", 100) as usize;
+    let runs = env_num("RESIZE_RUNS", 3) as usize;
+    let (mut steady, mut storm) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        steady.push(resize_once(lines, false));
+        storm.push(resize_once(lines, true));
+    }
+    let median = |v: &[(f64, usize, f64, usize)], f: fn(&(f64, usize, f64, usize)) -> f64| {
+        let mut x: Vec<f64> = v.iter().map(f).collect();
+        x.sort_by(f64::total_cmp);
+        x[x.len() / 2]
+    };
+    for (name, v) in [("steady", &steady), ("resize storm", &storm)] {
+        println!(
+            "resize/{name}: medians of {runs}: {:.0} CPU ms, {:.0} KB written, {:.0} ms wall, {:.0} resizes",
+            median(v, |r| r.0),
+            median(v, |r| r.1 as f64) / 1e3,
+            median(v, |r| r.2),
+            median(v, |r| r.3 as f64),
+        );
+    }
+    println!(
+        "resize/storm ÷ steady: CPU ×{:.2}, bytes ×{:.2}",
+        median(&storm, |r| r.0) / median(&steady, |r| r.0),
+        median(&storm, |r| r.1 as f64) / median(&steady, |r| r.1 as f64),
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a plain word selects one measurement.
     let only: Vec<String> = std::env::args()
@@ -367,5 +446,8 @@ fn main() {
     }
     if want("render") {
         render();
+    }
+    if want("resize") {
+        resize();
     }
 }

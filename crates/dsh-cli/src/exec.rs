@@ -129,8 +129,8 @@ pub(crate) async fn exec(
         | StopReason::CostBudget
         | StopReason::RepeatedCall => {
             eprintln!(
-                "dsh: stopped after {} steps: {}",
-                outcome.steps,
+                "dsh: stopped after {}: {}",
+                crate::words::plural(outcome.steps, "step"),
                 outcome.stop.as_str().replace('_', " ")
             );
             STOPPED
@@ -185,7 +185,7 @@ fn show(event: dsh_agent::Event, lines: bool, out: &mut Rendered) {
             }
             if lines {
                 let call = out.calls.remove(result.call_id());
-                let line = toolline::finished(call.as_ref(), &result, Style::new(false));
+                let line = toolline::finished(call.as_ref(), &result, Style::new(false), true);
                 if let Some(head) = line.first() {
                     eprintln!("{head}");
                 }

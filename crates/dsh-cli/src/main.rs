@@ -11,6 +11,7 @@ mod sessions;
 mod settings;
 mod signals;
 mod start;
+mod words;
 mod workspace;
 
 use std::io::Write;

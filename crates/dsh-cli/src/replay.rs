@@ -125,7 +125,10 @@ fn row_line(r: &Row) -> String {
 
 fn summary_line(rows: &[Row], changed: usize) -> String {
     let unreached = rows.iter().filter(|r| r.recorded.is_none()).count();
-    let mut line = format!("{} calls replayed, {changed} changed", rows.len());
+    let mut line = format!(
+        "{} replayed, {changed} changed",
+        crate::words::plural(rows.len(), "call")
+    );
     if unreached > 0 {
         line.push_str(&format!(", {unreached} never reached gate 1"));
     }

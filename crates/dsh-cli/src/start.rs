@@ -62,8 +62,9 @@ impl ResumedNote {
     /// What a front end says of it: the session resumed, then each call cut off.
     pub(crate) fn lines(&self) -> Vec<String> {
         let mut out = vec![format!(
-            "resuming session {} ({} turns)",
-            self.session, self.turns
+            "resuming session {} ({})",
+            self.session,
+            crate::words::plural(self.turns, "turn")
         )];
         out.extend(self.cut_off.iter().map(|(call_id, tool, closed)| {
             format!(

@@ -211,17 +211,17 @@ fn exec_prints_a_line_per_tool_call_and_the_calls_nobody_was_asked_about() {
     );
     assert!(
         lines.iter().any(
-            |l| l.starts_with("✗ run_shell cargo build · unavailable by approval:")
+            |l| l.starts_with("✗ run_shell cargo build · needed approval:")
                 && l.contains("so it asks")
                 && l.contains("run_shell(cargo build *)")
         ),
         "{err}"
     );
     assert!(
-        lines.iter().any(
-            |l| l.starts_with("✗ run_shell cp x ../y · denied by pre_policy/shell:")
-                && l.contains("outside the workspace")
-        ),
+        lines
+            .iter()
+            .any(|l| l.starts_with("✗ run_shell cp x ../y · refused:")
+                && l.contains("outside the workspace")),
         "{err}"
     );
     assert!(

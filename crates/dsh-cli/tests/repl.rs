@@ -6,83 +6,16 @@
 mod common;
 #[path = "common/pty.rs"]
 mod pty;
+#[path = "common/repl.rs"]
+mod repl_kit;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::Dirs;
-use dsh_testkit::model_server::{Gate, Reply, ScriptedServer, ServerHandle, Turn};
-use pty::{Pty, PtySpec, key};
+use dsh_testkit::model_server::{Gate, Reply, ScriptedServer, Turn};
+use pty::{PtySpec, key};
+use repl_kit::{PROMPT, journal, kind, leave, repl_command, spawn, world};
 use serde_json::Value;
-
-/// The prompt marker.
-const PROMPT: &str = "›";
-
-fn world() -> Dirs {
-    let d = Dirs::new();
-    std::fs::create_dir_all(d.ws.join("src")).unwrap();
-    std::fs::write(
-        d.ws.join("src/main.rs"),
-        "fn main() {\n    println!(\"hello\");\n}\n",
-    )
-    .unwrap();
-    d
-}
-
-/// `dsh` (the REPL) against `server`, with `extra` flags.
-fn repl_command(d: &Dirs, server: &ServerHandle, extra: &[&str]) -> Command {
-    let mut args = vec![
-        "--provider",
-        "openai",
-        "--base-url",
-        &server.url,
-        "--model",
-        "scripted",
-    ];
-    args.extend_from_slice(extra);
-    let mut c = d.dsh(&args);
-    c.env("OPENAI_API_KEY", "sk-test");
-    c
-}
-
-fn spawn(d: &Dirs, server: &ServerHandle, extra: &[&str]) -> Pty {
-    let pty = PtySpec::from_command(&repl_command(d, server, extra))
-        .size(40, 120)
-        .spawn();
-    pty.wait_for_text(PROMPT);
-    pty
-}
-
-/// The records of the session's (only) journal.
-fn journal(d: &Dirs) -> Vec<Value> {
-    let dir = d.home.join("sessions");
-    let path = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .unwrap();
-    dsh_core::journal::read_journal(&path)
-        .unwrap()
-        .records
-        .into_iter()
-        .map(|e| Value::Object(e.json))
-        .collect()
-}
-
-/// A record's kind.
-fn kind(r: &Value) -> &str {
-    r["kind"].as_str().unwrap()
-}
-
-/// Waits for prompt number `prompts` (keys typed while a turn runs are the next prompt's),
-/// then leaves with Ctrl-D.
-fn leave(mut pty: Pty, prompts: usize) {
-    pty.wait_for_count(PROMPT, prompts);
-    pty.send(key::CTRL_D);
-    let status = pty.wait_exit();
-    assert!(status.success(), "exit: {status:?}\n{}", pty.report());
-}
 
 #[test]
 fn a_turn_streams_its_answer_and_shows_each_tool_call_as_one_line() {
@@ -148,11 +81,12 @@ fn piped_stdin_is_a_plain_line_reader_without_escape_codes() {
     assert!(out.status.success(), "{stdout}\n{}", common::stderr(&out));
     assert!(!stdout.contains('\x1b'), "escape codes in {stdout:?}");
     assert!(stdout.contains("approvals: none (piped)"), "{stdout}");
-    // Headless: the ask ends as unavailable, and the line says who decided.
+    // Headless: the ask ends as unavailable, said in words (the gate is for --json).
     assert!(
-        stdout.contains("✗ write_file new.txt · unavailable by approval"),
+        stdout.contains("✗ write_file new.txt · needed approval: "),
         "{stdout}"
     );
+    assert!(!stdout.contains("by approval"), "{stdout}");
     assert!(stdout.contains("Could not write it."), "{stdout}");
     assert!(
         stdout.contains("run_shell"),
@@ -178,7 +112,7 @@ fn esc_interrupts_a_running_tool_and_the_call_is_recorded_as_cancelled() {
         s.contains("run_shell sleep 30") && !s.contains("waiting")
     });
     pty.send(key::ESC);
-    pty.wait_for_text("cancelled after");
+    pty.wait_for_text("cancelled while it ran");
     pty.wait_for_text("interrupted");
     pty.wait_for_count(PROMPT, 2);
     // The next prompt is a new turn on the same session.
@@ -487,14 +421,18 @@ fn turns_memory_and_model_change_the_next_request() {
     pty.send_line("second");
     pty.wait_for_text("reply two");
     pty.send_line("/turns 1");
-    pty.wait_for_text("the last 1 whole turns");
+    pty.wait_for_text("the last 1 whole turn");
     pty.send_line("third");
     pty.wait_for_text("reply three");
-    // /memory add goes through the pipeline: the memory policy asks, the person approves.
+    // /memory add goes through the pipeline: the memory policy asks, and typing the line
+    // was the person's approval (source user), so nobody is asked again.
     pty.send_line("/memory add the build is make check");
-    pty.wait_for_text("[y] approve once");
-    pty.send("y");
-    pty.wait_for_text("updated; the system prompt carries it");
+    let screen = pty.wait_for_text("updated; the system prompt carries it");
+    assert!(
+        !screen.all_text().contains("approve once"),
+        "{}",
+        screen.all_text()
+    );
     pty.send_line("fourth");
     pty.wait_for_text("reply four");
     pty.send_line("/model openai/other-model");
@@ -525,6 +463,33 @@ fn turns_memory_and_model_change_the_next_request() {
         .find(|r| kind(r) == "tool_call" && r["name"] == "write_file")
         .unwrap();
     assert_eq!(write["source"], "user", "{write}");
+    let approval = records
+        .iter()
+        .find(|r| kind(r) == "approval" && r["call_id"] == write["call_id"])
+        .unwrap();
+    assert_eq!(approval["outcome"], "allowed_once", "{approval}");
+    let result = records
+        .iter()
+        .find(|r| kind(r) == "tool_result" && r["call_id"] == write["call_id"])
+        .unwrap();
+    assert_eq!(
+        result["decided_by"]["policy"], "typed by the person",
+        "{result}"
+    );
+    // Replayed, the person's own calls are judged as theirs: nothing changed.
+    let id = common::journals(&d.home)[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out = d.dsh(&["replay", &id]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("CHANGED"), "{text}");
 }
 
 #[test]
@@ -591,7 +556,7 @@ fn stats_and_the_extension_commands_say_what_there_is() {
     pty.send_line("read it");
     pty.wait_for_text("done");
     pty.send_line("/stats");
-    let s = pty.wait_for_text("tool calls:");
+    let s = pty.wait_for_text("1 tool call:");
     let text = s.contents();
     assert!(
         text.contains("agent main: 2 model calls · 250 tokens in"),

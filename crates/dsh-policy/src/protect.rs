@@ -13,8 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use dsh_core::{
-    Access, Denial, Guard, PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace, async_trait,
-    quote_capped_path,
+    Access, CallSource, Denial, Guard, PolicyContext, PrePolicy, Tier, ToolCall, Vote, Workspace,
+    async_trait, quote_capped_path,
 };
 
 use crate::glob::{PathPattern, PatternError, fold_path};
@@ -44,9 +44,11 @@ pub fn protected_match<'a>(patterns: &'a [PathPattern], rel: &Path) -> Option<&'
 pub struct ProtectedPaths {
     workspace: Arc<Workspace>,
     patterns: Vec<PathPattern>,
-    /// With the memory file let out of the built-in `.dsh/**`: the patterns that still
-    /// protect it (all but that one).
-    memory_exempt: Option<Vec<PathPattern>>,
+    /// The patterns that still protect the memory file once it is let out of the built-in
+    /// `.dsh/**` (all but that one).
+    memory_others: Vec<PathPattern>,
+    /// The memory file is let out for every call, not only for those a person typed.
+    memory_exempt: bool,
 }
 
 impl ProtectedPaths {
@@ -57,30 +59,32 @@ impl ProtectedPaths {
         let patterns = patterns
             .iter()
             .map(|p| PathPattern::new(p.as_ref()))
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<PathPattern>, _>>()?;
+        let memory_others = patterns
+            .iter()
+            .filter(|p| p.as_str() != crate::memory::BUILT_IN_DSH)
+            .cloned()
+            .collect();
         Ok(ProtectedPaths {
             workspace,
             patterns,
-            memory_exempt: None,
+            memory_others,
+            memory_exempt: false,
         })
     }
 
     /// Lets the memory file out of the built-in `.dsh/**` (its writes are then asked by
     /// [`crate::MemoryPolicy`]). Only for sessions where a person answers asks: with no
-    /// approver, or `--yolo`'s, the file stays protected like the rest of `.dsh/`.
+    /// approver, or `--yolo`'s, the file stays protected like the rest of `.dsh/` — except
+    /// for a call a person typed (`/memory add`), which is that person's answer.
     #[must_use]
     pub fn with_memory_exemption(mut self, exempt: bool) -> Self {
-        self.memory_exempt = exempt.then(|| {
-            self.patterns
-                .iter()
-                .filter(|p| p.as_str() != crate::memory::BUILT_IN_DSH)
-                .cloned()
-                .collect()
-        });
+        self.memory_exempt = exempt;
         self
     }
 
-    fn refusal(&self, accesses: &[Access]) -> Option<String> {
+    fn refusal(&self, call: &ToolCall, accesses: &[Access]) -> Option<String> {
+        let exempt = self.memory_exempt || call.source() == CallSource::User;
         accesses.iter().find_map(|a| {
             let Access::Write { path } = a else {
                 return None;
@@ -88,9 +92,10 @@ impl ProtectedPaths {
             let resolved = self.workspace.resolve(path.to_str()?).ok()?;
             // The memory file is let out of the built-in `.dsh/**` only (its writes are asked
             // by `MemoryPolicy`); any other pattern that covers it still protects it.
-            let patterns = match &self.memory_exempt {
-                Some(others) if crate::memory::is_memory_file(&resolved.rel) => others,
-                _ => &self.patterns,
+            let patterns = if exempt && crate::memory::is_memory_file(&resolved.rel) {
+                &self.memory_others
+            } else {
+                &self.patterns
             };
             let hit = protected_match(patterns, &resolved.rel)?;
             Some(format!(
@@ -107,8 +112,8 @@ impl PrePolicy for ProtectedPaths {
     fn name(&self) -> &str {
         "protected_paths"
     }
-    async fn vote(&self, _: &ToolCall, cx: &PolicyContext<'_>) -> Vote {
-        match self.refusal(cx.accesses) {
+    async fn vote(&self, call: &ToolCall, cx: &PolicyContext<'_>) -> Vote {
+        match self.refusal(call, cx.accesses) {
             Some(reason) => Vote::deny(Tier::Rule, reason),
             None => Vote::abstain(),
         }
@@ -119,7 +124,7 @@ impl Guard for ProtectedPaths {
     fn name(&self) -> &str {
         "protected_paths"
     }
-    fn refuses(&self, _: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial> {
-        self.refusal(cx.accesses).map(Denial::new)
+    fn refuses(&self, call: &ToolCall, cx: &PolicyContext<'_>) -> Option<Denial> {
+        self.refusal(call, cx.accesses).map(Denial::new)
     }
 }

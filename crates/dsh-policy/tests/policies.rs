@@ -355,3 +355,52 @@ async fn oversized_output_is_spilled_and_pages_back_in_full() {
         .build();
     assert_eq!(run(&p, "read", "src").await.content(), "x".repeat(10));
 }
+
+/// The memory file is let out of the built-in `.dsh/**` where a person answers asks, and for
+/// a call a person typed (`/memory add`) in any session; never for the model's own call in a
+/// session nobody answers, and never out of a pattern the configuration adds.
+#[tokio::test]
+async fn the_memory_file_is_writable_only_by_a_person_or_where_one_answers() {
+    use dsh_core::CallSource;
+    let f = fixture();
+    for (exempt, source, extra, written) in [
+        (false, CallSource::Model, None, false),
+        (false, CallSource::Batch, None, false),
+        (false, CallSource::User, None, true),
+        (true, CallSource::Model, None, true),
+        (false, CallSource::User, Some(".dsh/memory.md"), false),
+    ] {
+        let mut patterns = dsh_config::defaults::GUARDS_PROTECTED.to_vec();
+        patterns.extend(extra);
+        let protect = ProtectedPaths::new(f.ws.clone(), &patterns)
+            .unwrap()
+            .with_memory_exemption(exempt);
+        let p = Pipeline::builder(tools(&f.runs, 1), Arc::new(MemoryJournal::new("t")))
+            .pre_policy(protect.clone())
+            .pre_policy(rules(&f.ws, &[(Decision::Allow, "write", "user")]))
+            .guard(protect)
+            .build();
+        let call =
+            ToolCall::new("1", "write", json!({"path": ".dsh/memory.md"})).with_source(source);
+        let r = p
+            .run_batch(vec![call], &CancellationToken::new())
+            .await
+            .unwrap()
+            .results
+            .remove(0);
+        assert_eq!(r.ok(), written, "{exempt} {source:?} {extra:?}: {r:?}");
+        let other =
+            ToolCall::new("2", "write", json!({"path": ".dsh/config.toml"})).with_source(source);
+        let r = p
+            .run_batch(vec![other], &CancellationToken::new())
+            .await
+            .unwrap()
+            .results
+            .remove(0);
+        assert_eq!(
+            r.failure_kind(),
+            Some(FailureKind::Denied),
+            "the rest of .dsh/"
+        );
+    }
+}

@@ -90,11 +90,22 @@ impl Agent {
             let mut request = self.request();
             let begun = Instant::now();
             let (agent, sink) = (self.spec.id.clone(), self.events.clone());
-            let mut on_event = move |e: StreamEvent| {
+            // The answer as streamed so far, kept if the person interrupts it.
+            let partial = std::sync::Mutex::new(String::new());
+            let mut on_event = |e: StreamEvent| {
                 let kind = match e {
-                    StreamEvent::Text(t) => EventKind::TextDelta(t),
+                    StreamEvent::Text(t) => {
+                        if let Ok(mut p) = partial.lock() {
+                            p.push_str(&t);
+                        }
+                        EventKind::TextDelta(t)
+                    }
                     StreamEvent::Reasoning(t) => EventKind::ReasoningDelta(t),
                     StreamEvent::Retrying { attempt, reason } => {
+                        // Asked again from the start: what came is not the answer.
+                        if let Ok(mut p) = partial.lock() {
+                            p.clear();
+                        }
                         EventKind::ModelRetry { attempt, reason }
                     }
                     StreamEvent::ToolCall { .. } => return,
@@ -110,6 +121,8 @@ impl Agent {
                 {
                     Ok(c) => break c,
                     Err(ModelError::Cancelled) => {
+                        let partial = partial.lock().map(|p| p.clone()).unwrap_or_default();
+                        self.keep_interrupted(step, &partial)?;
                         return self.stop(StopReason::Interrupted, last_text);
                     }
                     // Too long for the model: make what room pruning and compaction can, and
@@ -238,6 +251,29 @@ impl Agent {
                 return self.stop(stop, last_text);
             }
         }
+    }
+}
+
+/// Ends the part of an answer the person interrupted, in the history and the journal: the
+/// next request shows the model what it had said and that it was stopped there.
+pub const INTERRUPTED: &str = "[interrupted by the user]";
+
+impl Agent {
+    /// Keeps `partial`, the answer streamed until an interrupt, with the [`INTERRUPTED`]
+    /// marker (nothing when nothing came).
+    fn keep_interrupted(&mut self, step: u32, partial: &str) -> Result<(), AgentError> {
+        if partial.trim().is_empty() {
+            return Ok(());
+        }
+        let content = format!("{}\n\n{INTERRUPTED}", partial.trim_end());
+        self.record(&Record::AssistantMessage {
+            step,
+            content: Cow::Borrowed(&content),
+            tool_calls: Vec::new(),
+            reasoning: None,
+        })?;
+        self.history.push(Message::assistant(content, Vec::new()));
+        Ok(())
     }
 }
 

@@ -7,12 +7,13 @@ use dsh_agent::{AgentError, Command, Reply, StopReason};
 use dsh_core::{ToolCall, ToolSet};
 use serde_json::json;
 
-use super::commands::{self, Command as Slash, MemoryAction};
+use super::commands::{self, Command as Slash, MemoryAction, Setting};
 use super::input::{Input, Read};
 use super::turn::{self, Ui};
 use super::visible::visible;
 use super::{Live, model_pick};
 use crate::signals::Signals;
+use crate::words::plural;
 
 /// What the loop does after a command.
 pub(crate) enum Flow {
@@ -39,6 +40,7 @@ pub(crate) async fn prompt(
     signals: &Signals,
 ) -> Result<StopReason, AgentError> {
     let st = ui.render.style();
+    let (started, before) = (std::time::Instant::now(), ui.stats.spent());
     let reply = turn::drive(
         Command::Prompt(text.to_owned()),
         &live.runtime,
@@ -56,13 +58,18 @@ pub(crate) async fn prompt(
         StopReason::FinalAnswer => None,
         StopReason::Interrupted => Some("interrupted".to_owned()),
         other => Some(format!(
-            "stopped after {} steps: {}",
-            o.steps,
+            "stopped after {}: {}",
+            plural(o.steps, "step"),
             other.as_str().replace('_', " ")
         )),
     };
     if let Some(note) = note {
         ui.screen.line(&st.yellow(&note));
+    }
+    // The footer: what this turn took and spent (on a terminal; piped output is the answer).
+    if ui.screen.terminal() {
+        let spent = ui.stats.spent().since(before);
+        ui.screen.line(&st.dim(&spent.footer(started.elapsed())));
     }
     Ok(o.stop)
 }
@@ -150,6 +157,22 @@ pub(crate) async fn run(
             },
             None => screen.line(&st.red("this session has no journal file")),
         },
+        Slash::Show(setting) => {
+            let status = live.runtime.status();
+            let text = match setting {
+                Setting::Turns => match status.keep_turns {
+                    Some(n) => format!("requests send the last {}", plural(n, "whole turn")),
+                    None => "requests send every turn (/turns N keeps the last N)".to_owned(),
+                },
+                Setting::Verbose if ui.render.verbose => {
+                    "verbose is on: reasoning is shown in full".to_owned()
+                }
+                Setting::Verbose => "verbose is off: reasoning is shown as one line".to_owned(),
+                Setting::Verify if status.verify => "verify is on".to_owned(),
+                Setting::Verify => "verify is off".to_owned(),
+            };
+            screen.line(&text);
+        }
         Slash::Verbose(on) => {
             ui.render.verbose = on;
             ui.screen.line(&st.dim(if on {
@@ -166,7 +189,10 @@ pub(crate) async fn run(
         Slash::Turns(n) => {
             ask(live, Command::KeepTurns(n)).await;
             ui.screen.line(&st.dim(&match n {
-                Some(n) => format!("the next requests send the last {n} whole turns"),
+                Some(n) => format!(
+                    "the next requests send the last {}",
+                    plural(n, "whole turn")
+                ),
                 None => "the next requests send every turn".to_owned(),
             }));
         }
@@ -197,8 +223,9 @@ pub(crate) async fn run(
                     ui.screen.line(&st.red(&format!("/verify on: {why}")));
                 }
                 _ if on => ui.screen.line(&st.dim(&format!(
-                    "after a reply that changed files, `{}` runs; a failure goes back to the model at most {rounds} times",
+                    "after a reply that changed files, `{}` runs; a failure goes back to the model at most {}",
                     visible(&command, false),
+                    plural(rounds, "time"),
                 ))),
                 _ => ui.screen.line(&st.dim("verify is off")),
             }

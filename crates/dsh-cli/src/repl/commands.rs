@@ -46,8 +46,8 @@ pub(crate) const COMMANDS: &[Spec] = &[
     },
     Spec {
         name: "turns",
-        args: "N",
-        help: "send only the last N whole turns from the next request on (0: all of them)",
+        args: "[N]",
+        help: "send only the last N whole turns from the next request on (0: all of them; no argument: the current setting)",
         values: &[],
     },
     Spec {
@@ -70,8 +70,8 @@ pub(crate) const COMMANDS: &[Spec] = &[
     },
     Spec {
         name: "verify",
-        args: "on|off",
-        help: "after a reply that changed files, run [verify] command and hand a failure back to the model",
+        args: "[on|off]",
+        help: "after a reply that changed files, run [verify] command and hand a failure back to the model (no argument: the current setting)",
         values: &["on", "off"],
     },
     Spec {
@@ -118,8 +118,8 @@ pub(crate) const COMMANDS: &[Spec] = &[
     },
     Spec {
         name: "verbose",
-        args: "on|off",
-        help: "show the model's reasoning in full (off: one dimmed line)",
+        args: "[on|off]",
+        help: "show the model's reasoning in full (off: one dimmed line; no argument: the current setting)",
         values: &["on", "off"],
     },
     Spec {
@@ -155,6 +155,16 @@ pub(crate) enum Command {
     Plugins,
     Skills,
     Exit,
+    /// A setting's command without its argument: the current value.
+    Show(Setting),
+}
+
+/// A setting a command without argument shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Setting {
+    Turns,
+    Verbose,
+    Verify,
 }
 
 /// `/memory`'s argument.
@@ -216,7 +226,8 @@ pub(crate) fn parse(line: &str) -> Result<Command, String> {
             let on = match arg {
                 "on" => true,
                 "off" => false,
-                "" => return Err(bad("say on or off")),
+                "" if spec.name == "verbose" => return Ok(Command::Show(Setting::Verbose)),
+                "" => return Ok(Command::Show(Setting::Verify)),
                 other => return Err(bad(&format!("{other:?} is neither on nor off"))),
             };
             Ok(if spec.name == "verbose" {
@@ -239,10 +250,10 @@ pub(crate) fn parse(line: &str) -> Result<Command, String> {
         "mcp" => no_arg(Command::Mcp),
         "plugins" => no_arg(Command::Plugins),
         "skills" => no_arg(Command::Skills),
+        "turns" if arg.is_empty() => Ok(Command::Show(Setting::Turns)),
         "turns" => match arg.parse::<usize>() {
             Ok(0) => Ok(Command::Turns(None)),
             Ok(n) => Ok(Command::Turns(Some(n))),
-            Err(_) if arg.is_empty() => Err(bad("say how many turns")),
             Err(_) => Err(bad(&format!("{arg:?} is not a number"))),
         },
         "memory" => {
@@ -273,14 +284,20 @@ pub(crate) fn parse(line: &str) -> Result<Command, String> {
 
 /// The `/help` text: every command, or one.
 pub(crate) fn help(which: Option<&str>) -> Result<Vec<String>, String> {
-    let line = |c: &Spec| {
-        let usage = if c.args.is_empty() {
+    let usage = |c: &Spec| {
+        if c.args.is_empty() {
             format!("/{}", c.name)
         } else {
             format!("/{} {}", c.name, c.args)
-        };
-        format!("{usage:<18} {}", c.help)
+        }
     };
+    // One column for every usage, as wide as the widest (counted in characters).
+    let width = COMMANDS
+        .iter()
+        .map(|c| usage(c).chars().count())
+        .max()
+        .unwrap_or(0);
+    let line = |c: &Spec| format!("{:<width$}  {}", usage(c), c.help);
     match which {
         None => {
             let mut lines: Vec<String> = COMMANDS.iter().map(line).collect();
@@ -374,6 +391,9 @@ mod tests {
         assert!(parse("/load").is_err());
         assert!(parse("/memory add").is_err());
         assert!(parse("/verify maybe").is_err());
+        assert_eq!(parse("/turns"), Ok(Command::Show(Setting::Turns)));
+        assert_eq!(parse("/verbose"), Ok(Command::Show(Setting::Verbose)));
+        assert_eq!(parse("/verify"), Ok(Command::Show(Setting::Verify)));
     }
 
     #[test]
@@ -387,6 +407,7 @@ mod tests {
             "unknown command /to; did you mean /tools? (/help lists them)"
         );
         assert!(parse("/log many").unwrap_err().contains("usage: /log [N]"));
+        assert!(parse("/turns x").unwrap_err().contains("usage: /turns [N]"));
         assert!(parse("/log 0").is_err());
         assert!(
             parse("/clear now")
@@ -413,5 +434,20 @@ mod tests {
             };
             assert!(parse(&line).is_ok(), "{line}");
         }
+    }
+
+    /// Every description starts in one column, whatever the usage's width.
+    #[test]
+    fn help_aligns_every_description_in_one_column() {
+        let lines = help(None).unwrap();
+        let commands: Vec<&String> = lines.iter().take_while(|l| !l.is_empty()).collect();
+        assert_eq!(commands.len(), COMMANDS.len());
+        let column = |l: &str| {
+            l.find("  ")
+                .map(|i| i + l[i..].len() - l[i..].trim_start().len())
+        };
+        let first = column(commands[0]);
+        assert!(commands.iter().all(|l| column(l) == first), "{commands:#?}");
+        insta::assert_snapshot!("help", lines.join("\n"));
     }
 }

@@ -14,6 +14,7 @@ use reedline::{
 use tokio::io::AsyncBufReadExt;
 
 use super::commands::COMMANDS;
+use super::paste::{Collapsing, Pastes};
 
 /// What reading gave.
 pub(crate) enum Read {
@@ -26,7 +27,8 @@ pub(crate) enum Read {
 
 /// The line source.
 pub(crate) enum Input {
-    Terminal(Option<Box<Reedline>>),
+    /// The line editor, and the long pastes of the line it edits.
+    Terminal(Option<Box<Reedline>>, Pastes),
     Piped(tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>),
 }
 
@@ -39,8 +41,9 @@ const MENU: &str = "completion_menu";
 const MODE_NEXT: &str = "/mode";
 
 impl Input {
-    /// The terminal's line editor, its history in `history`; paths complete under `workspace`.
-    pub(crate) fn terminal(history: &Path, workspace: &Path) -> Input {
+    /// The terminal's line editor, its history in `history`; paths complete under `workspace`;
+    /// `color` false (`NO_COLOR`): the prompt, menu and hints carry no colour either.
+    pub(crate) fn terminal(history: &Path, workspace: &Path, color: bool) -> Input {
         let mut keys = default_emacs_keybindings();
         keys.add_binding(
             KeyModifiers::NONE,
@@ -62,14 +65,20 @@ impl Input {
             ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
         );
         let menu = ColumnarMenu::default().with_name(MENU);
+        let pastes = Pastes::default();
         let mut editor = Reedline::create()
-            .with_edit_mode(Box::new(Emacs::new(keys)))
+            .with_edit_mode(Box::new(Collapsing::new(Emacs::new(keys), pastes.clone())))
             .with_completer(Box::new(Completions {
                 workspace: workspace.to_owned(),
             }))
             .with_menu(ReedlineMenu::EngineCompleter(Box::new(menu)))
             .with_validator(Box::new(TrailingBackslash))
-            .use_bracketed_paste(true);
+            .use_bracketed_paste(true)
+            // Tab on a word with one completion completes it in place; with several, the
+            // common prefix first, then the menu.
+            .with_quick_completions(true)
+            .with_partial_completions(true)
+            .with_ansi_colors(color);
         // Without a usable history file the editor still works, with history for this run.
         match FileBackedHistory::with_file(HISTORY_SIZE, history.to_owned()) {
             Ok(h) => editor = editor.with_history(Box::new(h)),
@@ -78,7 +87,7 @@ impl Input {
                 history.display()
             ),
         }
-        Input::Terminal(Some(Box::new(editor)))
+        Input::Terminal(Some(Box::new(editor)), pastes)
     }
 
     pub(crate) fn piped() -> Input {
@@ -88,7 +97,7 @@ impl Input {
     /// The next input; `pending` is typed-ahead text to start the line with.
     pub(crate) async fn read(&mut self, pending: &str) -> std::io::Result<Read> {
         match self {
-            Input::Terminal(slot) => {
+            Input::Terminal(slot, pastes) => {
                 let Some(mut editor) = slot.take() else {
                     return Ok(Read::Eof);
                 };
@@ -104,7 +113,7 @@ impl Input {
                 .map_err(std::io::Error::other)?;
                 *slot = Some(editor);
                 Ok(match signal? {
-                    Signal::Success(text) => Read::Line(join_continued(&text)),
+                    Signal::Success(text) => Read::Line(pastes.expand(&join_continued(&text))),
                     Signal::HostCommand(command) => Read::Line(command),
                     Signal::CtrlC => Read::Interrupt,
                     _ => Read::Eof,

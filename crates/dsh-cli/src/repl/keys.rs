@@ -20,6 +20,9 @@ use tokio::sync::mpsc;
 /// How often the reader looks for a request between keys.
 const POLL: Duration = Duration::from_millis(20);
 
+/// How long a drain waits for the terminal to say it holds nothing more.
+const DRAIN_POLL: Duration = Duration::from_millis(1);
+
 /// A key, as the turn understands it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Key {
@@ -157,7 +160,10 @@ fn read_keys(tx: &mpsc::UnboundedSender<Report>, requests: &std_mpsc::Receiver<R
         match requests.try_recv() {
             Ok(Request::Stop) | Err(std_mpsc::TryRecvError::Disconnected) => return,
             Ok(Request::Drain(n)) => {
-                while matches!(poll(Duration::ZERO), Ok(true)) {
+                // Not a zero timeout: crossterm's tty source (`use-dev-tty`, level-triggered,
+                // so a key typed as the terminal resizes is not left unread) does not look
+                // at the terminal at all for one.
+                while matches!(poll(DRAIN_POLL), Ok(true)) {
                     match read() {
                         Ok(e) => send_key(e),
                         Err(_) => {

@@ -6,7 +6,8 @@
 //! line's own prefix (heading, quote bars, list marker, rule, fence) with its indentation kept as
 //! written; the inline rest is parsed by pulldown-cmark as a one-line document, and if that document
 //! is not a single paragraph (a link reference definition, a block inside a list item) the text is
-//! shown literally rather than guessed at. Tables and HTML pass through unchanged.
+//! shown literally rather than guessed at. Pipe tables are gathered and laid out in aligned
+//! columns when they end ([`super::table`]); HTML passes through unchanged.
 //!
 //! Model text never reaches the terminal raw: control and invisible characters (C0 but TAB, DEL,
 //! C1, bidi controls) are made visible by [`super::visible`] in both modes, so an answer cannot move the cursor, retitle the
@@ -15,6 +16,7 @@
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
 
 use super::highlight::Highlighter;
+use super::table;
 use super::visible::visible;
 
 const RESET: &str = "\x1b[0m";
@@ -34,6 +36,8 @@ pub(crate) struct Markdown {
     fence: Option<Fence>,
     /// The stream outpaced the screen: no code is highlighted until the answer ends.
     plain_code: bool,
+    /// The rows of a pipe table still gathering (raw).
+    table: Vec<String>,
 }
 
 /// An open fenced code block.
@@ -57,7 +61,46 @@ impl Markdown {
             color,
             fence: None,
             plain_code: false,
+            table: Vec::new(),
         }
+    }
+
+    /// One complete line of the answer: the lines to show now. None while a table's rows
+    /// gather; the table comes out whole, aligned, before its first line that is not a row.
+    pub(crate) fn lines(&mut self, line: &str) -> Vec<String> {
+        if self.fence.is_none() && table::is_row(line) {
+            self.table.push(line.to_owned());
+            return Vec::new();
+        }
+        let mut out = self.take_table();
+        out.push(self.line(line));
+        out
+    }
+
+    /// The table rows gathered so far, laid out as they stand (for the live region).
+    pub(crate) fn pending(&self) -> Vec<String> {
+        self.table_lines(&self.table)
+    }
+
+    fn take_table(&mut self) -> Vec<String> {
+        let rows = std::mem::take(&mut self.table);
+        self.table_lines(&rows)
+    }
+
+    fn table_lines(&self, rows: &[String]) -> Vec<String> {
+        if rows.is_empty() {
+            return Vec::new();
+        }
+        let color = self.color;
+        table::layout(rows, |t| {
+            if color {
+                let mut out = String::new();
+                styled(&mut out, DIM, t);
+                out
+            } else {
+                t.to_owned()
+            }
+        })
     }
 
     /// With `behind` (the stream outpaces the screen), code is no longer highlighted until
@@ -75,13 +118,17 @@ impl Markdown {
     /// never contains '\n' or '\r'. It may depend on earlier lines (fences, highlighting state).
     pub(crate) fn line(&mut self, line: &str) -> String {
         let mut out = String::with_capacity(line.len() + 16);
-        if !self.color {
-            push_clean(&mut out, line);
-            return out;
-        }
+        // Fences are followed in both modes (a table row inside one is code).
+        let dim = |out: &mut String, line: &str| {
+            if self.color {
+                styled(out, DIM, line);
+            } else {
+                push_clean(out, line);
+            }
+        };
         if let Some(fence) = &mut self.fence {
             if closes(line, fence) {
-                styled(&mut out, DIM, line);
+                dim(&mut out, line);
                 self.fence = None;
             } else {
                 let ok = match &mut fence.highlighter {
@@ -94,13 +141,15 @@ impl Markdown {
                 }
             }
         } else if let Some(mut fence) = opens(line) {
-            styled(&mut out, DIM, line);
-            if self.plain_code {
+            dim(&mut out, line);
+            if self.plain_code || !self.color {
                 fence.highlighter = None;
             }
             self.fence = Some(fence);
-        } else {
+        } else if self.color {
             block(line, &mut out);
+        } else {
+            push_clean(&mut out, line);
         }
         finish(out)
     }
@@ -127,10 +176,17 @@ impl Markdown {
         finish(out)
     }
 
-    /// The answer ended: an unclosed fence is closed (with a dim closing fence line, when
-    /// colouring); state is reset for the next answer. Returns a line to print, if any.
-    pub(crate) fn end(&mut self) -> Option<String> {
+    /// The answer ended: a gathering table comes out, an unclosed fence is closed (with a dim
+    /// closing fence line, when colouring); state is reset for the next answer. Returns the
+    /// lines to print.
+    pub(crate) fn end(&mut self) -> Vec<String> {
         self.plain_code = false;
+        let mut out = self.take_table();
+        out.extend(self.close_fence());
+        out
+    }
+
+    fn close_fence(&mut self) -> Option<String> {
         let fence = self.fence.take()?;
         if !self.color {
             return None;
@@ -500,7 +556,7 @@ mod tests {
 
     fn render(lines: &[&str]) -> Vec<String> {
         let mut md = Markdown::new(true);
-        let mut out: Vec<String> = lines.iter().map(|l| md.line(l)).collect();
+        let mut out: Vec<String> = lines.iter().flat_map(|l| md.lines(l)).collect();
         out.extend(md.end());
         for line in &out {
             assert!(!line.contains(['\n', '\r']), "{line:?}");
@@ -529,7 +585,7 @@ mod tests {
             assert_eq!(md.line(line), line);
             assert_eq!(md.partial(line), line);
         }
-        assert_eq!(md.end(), None);
+        assert!(md.end().is_empty());
     }
 
     #[test]
@@ -626,6 +682,26 @@ mod tests {
     }
 
     #[test]
+    fn a_table_gathers_until_its_end_and_comes_out_aligned_but_not_inside_a_fence() {
+        let mut md = Markdown::new(false);
+        assert!(md.lines("| a | bb |").is_empty());
+        assert!(md.lines("|---|---|").is_empty());
+        assert!(md.lines("| ccc | d |").is_empty());
+        assert_eq!(md.pending().len(), 3);
+        assert_eq!(
+            md.lines("after"),
+            [" a   │ bb", "─────┼─────", " ccc │ d", "after"]
+        );
+        assert!(md.pending().is_empty());
+        // At the answer's end, a table still gathering comes out.
+        md.lines("| x |");
+        assert_eq!(md.end(), ["| x |"]);
+        // Inside a fence, a row is code.
+        md.lines("```");
+        assert_eq!(md.lines("| a | b |"), ["| a | b |"]);
+    }
+
+    #[test]
     fn fences_are_dim_and_code_is_highlighted_verbatim() {
         let out = render(&[
             "  ```rust",
@@ -670,8 +746,8 @@ mod tests {
         let mut md = Markdown::new(true);
         md.line("    ```python");
         md.line("x = 1");
-        assert_eq!(md.end().as_deref(), Some("\x1b[2m    ```\x1b[0m"));
-        assert_eq!(md.end(), None);
+        assert_eq!(md.end(), ["\x1b[2m    ```\x1b[0m"]);
+        assert!(md.end().is_empty());
         assert_eq!(visible(&md.line("# next")), "next");
     }
 

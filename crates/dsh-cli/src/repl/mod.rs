@@ -12,10 +12,12 @@ mod input;
 mod keys;
 mod markdown;
 mod model_pick;
+mod paste;
 mod render;
 mod screen;
 mod stats;
 pub(crate) mod style;
+mod table;
 pub(crate) mod toolline;
 mod turn;
 mod visible;
@@ -189,7 +191,7 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
         .dsh_home()
         .ok_or_else(|| Failure::harness(anyhow!("the session has no journal file")))?;
     let mut input = if terminal {
-        Input::terminal(&dsh_home.join(HISTORY_FILE), &live.loaded.workspace)
+        Input::terminal(&dsh_home.join(HISTORY_FILE), &live.loaded.workspace, color)
     } else {
         Input::piped()
     };

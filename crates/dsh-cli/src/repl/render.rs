@@ -59,6 +59,9 @@ pub(crate) struct Render {
     /// rendering that takes a large share of the stream's time makes it fall behind.
     answer_began: Option<Instant>,
     rendering: Duration,
+    /// The person interrupted the turn: what the model still streams is not shown (it was
+    /// cut where the interrupt line is printed; the agent keeps what it had received).
+    interrupted: bool,
 }
 
 /// Rendering that has taken this long, and this share of the answer's time, is behind.
@@ -82,6 +85,7 @@ impl Render {
             frame: 0,
             answer_began: None,
             rendering: Duration::ZERO,
+            interrupted: false,
         }
     }
 
@@ -91,7 +95,17 @@ impl Render {
 
     /// A turn starts: the model is asked.
     pub(crate) fn begin_turn(&mut self) {
+        self.interrupted = false;
         self.wait_for_model();
+    }
+
+    /// The person interrupted the turn: the answer line still arriving is shown as it
+    /// stands, and nothing more of the answer after it.
+    pub(crate) fn interrupt(&mut self, screen: &mut Screen) {
+        self.flush_reasoning(screen);
+        self.end_line(screen);
+        self.reasoning.clear();
+        self.interrupted = true;
     }
 
     fn wait_for_model(&mut self) {
@@ -106,6 +120,7 @@ impl Render {
         let agent = event.agent.clone();
         let mine = move |o: &Open| o.call.agent().unwrap_or(dsh_agent::events::MAIN) == &*agent;
         match event.kind {
+            EventKind::TextDelta(_) | EventKind::ReasoningDelta(_) if main && self.interrupted => {}
             EventKind::TextDelta(text) if main => {
                 self.flush_reasoning(screen);
                 self.text(screen, &text);
@@ -155,7 +170,12 @@ impl Render {
                     .iter()
                     .position(|o| o.call.id() == result.call_id() && mine(o));
                 let open = at.map(|i| self.open.remove(i));
-                for l in toolline::finished(open.as_ref().map(|o| &o.call), &result, self.st) {
+                for l in toolline::finished(
+                    open.as_ref().map(|o| &o.call),
+                    &result,
+                    self.st,
+                    self.verbose,
+                ) {
                     screen.line(&l);
                 }
                 if self.open.is_empty() {
@@ -168,22 +188,26 @@ impl Render {
                 tokens_before,
                 tokens_after,
             } => screen.line(&self.st.dim(&format!(
-                "context: {results} old tool results cut to make room ({tokens_before} → {tokens_after} tokens)"
+                "context: {} cut to make room ({tokens_before} → {tokens_after} tokens)",
+                crate::words::plural(results, "old tool result")
             ))),
             EventKind::ContextCompacted {
                 turns,
                 tokens_before,
                 tokens_after,
             } => screen.line(&self.st.dim(&format!(
-                "context: {turns} old turns summarized ({tokens_before} → {tokens_after} tokens)"
+                "context: {} summarized ({tokens_before} → {tokens_after} tokens)",
+                crate::words::plural(turns, "old turn")
             ))),
             EventKind::CompactionRefused { turns, refused } => screen.line(&self.st.dim(&format!(
-                "context: {turns} old turns not summarized: {refused}"
+                "context: {} not summarized: {refused}",
+                crate::words::plural(turns, "old turn")
             ))),
-            EventKind::ContextAttached { policy, text } => screen.line(&self.st.dim(&format!(
-                "context from {policy}: {}",
-                visible(&text, false)
-            ))),
+            EventKind::ContextAttached { policy, text } => screen.line(
+                &self
+                    .st
+                    .dim(&format!("context from {policy}: {}", visible(&text, false))),
+            ),
             EventKind::Verify(step) => {
                 let line = super::verify_line(&step);
                 screen.line(&match step {
@@ -198,8 +222,7 @@ impl Render {
             }
             EventKind::SubAgentFinished { child, stop } => {
                 // Calls of a child stopped by force never report their end.
-                self.open
-                    .retain(|o| o.call.agent() != Some(&*child));
+                self.open.retain(|o| o.call.agent() != Some(&*child));
                 let line = format!("sub-agent {child} stops: {stop}");
                 screen.line(&self.st.dim(&visible(&line, false)));
             }
@@ -225,8 +248,9 @@ impl Render {
         let began = *self.answer_began.get_or_insert_with(Instant::now);
         let start = Instant::now();
         while let Some(i) = self.line.find('\n') {
-            let rendered = self.md.line(&self.line[..i]);
-            screen.line(&rendered);
+            for rendered in self.md.lines(&self.line[..i]) {
+                screen.line(&rendered);
+            }
             self.line.drain(..=i);
         }
         self.rendering += start.elapsed();
@@ -242,10 +266,11 @@ impl Render {
         if self.terminal {
             if !self.line.is_empty() {
                 let rest = std::mem::take(&mut self.line);
-                let rendered = self.md.line(&rest);
-                screen.line(&rendered);
+                for rendered in self.md.lines(&rest) {
+                    screen.line(&rendered);
+                }
             }
-            if let Some(l) = self.md.end() {
+            for l in self.md.end() {
                 screen.line(&l);
             }
             self.answer_began = None;
@@ -310,7 +335,7 @@ impl Render {
     /// spinner.
     pub(crate) fn live(&self, cols: usize) -> Vec<String> {
         let frame = FRAMES[self.frame];
-        let mut live = Vec::new();
+        let mut live = self.md.pending();
         if !self.line.is_empty() {
             live.push(self.md.partial(&self.line));
         }

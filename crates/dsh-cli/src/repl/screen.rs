@@ -17,9 +17,9 @@ pub(crate) struct Screen {
     terminal: bool,
     /// What to write at the next flush.
     pending: String,
-    /// The live region as drawn: its rows on screen.
-    live_rows: usize,
-    /// The live region to draw at the next flush (terminal only).
+    /// Whether a live region is on screen (the cursor then sits at its first row).
+    live_drawn: bool,
+    /// The live region's lines (terminal only), laid out at each flush.
     live: Vec<String>,
     live_dirty: bool,
     /// Plain mode: whether the last byte written ended a line.
@@ -39,7 +39,7 @@ impl Screen {
         Screen {
             terminal,
             pending: String::new(),
-            live_rows: 0,
+            live_drawn: false,
             live: Vec::new(),
             live_dirty: false,
             at_line_start: true,
@@ -102,49 +102,9 @@ impl Screen {
     }
 
     /// The live region to show from the next flush on (terminal only; ignored off one).
-    /// Tabs become spaces (their width depends on the column); a region taller than the
-    /// terminal keeps its first lines and its last two (a question's keys), the middle said
-    /// to be cut, so it can always be erased again.
+    /// It is laid out at the flush, at the terminal's width then.
     pub(crate) fn set_live(&mut self, lines: Vec<String>) {
-        if !self.terminal {
-            return;
-        }
-        let mut lines: Vec<String> = lines
-            .into_iter()
-            .map(|l| {
-                if l.contains('\t') {
-                    l.replace('\t', "    ")
-                } else {
-                    l
-                }
-            })
-            .collect();
-        let (cols, rows) = self.size;
-        let max = rows.saturating_sub(2).max(4);
-        let height = |ls: &[String]| ls.iter().map(|l| rows_of(l, cols)).sum::<usize>();
-        if height(&lines) > max {
-            let tail = lines.split_off(lines.len().saturating_sub(2));
-            let mut head = Vec::new();
-            let mut used = height(&tail) + 1;
-            for l in lines.iter() {
-                let r = rows_of(l, cols);
-                if used + r > max {
-                    break;
-                }
-                used += r;
-                head.push(l.clone());
-            }
-            let cut = lines.len() - head.len();
-            head.push(fit(
-                &format!(
-                    "\x1b[2m… {cut} more lines (the terminal is too small to show them)\x1b[0m"
-                ),
-                cols,
-            ));
-            head.extend(tail.into_iter().map(|l| fit(&l, cols)));
-            lines = head;
-        }
-        if lines == self.live {
+        if !self.terminal || lines == self.live {
             return;
         }
         self.live = lines;
@@ -153,29 +113,34 @@ impl Screen {
 
     /// Writes what is pending: erases the live region, prints the finished lines, draws the
     /// live region again — one write.
+    ///
+    /// The cursor is left at the live region's first row, column 0, so erasing it is "clear
+    /// to the end of the screen" from there, whatever happened to its rows since: a terminal
+    /// that re-wraps its lines on a resize (tmux, most emulators) moves the cursor with the
+    /// text, one that cuts them (xterm) leaves it in place — neither leaves a copy behind.
+    /// Counting rows up from the region's end, as drawn at the old width, cannot know which.
     pub(crate) fn flush(&mut self) {
         if self.pending.is_empty() && !self.live_dirty {
             return;
         }
         let mut out = String::with_capacity(self.pending.len() + 256);
         if self.terminal {
-            let redraw = self.live_dirty || !self.pending.is_empty();
-            if redraw {
-                erase(&mut out, self.live_rows);
+            if self.live_drawn {
+                out.push_str("\r\x1b[J");
             }
             out.push_str(&self.pending);
-            if redraw {
-                let cols = self.size.0;
-                let mut rows = 0;
-                for (i, l) in self.live.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str("\r\n");
-                    }
-                    out.push_str(l);
-                    rows += rows_of(l, cols);
+            let rows = layout(&self.live, self.size);
+            for (i, row) in rows.iter().enumerate() {
+                if i > 0 {
+                    out.push_str("\r\n");
                 }
-                self.live_rows = rows;
+                out.push_str(row);
             }
+            out.push('\r');
+            if rows.len() > 1 {
+                out.push_str(&format!("\x1b[{}A", rows.len() - 1));
+            }
+            self.live_drawn = !rows.is_empty();
         } else {
             out.push_str(&self.pending);
         }
@@ -193,28 +158,91 @@ impl Screen {
     }
 }
 
-/// Moves to the first row of a live region of `rows` rows and clears to the end of the
-/// screen.
-fn erase(out: &mut String, rows: usize) {
-    if rows == 0 {
-        return;
-    }
-    out.push('\r');
-    if rows > 1 {
-        out.push_str(&format!("\x1b[{}A", rows - 1));
-    }
-    out.push_str("\x1b[J");
-}
-
 fn terminal_size() -> (usize, usize) {
     crossterm::terminal::size().map_or((80, 24), |(c, r)| {
         (usize::from(c.max(1)), usize::from(r.max(1)))
     })
 }
 
-/// The rows `line` takes on a terminal `cols` wide (at least one).
-pub(crate) fn rows_of(line: &str, cols: usize) -> usize {
-    visible_width(line).div_ceil(cols.max(1)).max(1)
+/// The live region's lines as terminal rows at `size` (columns, rows): tabs as spaces, each
+/// line cut into rows no wider than the terminal (so each takes exactly one row, wherever
+/// the terminal would have wrapped it), and a region taller than the terminal keeps its
+/// first rows and its last two (a question's keys), the middle said to be cut — so all of
+/// it can always be erased again.
+fn layout(lines: &[String], (cols, rows): (usize, usize)) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in lines {
+        let l = if l.contains('\t') {
+            l.replace('\t', "    ")
+        } else {
+            l.clone()
+        };
+        out.extend(wrap_rows(&l, cols));
+    }
+    let max = rows.saturating_sub(2).max(4);
+    if out.len() <= max {
+        return out;
+    }
+    let tail = out.split_off(out.len() - 2);
+    let keep = max.saturating_sub(3);
+    let cut = out.len() - keep;
+    out.truncate(keep);
+    out.push(fit(
+        &format!("\x1b[2m… {cut} more lines (the terminal is too small to show them)\x1b[0m"),
+        cols,
+    ));
+    out.extend(tail);
+    out
+}
+
+/// `line` cut into pieces at most `cols` columns wide. The SGR styles in force where a piece
+/// ends are reset there and set again at the start of the next, so each piece stands alone.
+pub(crate) fn wrap_rows(line: &str, cols: usize) -> Vec<String> {
+    let cols = cols.max(1);
+    if visible_width(line) <= cols {
+        return vec![line.to_owned()];
+    }
+    let mut pieces = Vec::new();
+    let mut piece = String::new();
+    let mut width = 0;
+    // The SGR sequences since the last reset: the style in force.
+    let mut style = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            let mut seq = String::from(c);
+            if chars.peek() == Some(&'[') {
+                seq.push('[');
+                chars.next();
+                for c in chars.by_ref() {
+                    seq.push(c);
+                    if ('\x40'..='\x7e').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            if seq == "\x1b[0m" || seq == "\x1b[m" {
+                style.clear();
+            } else if seq.ends_with('m') {
+                style.push_str(&seq);
+            }
+            piece.push_str(&seq);
+            continue;
+        }
+        let w = c.width().unwrap_or(0);
+        if width + w > cols && width > 0 {
+            if !style.is_empty() {
+                piece.push_str("\x1b[0m");
+            }
+            pieces.push(std::mem::take(&mut piece));
+            piece.push_str(&style);
+            width = 0;
+        }
+        width += w;
+        piece.push(c);
+    }
+    pieces.push(piece);
+    pieces
 }
 
 /// The columns `text` takes, ANSI escape sequences excluded.
@@ -282,9 +310,222 @@ mod tests {
     fn widths_skip_escape_sequences_and_count_wide_characters() {
         assert_eq!(visible_width("\x1b[1;32mok\x1b[0m"), 2);
         assert_eq!(visible_width("日本"), 4);
-        assert_eq!(rows_of("", 80), 1);
-        assert_eq!(rows_of(&"x".repeat(80), 80), 1);
-        assert_eq!(rows_of(&"x".repeat(81), 80), 2);
+    }
+
+    #[test]
+    fn long_lines_are_cut_into_rows_that_each_carry_their_style() {
+        let rows = wrap_rows("\x1b[1mabcdefgh\x1b[0m tail", 5);
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert!(rows.iter().all(|r| visible_width(r) <= 5), "{rows:?}");
+        assert_eq!(rows[0], "\x1b[1mabcde\x1b[0m");
+        assert_eq!(rows[1], "\x1b[1mfgh\x1b[0m t");
+        assert_eq!(rows[2], "ail");
+        // A wide character that would straddle the edge starts the next row.
+        let rows = wrap_rows("ab日本", 3);
+        assert_eq!(rows, vec!["ab", "日", "本"]);
+    }
+
+    /// A terminal that re-wraps its lines when its width changes, as tmux and most
+    /// emulators do (the vt100 emulator of the PTY tests cuts them, as xterm does): logical
+    /// lines of visible characters and a cursor inside one of them. It understands what the
+    /// screen writes: text, `\r`, `\n`, cursor up, clear to the end, and ignores styles.
+    struct Reflowing {
+        lines: Vec<Vec<char>>,
+        line: usize,
+        offset: usize,
+        cols: usize,
+    }
+
+    impl Reflowing {
+        fn new(cols: usize) -> Self {
+            Reflowing {
+                lines: vec![Vec::new()],
+                line: 0,
+                offset: 0,
+                cols,
+            }
+        }
+
+        /// The row of the cursor inside its line; after the last column of a full row it
+        /// is still on that row (the wrap is pending).
+        fn row(&self) -> usize {
+            let len = self.lines[self.line].len();
+            if self.offset > 0 && self.offset.is_multiple_of(self.cols) && self.offset >= len {
+                self.offset / self.cols - 1
+            } else {
+                self.offset / self.cols
+            }
+        }
+
+        fn rows(&self, line: usize) -> usize {
+            self.lines[line].len().div_ceil(self.cols).max(1)
+        }
+
+        fn write(&mut self, text: &str) {
+            let mut chars = text.chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\x1b' => {
+                        let mut params = String::new();
+                        if chars.next() != Some('[') {
+                            continue;
+                        }
+                        for c in chars.by_ref() {
+                            if ('\x40'..='\x7e').contains(&c) {
+                                self.control(c, &params);
+                                break;
+                            }
+                            params.push(c);
+                        }
+                    }
+                    '\r' => self.offset = self.row() * self.cols,
+                    '\n' => {
+                        let col = self.offset - self.row() * self.cols;
+                        if (self.row() + 1) < self.rows(self.line) {
+                            self.offset = (self.row() + 1) * self.cols + col;
+                        } else {
+                            self.line += 1;
+                            if self.line == self.lines.len() {
+                                self.lines.push(Vec::new());
+                            }
+                            self.offset = col;
+                        }
+                    }
+                    c => {
+                        let line = &mut self.lines[self.line];
+                        if line.len() < self.offset {
+                            line.resize(self.offset, ' ');
+                        }
+                        if self.offset < line.len() {
+                            line[self.offset] = c;
+                        } else {
+                            line.push(c);
+                        }
+                        self.offset += 1;
+                    }
+                }
+            }
+        }
+
+        fn control(&mut self, last: char, params: &str) {
+            match last {
+                'A' => {
+                    let n: usize = params.parse().unwrap_or(1);
+                    let col = self.offset - self.row() * self.cols;
+                    let mut row = (0..self.line).map(|l| self.rows(l)).sum::<usize>() + self.row();
+                    row = row.saturating_sub(n);
+                    let mut line = 0;
+                    while row >= self.rows(line) {
+                        row -= self.rows(line);
+                        line += 1;
+                    }
+                    self.line = line;
+                    self.offset = row * self.cols + col;
+                }
+                'J' => {
+                    self.lines[self.line].truncate(self.offset);
+                    self.lines.truncate(self.line + 1);
+                }
+                _ => {}
+            }
+        }
+
+        fn text(&self) -> Vec<String> {
+            let mut out: Vec<String> = self
+                .lines
+                .iter()
+                .map(|l| l.iter().collect::<String>().trim_end().to_owned())
+                .collect();
+            while out.last().is_some_and(String::is_empty) {
+                out.pop();
+            }
+            out
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Shared {
+        fn take(&self) -> String {
+            let mut bytes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            String::from_utf8(std::mem::take(&mut *bytes)).unwrap_or_default()
+        }
+    }
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_terminal_that_rewraps_on_resize_is_left_with_no_copy_of_the_live_region() {
+        let out = Shared::default();
+        let mut term = Reflowing::new(120);
+        let mut screen = Screen::with_writer(true, Box::new(out.clone()));
+        screen.size = (120, 40);
+        let long = format!("LONG-{}-END", "abcdefghij".repeat(10));
+        let live = |n: usize| vec![long.clone(), format!("⠋ thinking {n}s")];
+        screen.line("header");
+        screen.set_live(live(1));
+        screen.flush();
+        term.write(&out.take());
+        // Narrowed, then widened, a frame drawn after each (the terminal re-wraps first).
+        for (i, cols) in [40, 100, 30, 120].into_iter().enumerate() {
+            term.cols = cols;
+            screen.size = (cols, 40);
+            screen.live_dirty = true;
+            screen.set_live(live(i + 2));
+            screen.flush();
+            term.write(&out.take());
+            assert_eq!(term.text()[0], "header", "{:?}", term.text());
+            assert_eq!(
+                term.text()
+                    .iter()
+                    .filter(|l| l.contains("thinking"))
+                    .count(),
+                1,
+                "at {cols} columns: {:?}",
+                term.text()
+            );
+        }
+        screen.line("done");
+        screen.set_live(Vec::new());
+        screen.flush();
+        term.write(&out.take());
+        assert_eq!(term.text(), vec!["header", "done"]);
+    }
+
+    #[test]
+    fn the_cursor_is_left_at_the_live_regions_first_row_and_erasing_clears_below_it() {
+        let out = Shared::default();
+        let mut screen = Screen::with_writer(true, Box::new(out.clone()));
+        screen.size = (10, 24);
+        screen.set_live(vec!["x".repeat(25), "y".into()]);
+        screen.flush();
+        screen.line("done");
+        screen.set_live(Vec::new());
+        screen.flush();
+        let text = out.take();
+        // Four rows drawn (25 columns at 10 wide, then `y`), the cursor taken back up three;
+        // then cleared from there and the finished line printed in their place.
+        assert_eq!(
+            text,
+            format!(
+                "{}\r\n{}\r\n{}\r\ny\r\x1b[3A\r\x1b[Jdone\r\n\r",
+                "x".repeat(10),
+                "x".repeat(10),
+                "x".repeat(5)
+            )
+        );
     }
 
     #[test]

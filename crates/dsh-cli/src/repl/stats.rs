@@ -21,6 +21,70 @@ struct Account {
     tools: BTreeMap<(String, String), u64>,
 }
 
+/// What the agents spent together, as a turn's footer counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Spent {
+    model_calls: u64,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    cached_tokens: u64,
+    /// `None`: some call's price is unknown.
+    cost_usd: Option<f64>,
+}
+
+impl Spent {
+    /// What was spent after `before` was taken.
+    pub(crate) fn since(self, before: Spent) -> Spent {
+        Spent {
+            model_calls: self.model_calls - before.model_calls,
+            prompt_tokens: self.prompt_tokens - before.prompt_tokens,
+            completion_tokens: self.completion_tokens - before.completion_tokens,
+            cached_tokens: self.cached_tokens - before.cached_tokens,
+            cost_usd: self.cost_usd.zip(before.cost_usd).map(|(a, b)| a - b),
+        }
+    }
+
+    /// The footer after a turn: `4.2 s · 12,400 tokens in (83% cached) · 310 out · $0.0021`
+    /// (the cost only where the model's prices are known).
+    pub(crate) fn footer(self, elapsed: Duration) -> String {
+        let mut parts = vec![super::toolline::seconds(elapsed)];
+        if self.model_calls == 0 {
+            parts.push("no model call".to_owned());
+        } else {
+            let cached = if self.prompt_tokens > 0 && self.cached_tokens > 0 {
+                format!(
+                    " ({}% cached)",
+                    self.cached_tokens * 100 / self.prompt_tokens
+                )
+            } else {
+                String::new()
+            };
+            parts.push(format!(
+                "{} tokens in{cached}",
+                thousands(self.prompt_tokens)
+            ));
+            parts.push(format!("{} out", thousands(self.completion_tokens)));
+            if let Some(cost) = self.cost_usd {
+                parts.push(format!("${cost:.4}"));
+            }
+        }
+        parts.join(" · ")
+    }
+}
+
+/// `12400` as `12,400`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The session's statistics.
 pub(crate) struct Stats {
     started: Instant,
@@ -77,6 +141,20 @@ impl Stats {
         }
     }
 
+    /// Every agent's spend so far, summed.
+    pub(crate) fn spent(&self) -> Spent {
+        let all = self.agents.values();
+        Spent {
+            model_calls: all.clone().map(|a| a.model_calls).sum(),
+            prompt_tokens: all.clone().map(|a| a.prompt_tokens).sum(),
+            completion_tokens: all.clone().map(|a| a.completion_tokens).sum(),
+            cached_tokens: all.clone().map(|a| a.cached_tokens).sum(),
+            cost_usd: all.clone().try_fold(0.0, |sum, a| {
+                Some(sum + a.cost_usd.filter(|_| a.cost_known)?)
+            }),
+        }
+    }
+
     fn account(&mut self, agent: &str) -> &mut Account {
         self.agents.entry(agent.to_owned()).or_default()
     }
@@ -98,8 +176,8 @@ impl Stats {
                 _ => "cost unknown (no prices for the model)".to_owned(),
             };
             out.push(format!(
-                "agent {agent}: {} model calls · {} tokens in ({} cached) · {} out · {cost} · {} waiting on the model",
-                a.model_calls,
+                "agent {agent}: {} · {} tokens in ({} cached) · {} out · {cost} · {} waiting on the model",
+                crate::words::plural(a.model_calls, "model call"),
                 a.prompt_tokens,
                 a.cached_tokens,
                 a.completion_tokens,
@@ -116,7 +194,7 @@ impl Stats {
                 out.push("  no tool calls".to_owned());
             } else {
                 let total: u64 = a.tools.values().sum();
-                out.push(format!("  {total} tool calls:"));
+                out.push(format!("  {}:", crate::words::plural(total, "tool call")));
                 for (tool, outcomes) in by_tool {
                     let tool = super::visible::visible(tool, false);
                     out.push(format!("    {tool:<14} {}", outcomes.join(", ")));
@@ -145,8 +223,8 @@ impl Stats {
         };
         let time: Duration = all.clone().map(|a| a.model_time).sum();
         format!(
-            "all agents: {} model calls · {} tokens in · {} out · {cost} · {} of model time (summed over agents)",
-            sum(|a| a.model_calls),
+            "all agents: {} · {} tokens in · {} out · {cost} · {} of model time (summed over agents)",
+            crate::words::plural(sum(|a| a.model_calls), "model call"),
             sum(|a| a.prompt_tokens),
             sum(|a| a.completion_tokens),
             super::toolline::seconds(time),
@@ -217,5 +295,29 @@ mod tests {
             s.event(&e);
         }
         insta::assert_snapshot!(s.lines_at(Duration::from_secs(75)).join("\n"));
+    }
+
+    #[test]
+    fn the_footer_counts_what_the_turn_spent_across_agents() {
+        let mut s = Stats::new();
+        s.event(&model_call("main", 1000, 10, Some(0.001)));
+        let before = s.spent();
+        s.event(&model_call("main", 12_000, 300, Some(0.002)));
+        s.event(&model_call("sub-1", 400, 10, Some(0.0001)));
+        let turn = s.spent().since(before);
+        assert_eq!(
+            turn.footer(Duration::from_millis(4200)),
+            "4.2 s · 12,400 tokens in (50% cached) · 310 out · $0.0021"
+        );
+        // A price unknown anywhere: no cost rather than a wrong one.
+        s.event(&model_call("sub-2", 10, 1, None));
+        let turn = s.spent().since(before);
+        assert!(!turn.footer(Duration::ZERO).contains('$'));
+        assert!(
+            Stats::new()
+                .spent()
+                .footer(Duration::from_secs(1))
+                .ends_with("no model call")
+        );
     }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use dsh_core::{FrozenResult, ToolCall};
+use dsh_core::{FailureKind, FrozenResult, ToolCall};
 use serde_json::Value;
 
 use super::style::Style;
@@ -60,8 +60,35 @@ pub(crate) fn running(
     )
 }
 
-/// The finished call: its line, then what it changed or printed.
-pub(crate) fn finished(call: Option<&ToolCall>, result: &FrozenResult, st: Style) -> Vec<String> {
+/// What happened to a call that did not succeed, as a person says it; the gate and policy
+/// that decided follow only where `detail` asks (and stay in `--json` and the journal).
+fn outcome_words(kind: FailureKind) -> &'static str {
+    match kind {
+        FailureKind::Denied => "refused",
+        FailureKind::Rejected => "you said no",
+        FailureKind::Unavailable => "needed approval",
+        FailureKind::CancelledBefore => "cancelled before it ran",
+        FailureKind::CancelledAfter => "cancelled while it ran",
+        FailureKind::InvalidArgs => "the model's arguments are invalid",
+        FailureKind::UnknownTool => "there is no such tool",
+        FailureKind::Timeout => "took too long and was stopped",
+        FailureKind::Crashed => "dsh failed inside (a bug)",
+        FailureKind::InvalidOutput => "the tool's output broke its own schema",
+        FailureKind::StaleVersion => "the file changed since it was read",
+        FailureKind::NotObserved => "the file must be read first",
+        FailureKind::NotFound => "not found",
+        FailureKind::ToolError => "failed",
+    }
+}
+
+/// The finished call: its line, then what it changed or printed. `detail`: a failure's line
+/// ends with the gate and policy that decided (`/verbose on`, `dsh exec`'s lines).
+pub(crate) fn finished(
+    call: Option<&ToolCall>,
+    result: &FrozenResult,
+    st: Style,
+    detail: bool,
+) -> Vec<String> {
     let name = &*visible(result.tool(), false);
     let args = call.map(|c| short_args(c.args())).unwrap_or_default();
     let elapsed = millis(result.elapsed_ms());
@@ -93,19 +120,26 @@ pub(crate) fn finished(call: Option<&ToolCall>, result: &FrozenResult, st: Style
         }
         Some(kind) => {
             let d = result.decided_by();
-            let who = match &d.policy {
-                Some(p) => format!("{}/{p}", d.gate.as_str()),
-                None => d.gate.as_str().to_owned(),
-            };
-            format!(
-                "{} {}{} {} · {} by {who}: {}",
+            let mut line = format!(
+                "{} {}{} {} · {}: {}",
                 st.red("✗"),
                 agent_tag(call),
                 st.bold(name),
                 st.dim(&args),
-                st.red(&kind.as_str().replace('_', " ")),
+                st.red(outcome_words(kind)),
                 visible(&d.reason, false),
-            )
+            );
+            if detail {
+                let who = match &d.policy {
+                    Some(p) => format!("{}/{p}", d.gate.as_str()),
+                    None => d.gate.as_str().to_owned(),
+                };
+                line.push_str(&format!(
+                    " {}",
+                    st.dim(&format!("[{} by {who}]", kind.as_str()))
+                ));
+            }
+            line
         }
     };
     if let Some(code) = result
@@ -254,7 +288,7 @@ mod snapshots {
             "read_file",
             json!({"content": "fn main() {}\n", "elapsed_ms": 3}),
         );
-        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false), true)));
     }
 
     #[test]
@@ -264,7 +298,7 @@ mod snapshots {
             "run_shell",
             json!({"content": "hi\n", "exit_code": 0, "elapsed_ms": 1250}),
         );
-        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false), true)));
     }
 
     #[test]
@@ -274,7 +308,7 @@ mod snapshots {
             "run_shell",
             json!({"content": shell_output(20), "exit_code": 2, "elapsed_ms": 125_000}),
         );
-        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false), true)));
     }
 
     #[test]
@@ -284,7 +318,7 @@ mod snapshots {
             "run_shell",
             json!({"content": shell_output(20), "exit_code": 2, "elapsed_ms": 125_000}),
         );
-        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(true))));
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(true), true)));
     }
 
     #[test]
@@ -301,7 +335,13 @@ mod snapshots {
                 "elapsed_ms": 0,
             }),
         );
-        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false), true)));
+        // Without detail (the REPL's default) the line speaks words only.
+        let plain = shown(&finished(Some(&call), &r, Style::new(false), false));
+        assert_eq!(
+            plain,
+            "✗ run_shell rm -rf / · refused: `rm -rf` outside the workspace is never run"
+        );
     }
 
     #[test]
@@ -318,7 +358,7 @@ mod snapshots {
                 "elapsed_ms": 1,
             }),
         );
-        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false), true)));
     }
 
     fn long_diff() -> String {
@@ -340,7 +380,7 @@ mod snapshots {
             "edit_file",
             json!({"content": "edited src/lib.rs", "value": {"diff": long_diff()}, "elapsed_ms": 7}),
         );
-        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false), true)));
     }
 
     #[test]
@@ -351,7 +391,7 @@ mod snapshots {
             "grep",
             json!({"content": "src/a.rs:3: TODO", "elapsed_ms": 12}),
         );
-        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false))));
+        insta::assert_snapshot!(shown(&finished(Some(&call), &r, Style::new(false), true)));
     }
 
     #[test]

@@ -117,6 +117,8 @@ pub(crate) async fn drive(
     }
     // Shown again however the turn ends, a panic included.
     let _cursor = CursorShown(screen.terminal());
+    // The terminal may have been resized while the prompt had it.
+    screen.refresh_size();
     render.begin_turn();
     let mut asks: VecDeque<Ask> = VecDeque::new();
     let mut open: Option<Open> = None;
@@ -177,6 +179,7 @@ pub(crate) async fn drive(
                                 let _ = q.reply.send(answer);
                             }
                             if !interrupted {
+                                render.interrupt(screen);
                                 screen.line(&st.yellow("interrupting: running calls are cancelled and recorded"));
                                 interrupted = true;
                                 runtime.interrupt();

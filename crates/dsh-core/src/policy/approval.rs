@@ -9,7 +9,7 @@ use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::call::ToolCall;
+use crate::call::{CallSource, ToolCall};
 use crate::journal::{Journal, JournalError, Record};
 use crate::result::{Candidate, DecidedBy, FailureKind, Gate};
 use crate::tool::{Access, ToolSpec};
@@ -100,6 +100,9 @@ pub trait Approver: Send + Sync {
     -> Result<ApprovalAnswer, ApprovalError>;
 }
 
+/// The approver named for a call a person typed: typing it was the approval.
+pub const TYPED_BY_PERSON: &str = "typed by the person";
+
 /// Gate 2 for one call that gate 1 sent to `ask`: asks `approver` once (no approver, an `Err`
 /// or a panic are `Unavailable`; the request's cancellation is `Cancelled`), journals the
 /// `approval` record, and returns what the call may proceed with — `Ok(allowed_by)` only on
@@ -112,6 +115,11 @@ pub(crate) async fn ask_once(
 ) -> Result<Result<DecidedBy, Candidate>, JournalError> {
     let call = request.call;
     let (answer, approver) = match approver {
+        // What a person typed at the REPL (`/memory add`, `!command`, `/undo`) is its own
+        // approval (DESIGN §3): nobody is asked, and the record says who approved it.
+        _ if call.source() == CallSource::User => {
+            (ApprovalOutcome::AllowedOnce.into(), Some(TYPED_BY_PERSON))
+        }
         None => (ApprovalOutcome::Unavailable.into(), None),
         Some(approver) => {
             let asked = AssertUnwindSafe(approver.approve(request)).catch_unwind();
@@ -143,7 +151,11 @@ pub(crate) async fn ask_once(
             return Ok(Ok(DecidedBy::new(
                 Gate::Approval,
                 approver,
-                format!("approved once ({ask})"),
+                if approver == Some(TYPED_BY_PERSON) {
+                    format!("typed by the person, which approves it ({ask})")
+                } else {
+                    format!("approved once ({ask})")
+                },
             )));
         }
         ApprovalOutcome::Rejected => (

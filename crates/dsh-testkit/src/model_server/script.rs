@@ -30,6 +30,7 @@ pub struct Turn {
     pub(super) write_sizes: Option<Vec<usize>>,
     pub(super) delay: Duration,
     pub(super) stall: Option<(usize, Duration)>,
+    pub(super) hold: Option<(usize, Gate)>,
     pub(super) cut: bool,
     pub(super) done: bool,
     pub(super) raw: Option<Vec<String>>,
@@ -48,6 +49,7 @@ impl Default for Turn {
             write_sizes: None,
             delay: Duration::ZERO,
             stall: None,
+            hold: None,
             cut: false,
             done: true,
             raw: None,
@@ -133,6 +135,14 @@ impl Turn {
     /// before the rest (not combined with the split modes).
     pub fn stall_after(mut self, events: usize, pause: Duration) -> Self {
         self.stall = Some((events, pause));
+        self
+    }
+
+    /// Sends `events` events (the first is the role-only chunk), then waits for `gate` to open
+    /// before the rest: a test acts while part of the answer is known to be on the way (not
+    /// combined with the split modes).
+    pub fn hold_after(mut self, events: usize, gate: &Gate) -> Self {
+        self.hold = Some((events, gate.clone()));
         self
     }
 

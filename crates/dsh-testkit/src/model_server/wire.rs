@@ -145,6 +145,11 @@ pub(super) async fn write_stream(
                 {
                     tokio::time::sleep(pause).await;
                 }
+                if let Some((after, gate)) = &turn.hold
+                    && i == *after
+                {
+                    gate.wait().await;
+                }
                 write_chunk(socket, event.as_bytes()).await?;
             }
         }

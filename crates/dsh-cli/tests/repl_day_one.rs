@@ -1,0 +1,416 @@
+//! The REPL on day one (issue 24), end to end in a real pseudo-terminal: resizing while an
+//! answer streams and while a question waits, an interrupted answer kept, the footer,
+//! `NO_COLOR`, `/help`, commands that show their value. Assertions read the screen (a vt100
+//! emulator), the requests the scripted server received and the journal.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+#[path = "common/pty.rs"]
+mod pty;
+#[path = "common/repl.rs"]
+mod repl_kit;
+
+use dsh_testkit::model_server::{Gate, Reply, ScriptedServer, Turn};
+use pty::{Screen, key};
+use repl_kit::{PROMPT, journal, kind, leave, spawn, world};
+
+/// A line much wider than the narrow terminal: 109 columns.
+fn long_line() -> String {
+    format!("LONG-{}-END", "abcdefghij".repeat(10))
+}
+
+/// Rows of everything printed (scrollback and screen) that hold `needle`.
+fn rows_with(screen: &Screen, needle: &str) -> usize {
+    screen
+        .all_text()
+        .lines()
+        .filter(|l| l.contains(needle))
+        .count()
+}
+
+/// An answer with two finished lines and then the long one, held while the long line is
+/// still arriving (its first 100 characters shown in the live region).
+fn held_answer(gate: &Gate) -> Turn {
+    let prefix = "first finished line\nsecond finished line\n";
+    let text = format!("{prefix}{}\nlast line", long_line());
+    // The role chunk, then deltas of one character.
+    Turn::text(text)
+        .deltas(1)
+        .hold_after(1 + prefix.len() + 100, gate)
+}
+
+/// After the turn: each line printed once, no fragment of the live region left behind.
+fn assert_each_line_once(screen: &Screen) {
+    let all = screen.all_text();
+    for needle in ["first finished line", "second finished line", "last line"] {
+        assert_eq!(rows_with(screen, needle), 1, "{needle:?}:\n{all}");
+    }
+    // The long line, finished at 100 columns: its first row holds every `abcdefghij` but
+    // the last; a live copy drawn at 40 or 120 columns and not erased would show again.
+    assert_eq!(rows_with(screen, "LONG-"), 1, "{all}");
+    assert_eq!(rows_with(screen, "abcdefghij"), 1, "{all}");
+}
+
+#[test]
+fn resizing_while_an_answer_streams_redraws_it_at_the_new_width_and_leaves_no_copy() {
+    let d = world();
+    let gate = Gate::new();
+    let server = ScriptedServer::start(vec![held_answer(&gate).into()]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("tell me");
+    let long = long_line();
+    let partial = &long[..100];
+    // At 120 columns the arriving line is one row.
+    pty.wait_for("the partial line on one row", |s| {
+        s.rows().iter().any(|r| r == partial)
+    });
+    pty.resize(40, 40);
+    // At 40 it is laid out again in rows of 40.
+    pty.wait_for("the partial line in rows of 40", |s| {
+        let rows = s.rows();
+        rows.iter().any(|r| r == &long[..40])
+            && rows.iter().any(|r| r == &long[40..80])
+            && rows.iter().any(|r| r == &long[80..100])
+    });
+    pty.resize(40, 100);
+    pty.wait_for("the partial line on one row of 100", |s| {
+        s.rows().iter().any(|r| r == partial)
+    });
+    gate.open();
+    pty.wait_for_text("last line");
+    let screen = pty.wait_for_count(PROMPT, 2);
+    assert_each_line_once(&screen);
+    leave(pty, 2);
+}
+
+#[test]
+fn a_resize_at_the_prompt_is_seen_by_the_next_turn() {
+    let d = world();
+    let gate = Gate::new();
+    let server = ScriptedServer::start(vec![held_answer(&gate).into()]);
+    let pty = spawn(&d, &server, &[]);
+    // Narrowed while the line editor has the terminal: the turn must not draw at 120.
+    pty.resize(40, 40);
+    pty.send_line("tell me");
+    let long = long_line();
+    pty.wait_for("the partial line in rows of 40", |s| {
+        let rows = s.rows();
+        rows.iter().any(|r| r == &long[40..80]) && rows.iter().any(|r| r == &long[80..100])
+    });
+    pty.resize(40, 100);
+    pty.wait_for("the partial line on one row of 100", |s| {
+        s.rows().iter().any(|r| r == &long[..100])
+    });
+    gate.open();
+    pty.wait_for_text("last line");
+    let screen = pty.wait_for_count(PROMPT, 2);
+    assert_each_line_once(&screen);
+    leave(pty, 2);
+}
+
+#[test]
+fn resizing_while_a_question_waits_keeps_one_question_on_screen() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "write_file", r#"{"path":"new.txt","content":"x"}"#).into(),
+        Reply::text("done"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("write it");
+    pty.wait_for_text("[y] approve once");
+    pty.resize(40, 40);
+    // The question, laid out at 40 columns: its keys line wraps into rows of 40 at most
+    // (a row that starts inside the keys line is the program's layout, not the emulator's
+    // cut of the old one).
+    let narrow = pty.wait_for("the question at 40 columns", |s| {
+        s.contains("[y] approve once")
+            && s.rows().iter().all(|r| r.chars().count() <= 40)
+            && s.rows().iter().any(|r| r.starts_with(" with a message"))
+    });
+    assert_eq!(narrow.count("[y] approve once"), 1, "{}", narrow.contents());
+    pty.resize(40, 100);
+    let wide = pty.wait_for("the question at 100 columns", |s| {
+        s.contains("[y] approve once")
+            && s.contains("wants to run write_file")
+            && s.rows().iter().any(|r| r.starts_with("errupts the turn)"))
+    });
+    assert_eq!(
+        wide.count("wants to run write_file"),
+        1,
+        "{}",
+        wide.contents()
+    );
+    pty.send("n");
+    pty.wait_for_text("done");
+    let screen = pty.wait_for_count(PROMPT, 2);
+    // Answered: no copy of the question anywhere, the answer line once.
+    let all = screen.all_text();
+    assert_eq!(rows_with(&screen, "[y] approve once"), 0, "{all}");
+    assert_eq!(rows_with(&screen, "wants to run write_file"), 0, "{all}");
+    leave(pty, 2);
+}
+
+#[test]
+fn an_interrupted_answer_stays_in_the_history_with_a_marker_the_model_sees() {
+    let d = world();
+    let gate = Gate::new();
+    let server = ScriptedServer::start(vec![
+        // "The answer begins here " (6 deltas of 4 characters), then held.
+        Turn::text("The answer begins here and goes on\nREST-OF-IT")
+            .hold_after(1 + 6, &gate)
+            .into(),
+        Reply::text("second answer"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("first question");
+    pty.wait_for_text("The answer begins");
+    pty.send(key::ESC);
+    pty.wait_for_text("interrupted");
+    pty.wait_for_count(PROMPT, 2);
+    gate.open();
+    pty.send_line("go on");
+    let screen = pty.wait_for_text("second answer");
+    // The partial answer printed once, above the interrupt line; nothing of it after.
+    let all = screen.all_text();
+    let partial_at = all.find("The answer begins").unwrap();
+    let interrupt_at = all.find("interrupting").unwrap();
+    assert!(partial_at < interrupt_at, "{all}");
+    assert!(!all.contains("REST-OF-IT"), "{all}");
+    assert_eq!(rows_with(&screen, "The answer begins"), 1, "{all}");
+    leave(pty, 3);
+
+    // The next request: the first prompt, the partial answer with the marker, the next one.
+    let requests = server.requests();
+    let messages = requests[1]["messages"].as_array().unwrap();
+    let roles: Vec<(&str, &str)> = messages
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap(),
+                m["content"].as_str().unwrap_or(""),
+            )
+        })
+        .filter(|(r, _)| *r != "system")
+        .collect();
+    assert_eq!(roles.len(), 3, "{roles:?}");
+    assert_eq!(roles[0], ("user", "first question"));
+    assert_eq!(roles[1].0, "assistant");
+    assert!(
+        roles[1].1.starts_with("The answer begins here"),
+        "{roles:?}"
+    );
+    assert!(
+        roles[1].1.ends_with("[interrupted by the user]"),
+        "{roles:?}"
+    );
+    assert!(!roles[1].1.contains("REST-OF-IT"), "{roles:?}");
+    assert_eq!(roles[2], ("user", "go on"));
+
+    // Journaled, and shown as such by `dsh sessions show`.
+    let records = journal(&d);
+    assert!(
+        records.iter().any(|r| kind(r) == "assistant_message"
+            && r["content"]
+                .as_str()
+                .is_some_and(|c| c.ends_with("[interrupted by the user]"))),
+        "{records:?}"
+    );
+    let session = common::journals(&d.home)[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out = d.dsh(&["sessions", "show", &session]).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("[interrupted by the user]"), "{shown}");
+}
+
+/// The SGR sequences (`ESC [ … m`) in `raw` that set a style: every one but a plain reset.
+fn styling_codes(raw: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(raw);
+    let mut found = Vec::new();
+    let mut rest = text.as_ref();
+    while let Some(at) = rest.find("\x1b[") {
+        let after = &rest[at + 2..];
+        let end = after
+            .find(|c: char| !(c.is_ascii_digit() || c == ';' || c == ':'))
+            .unwrap_or(after.len());
+        if after[end..].starts_with('m') && !matches!(&after[..end], "" | "0") {
+            found.push(format!("ESC[{}m", &after[..end]));
+        }
+        rest = &after[end..];
+    }
+    found
+}
+
+#[test]
+fn no_color_means_no_colour_anywhere_not_even_the_prompt() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Reply::text("# Title\n\nsome **bold** words and `code`\n"),
+        Turn::tool_call("c1", "write_file", r#"{"path":"new.txt","content":"x"}"#).into(),
+        Reply::text("done"),
+    ]);
+    let mut c = repl_kit::repl_command(&d, &server, &[]);
+    c.env("NO_COLOR", "1");
+    let pty = pty::PtySpec::from_command(&c).size(40, 120).spawn();
+    pty.wait_for_text(PROMPT);
+    pty.send_line("go");
+    pty.wait_for_text("some **bold** words");
+    // A completion menu, a question and an unknown command's error: all plain.
+    pty.send("/he");
+    pty.send(key::TAB);
+    // One match: completed in place, no menu.
+    let s = pty.wait_for("/he completed in place", |s| {
+        s.rows()
+            .iter()
+            .any(|r| r.trim_end() == format!("{PROMPT} /help"))
+    });
+    assert!(!s.contains("list the commands"), "{}", s.dump());
+    pty.send(key::ENTER);
+    pty.wait_for_text("Esc or Ctrl-C interrupts");
+    pty.send_line("/nosuch");
+    pty.wait_for_text("unknown command /nosuch");
+    pty.send_line("write it");
+    pty.wait_for_text("[y] approve once");
+    let screen = pty.screen();
+    assert!(!screen.has_any_styling(), "{}", screen.dump());
+    pty.send("n");
+    pty.wait_for_text("done");
+    repl_kit::wait_at_prompt(&pty);
+    let codes = styling_codes(&pty.raw_output());
+    assert!(codes.is_empty(), "{codes:?}");
+    repl_kit::leave_at_prompt(pty);
+}
+
+#[test]
+fn settings_commands_without_argument_show_the_current_value() {
+    let d = world();
+    let server = ScriptedServer::start(vec![]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("/turns");
+    pty.wait_for_text("requests send every turn");
+    pty.send_line("/turns 1");
+    pty.wait_for_text("the next requests send the last 1 whole turn");
+    pty.send_line("/turns");
+    pty.wait_for_text("requests send the last 1 whole turn");
+    pty.send_line("/verbose");
+    pty.wait_for_text("verbose is off");
+    pty.send_line("/verify");
+    let s = pty.wait_for_text("verify is off");
+    assert!(!s.contains("usage"), "{}", s.contents());
+    assert!(!s.contains("turns)"), "{}", s.contents());
+    leave(pty, 6);
+}
+
+/// `/help` on a terminal: one column for the descriptions.
+#[test]
+fn help_lines_up_its_descriptions() {
+    let d = world();
+    let server = ScriptedServer::start(vec![]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("/help");
+    let s = pty.wait_for_text("Esc or Ctrl-C interrupts");
+    let columns: Vec<usize> = s
+        .rows()
+        .iter()
+        .filter(|r| r.starts_with('/') && r.contains("  "))
+        .map(|r| r.len() - r[r.find("  ").unwrap()..].trim_start().len())
+        .collect();
+    assert!(columns.len() > 10, "{}", s.contents());
+    assert!(columns.iter().all(|c| *c == columns[0]), "{}", s.contents());
+    leave(pty, 2);
+}
+
+/// After each turn, one dim line: elapsed, tokens in and out (the provider's usage).
+#[test]
+fn each_turn_ends_with_a_dim_footer_of_time_and_tokens() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::text("first answer").usage(12_400, 310).into(),
+        Turn::tool_call("c1", "read_file", r#"{"path":"src/main.rs"}"#)
+            .usage(1000, 20)
+            .into(),
+        Turn::text("second answer").usage(2000, 5).into(),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("one");
+    let s = pty.wait_for_text("12,400 tokens in");
+    let row = s
+        .rows()
+        .into_iter()
+        .find(|r| r.contains("12,400 tokens in"))
+        .unwrap();
+    assert!(row.ends_with("· 12,400 tokens in · 310 out"), "{row:?}");
+    assert!(
+        row.trim_end().split(" · ").next().unwrap().ends_with(" s"),
+        "{row:?}"
+    );
+    assert!(s.attrs_at("12,400 tokens in").unwrap().dim, "{}", s.dump());
+    repl_kit::wait_at_prompt(&pty);
+    // A turn of two model calls: their sum.
+    pty.send_line("two");
+    pty.wait_for_text("3,000 tokens in · 25 out");
+    assert_eq!(pty.screen().count("tokens in"), 2);
+    leave(pty, 3);
+}
+
+/// A Markdown table in an answer shows as aligned columns, not raw pipes.
+#[test]
+fn a_markdown_table_shows_as_aligned_columns() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::text("Files:\n\n| file | lines |\n|:--|--:|\n| src/main.rs | 3 |\n| a | 1200 |\n\nthat is all\n")
+            .deltas(3)
+            .into(),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("list");
+    let s = pty.wait_for_text("that is all");
+    let rows = s.rows();
+    let at = rows.iter().position(|r| r.contains("file")).unwrap();
+    assert_eq!(rows[at].trim_end(), " file        │ lines", "{}", s.dump());
+    assert_eq!(
+        rows[at + 2].trim_end(),
+        " src/main.rs │     3",
+        "{}",
+        s.dump()
+    );
+    assert_eq!(
+        rows[at + 3].trim_end(),
+        " a           │  1200",
+        "{}",
+        s.dump()
+    );
+    assert!(!s.contains("|:--"), "{}", s.dump());
+    leave(pty, 2);
+}
+
+/// A 300-line paste shows as one token at the prompt and reaches the model whole.
+#[test]
+fn a_long_paste_is_shown_collapsed_and_sent_whole() {
+    let d = world();
+    let server = ScriptedServer::start(vec![Reply::text("got it")]);
+    let pty = spawn(&d, &server, &[]);
+    let pasted: String = (1..=300).map(|i| format!("pasted line {i}\n")).collect();
+    pty.send("explain: ");
+    pty.send(&format!("\x1b[200~{pasted}\x1b[201~"));
+    let s = pty.wait_for_text("[pasted 300 lines #1]");
+    assert!(!s.contains("pasted line 2"), "{}", s.dump());
+    pty.send(key::ENTER);
+    let s = pty.wait_for_text("got it");
+    assert!(!s.all_text().contains("pasted line 17"), "{}", s.dump());
+    leave(pty, 2);
+    let requests = server.requests();
+    let user = requests[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "user")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(user.trim_end(), format!("explain: {pasted}").trim_end());
+}
