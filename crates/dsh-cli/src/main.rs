@@ -99,7 +99,7 @@ enum Command {
     /// nobody is asked. Prints per call the recorded decision and today's, then a summary.
     #[command(long_about = replay::HELP)]
     Replay {
-        /// A session id, a unique prefix of one, or a journal file's path.
+        /// A session id, a name given with /save, a unique prefix of an id, or a journal file's path.
         session: String,
     },
 }

@@ -36,7 +36,12 @@ usage or configuration error (an unknown or ambiguous session id).";
 pub(crate) async fn replay(common: &Common, given: &str) -> Result<u8, Failure> {
     // A journal's path needs no DSH_HOME; an id is looked up under it.
     let path = match dsh_config::dsh_home(&dsh_config::process_env()) {
-        Ok(home) => sessions::resolve(&home, given).map_err(Failure::usage)?,
+        Ok(home) => {
+            let workspace = common.workspace.canonicalize().ok();
+            sessions::find(&home, given, workspace.as_deref())
+                .map_err(Failure::usage)?
+                .path
+        }
         Err(_) if Path::new(given).is_file() => PathBuf::from(given),
         Err(e) => {
             return Err(Failure::usage(anyhow!(

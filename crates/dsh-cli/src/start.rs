@@ -27,8 +27,8 @@ pub(crate) struct ModelArgs {
     /// Stop a turn after this many model calls (exec: exit code 3).
     #[arg(long, value_name = "N", global = true)]
     pub max_steps: Option<u64>,
-    /// Continue session ID (an id, a unique prefix, or a journal's path) in a new journal
-    /// linked to it, in the workspace it records (`--workspace DIR` moves it; a recorded
+    /// Continue session ID (an id, a name given with /save — then as it was at the save —, a
+    /// unique prefix, or a journal's path) in a new journal linked to it, in the workspace it records (`--workspace DIR` moves it; a recorded
     /// directory that is gone means the current one). Nothing is re-run and no approval is
     /// reused; calls the old process never finished are closed as cut off, and the model is
     /// told.
@@ -100,7 +100,7 @@ pub(crate) fn start(
     verify: bool,
 ) -> Result<Started, Failure> {
     let by_id = match &args.resume {
-        Some(id) => Some(resume_id(id)?),
+        Some(id) => Some(resume_id(id, &common.workspace)?),
         None => None,
     };
     let moved;
@@ -205,11 +205,14 @@ pub(crate) fn start(
     })
 }
 
-/// The conversation `--resume ID` names, rebuilt from its journal under `DSH_HOME`.
-fn resume_id(id: &str) -> Result<dsh_agent::resume::Resumed, Failure> {
+/// The conversation `--resume ID` names, rebuilt from its journal under `DSH_HOME`: an id,
+/// or a `/save` name (then as it was at the save; a name saved in `workspace` first).
+fn resume_id(id: &str, workspace: &Path) -> Result<dsh_agent::resume::Resumed, Failure> {
     let home = dsh_config::dsh_home(&dsh_config::process_env()).map_err(Failure::usage)?;
-    let path = dsh_agent::sessions::resolve(&home, id).map_err(Failure::usage)?;
-    dsh_agent::resume::load_session(&home, &path).map_err(Failure::usage)
+    let workspace = workspace.canonicalize().ok();
+    let found =
+        dsh_agent::sessions::find(&home, id, workspace.as_deref()).map_err(Failure::usage)?;
+    dsh_agent::resume::load_session(&home, &found.path, found.point).map_err(Failure::usage)
 }
 
 /// The conversation `--continue` names: the newest session of `workspace` that can go on.
@@ -219,5 +222,5 @@ fn continue_newest(
 ) -> Result<dsh_agent::resume::Resumed, Failure> {
     use dsh_agent::resume;
     let path = resume::newest_for(dsh_home, workspace).map_err(Failure::usage)?;
-    resume::load_session(dsh_home, &path).map_err(Failure::usage)
+    resume::load_session(dsh_home, &path, None).map_err(Failure::usage)
 }

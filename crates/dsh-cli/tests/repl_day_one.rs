@@ -414,3 +414,89 @@ fn a_long_paste_is_shown_collapsed_and_sent_whole() {
         .to_owned();
     assert_eq!(user.trim_end(), format!("explain: {pasted}").trim_end());
 }
+
+/// The user messages of a request, in order.
+fn user_messages(request: &serde_json::Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// `/save` names a point; `/clear` and more turns later, `/load` branches from that point:
+/// the saved turns come back, what followed does not. The name also resolves in
+/// `sessions show`, `--resume` and `sessions verify` accepts the branch.
+#[test]
+fn save_clear_load_restores_the_saved_turns_and_the_name_works_everywhere() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Reply::text("one noted"),
+        Reply::text("two noted"),
+        Reply::text("three noted"),
+        Reply::text("from exec"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("the word is kumquat");
+    pty.wait_for_text("one noted");
+    pty.send_line("/save fruit");
+    pty.wait_for_text("saved as fruit");
+    pty.send_line("the colour is teal");
+    pty.wait_for_text("two noted");
+    pty.send_line("/clear");
+    pty.wait_for_text("history cleared");
+    pty.send_line("/load fruit");
+    pty.wait_for_text("resuming session");
+    let s = pty.wait_for_text("(1 turn)");
+    assert!(!s.contains("0 turns"), "{}", s.dump());
+    repl_kit::wait_at_prompt(&pty);
+    pty.send_line("what was the word?");
+    pty.wait_for_text("three noted");
+    repl_kit::leave_at_prompt(pty);
+    let requests = server.requests();
+    assert_eq!(
+        user_messages(&requests[2]),
+        ["the word is kumquat", "what was the word?"]
+    );
+
+    // The name resolves where an id does.
+    let out = d.dsh(&["sessions", "show", "fruit"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}{}", common::stderr(&out));
+    assert!(shown.contains("the word is kumquat"), "{shown}");
+    assert!(shown.contains("named: fruit"), "{shown}");
+    let mut exec = d.dsh(&[
+        "--provider",
+        "openai",
+        "--base-url",
+        &server.url,
+        "--model",
+        "scripted",
+        "exec",
+        "--resume",
+        "fruit",
+        "and now?",
+    ]);
+    exec.env("OPENAI_API_KEY", "sk-test");
+    let out = exec.output().unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(
+        user_messages(&server.requests()[3]),
+        ["the word is kumquat", "and now?"]
+    );
+    // Every journal verifies, branches included.
+    for journal in common::journals(&d.home) {
+        let out = d
+            .dsh(&["sessions", "verify", journal.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            common::stderr(&out)
+        );
+    }
+}

@@ -176,6 +176,10 @@ fn list_is_newest_first_with_totals_and_says_which_did_not_end() {
         "stop",
         "resumed_from",
         "end",
+        "name",
+        "first_prompt",
+        "turns",
+        "chain",
     ]
     .into();
     assert_eq!(keys, expected);
@@ -863,4 +867,104 @@ fn show_loses_no_record_of_children_whose_starts_name_each_other() {
     ] {
         assert!(text.contains(needle), "{needle}: {text}");
     }
+}
+
+/// A name given with `/save` resolves where an id does, with precedence exact id, then
+/// name, then unique prefix (DESIGN §4).
+#[test]
+fn names_resolve_between_exact_ids_and_prefixes() {
+    let d = Dirs::new();
+    fn named(name: &str) -> Record<'_> {
+        Record::SessionNamed {
+            name: name.into(),
+            point: Some(2),
+        }
+    }
+    let a = journal_of(
+        &d,
+        "20260101T000000Z-aaaa0001",
+        &[
+            (None, session_start(&d)),
+            (None, user("in a")),
+            (None, named("work")),
+        ],
+    );
+    // Named with b's exact id, and with a prefix shared by both ids.
+    let b = journal_of(
+        &d,
+        "20260101T000000Z-bbbb0002",
+        &[
+            (None, session_start(&d)),
+            (None, user("in b")),
+            (None, named("20260101T000000Z-aaaa0001")),
+            (None, named("2026")),
+        ],
+    );
+    let shown = |given: &str| {
+        let out = run(&d, &["sessions", "show", given]);
+        assert_eq!(out.status.code(), Some(0), "{given}: {}", stderr(&out));
+        stdout(&out)
+    };
+    assert!(shown("work").contains("in a"), "a name");
+    // An exact id wins over a name equal to it.
+    assert!(shown(&id_of(&a)).contains("in a"));
+    // A name wins over the ids it is a prefix of (ambiguous as a prefix).
+    assert!(shown("2026").contains("in b"));
+    assert!(shown(&id_of(&b)[..20]).contains("in b"), "a unique prefix");
+}
+
+/// A chain of resumed journals lists as one session: the newest file's id, the chain's files
+/// oldest first, its name, first prompt and turns; a human header names the columns.
+#[test]
+fn a_chain_of_resumed_journals_lists_as_one_session() {
+    use dsh_testkit::model_server::{Reply, ScriptedServer};
+    let d = Dirs::new();
+    let server = ScriptedServer::start(vec![
+        Reply::text("one"),
+        Reply::text("two"),
+        Reply::text("alone"),
+    ]);
+    let out = common::scripted_exec(&d, &server.url, &[], "fix the flaky test")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first = id_of(&common::journals(&d.home)[0]);
+    let out = common::scripted_exec(&d, &server.url, &["--resume", &first], "and the docs")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = common::scripted_exec(&d, &server.url, &[], "something else")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let all = common::journals(&d.home);
+    assert_eq!(all.len(), 3);
+
+    let rows = json_lines(&run(&d, &["sessions", "list", "--json"]));
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    let chained = rows.iter().find(|r| r["turns"] == 2).unwrap();
+    assert_eq!(chained["first_prompt"], "fix the flaky test");
+    let chain: Vec<&str> = chained["chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(chain.len(), 2);
+    assert_eq!(chain[0], first);
+    assert_eq!(chained["id"], chain[1]);
+    assert_eq!(chained["name"], Value::Null);
+    let alone = rows.iter().find(|r| r["turns"] == 1).unwrap();
+    assert_eq!(alone["first_prompt"], "something else");
+    assert_eq!(alone["chain"].as_array().unwrap().len(), 1);
+
+    let text = stdout(&run(&d, &["sessions", "list"]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("ID") && lines[0].contains("FIRST PROMPT"),
+        "{text}"
+    );
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(text.contains("fix the flaky test"), "{text}");
+    assert!(text.contains("just now"), "{text}");
 }

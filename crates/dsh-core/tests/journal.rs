@@ -1138,6 +1138,7 @@ fn one_of_every_kind(
         Record::HistoryCleared {},
         Record::SessionNamed {
             name: "refactor".into(),
+            point: Some(12),
         },
         Record::ModeChanged {
             mode: "auto".into(),

@@ -104,8 +104,14 @@ pub struct Resumed {
 
 /// Rebuilds the session at `path` for resuming it from `dsh_home`: only a journal in
 /// `DSH_HOME/sessions`, named by its session id — the new journal links to it by that id, so
-/// the new session can itself be resumed and verified.
-pub fn load_session(dsh_home: &Path, path: &Path) -> Result<Resumed, ResumeError> {
+/// the new session can itself be resumed and verified. `point`: the record a `/save` name
+/// found ([`crate::sessions::Found`]) — the conversation as it was there, a branch when more
+/// followed.
+pub fn load_session(
+    dsh_home: &Path,
+    path: &Path,
+    point: Option<u64>,
+) -> Result<Resumed, ResumeError> {
     let dir = sessions::sessions_dir(dsh_home);
     let in_dir = path
         .parent()
@@ -118,7 +124,7 @@ pub fn load_session(dsh_home: &Path, path: &Path) -> Result<Resumed, ResumeError
             dir: dir.display().to_string(),
         });
     }
-    let resumed = load(path)?;
+    let resumed = load_at(path, point)?;
     if path.file_stem().and_then(|s| s.to_str()) != Some(resumed.session.as_str()) {
         return Err(ResumeError::Misnamed {
             path: path.display().to_string(),
@@ -130,6 +136,11 @@ pub fn load_session(dsh_home: &Path, path: &Path) -> Result<Resumed, ResumeError
 
 /// Rebuilds the session at `path`, wherever it is (see [`load_session`]).
 pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
+    load_at(path, None)
+}
+
+/// [`load`] as the conversation stood at record `point` of the file (`None`: its end).
+pub fn load_at(path: &Path, point: Option<u64>) -> Result<Resumed, ResumeError> {
     let shown = path.display().to_string();
     if sessions::is_open(path) {
         let id = path
@@ -162,10 +173,21 @@ pub fn load(path: &Path) -> Result<Resumed, ResumeError> {
                 reason: "its resumed_from links form a cycle".to_owned(),
             });
         }
-        let transcript = read_journal(&at).map_err(|e| ResumeError::Unusable {
+        let mut transcript = read_journal(&at).map_err(|e| ResumeError::Unusable {
             path: at.display().to_string(),
             reason: e.to_string(),
         })?;
+        // The file resumed is cut at the saved point; older files of the chain stay whole
+        // (each ends where the next one links).
+        if let Some(point) = point.filter(|_| transcripts.is_empty()) {
+            if !transcript.records.iter().any(|e| e.seq == point) {
+                return Err(ResumeError::Unusable {
+                    path: shown.clone(),
+                    reason: format!("the saved point, record {point}, is not in it"),
+                });
+            }
+            transcript.records.retain(|e| e.seq <= point);
+        }
         let older = match transcript.records.first().map(|e| &e.record) {
             Some(Record::SessionStart {
                 resumed_from: Some(link),

@@ -217,16 +217,17 @@ impl Serving {
                 self.agent.reload_system_prompt();
                 Reply::Done
             }
-            Command::Name(name) => Reply::Recorded(
-                self.agent
-                    .session()
-                    .pipeline
-                    .journal()
-                    .append(&Record::SessionNamed {
-                        name: name.as_str().into(),
-                    })
-                    .map(|_| ()),
-            ),
+            Command::Name(name) => {
+                let journal = self.agent.session().pipeline.journal();
+                Reply::Recorded(
+                    journal
+                        .append(&Record::SessionNamed {
+                            name: name.as_str().into(),
+                            point: journal.last_seq(),
+                        })
+                        .map(|_| ()),
+                )
+            }
             Command::Verify(on) => match self.verify.turn(on) {
                 Ok(()) => Reply::Done,
                 Err(why) => Reply::Refused(why),

@@ -245,10 +245,11 @@ pub(crate) async fn run(
         }
         Slash::Save(name) => {
             let id = live.runtime.session().id.clone();
+            // `id` when no name is given: the name then resolves as the id does.
             let name = name.unwrap_or_else(|| id.clone());
             match ask(live, Command::Name(name.clone())).await {
                 Some(Reply::Recorded(Ok(()))) => ui.screen.line(&st.dim(&format!(
-                    "saved as {}: /load {0} (or dsh --resume {id}) goes on with it",
+                    "saved as {}: /load {0} (or dsh --resume {0}) goes on from this point",
                     visible(&name, false),
                 ))),
                 Some(Reply::Recorded(Err(e))) => {
@@ -264,20 +265,23 @@ pub(crate) async fn run(
                 screen.line(&st.red("this session has no journal file"));
                 return Flow::Continue;
             };
-            match dsh_agent::sessions::named(&home, &live.loaded.workspace, &name) {
-                Ok(path) => {
-                    let id = path
-                        .file_stem()
-                        .and_then(|s| s.to_str())
-                        .unwrap_or_default()
-                        .to_owned();
+            // Only a name saved in this workspace; resumed as `--resume NAME` would be, at
+            // the point the save names.
+            match dsh_agent::sessions::by_name(&home, &name, Some(&live.loaded.workspace)) {
+                Some(found)
+                    if dsh_agent::sessions::summarize(&found.path)
+                        .is_ok_and(|s| s.workspace == live.loaded.workspace) =>
+                {
                     screen.line(&st.dim(&format!(
                         "loading {}: this session ends",
                         visible(&name, false)
                     )));
-                    return Flow::Resume(id);
+                    return Flow::Resume(name);
                 }
-                Err(e) => screen.line(&st.red(&format!("/load: {e}"))),
+                _ => screen.line(&st.red(&format!(
+                    "/load: no session of this workspace was saved as {} (/sessions lists them)",
+                    visible(&name, false)
+                ))),
             }
         }
         Slash::Sessions => {
@@ -286,23 +290,32 @@ pub(crate) async fn run(
             };
             let (all, _) = dsh_agent::sessions::list(&home);
             let mine: Vec<_> = all
-                .iter()
+                .into_iter()
                 .filter(|s| s.workspace == live.loaded.workspace)
-                .take(SESSIONS_SHOWN)
                 .collect();
-            if mine.is_empty() {
+            let chains = dsh_agent::sessions::chains(&mine);
+            if chains.is_empty() {
                 screen.line(&st.dim("no sessions of this workspace yet"));
+                return Flow::Continue;
             }
-            for s in mine {
-                let here = if s.id == live.runtime.session().id {
+            // The list's columns, without the workspace (it is this one).
+            let header = crate::sessions::LIST_HEADER.trim_end_matches("WORKSPACE");
+            screen.line(&st.dim(header.trim_end()));
+            let now = std::time::SystemTime::now();
+            for c in chains.iter().take(SESSIONS_SHOWN) {
+                let here = if c.newest.id == live.runtime.session().id {
                     " (this one)"
                 } else {
                     ""
                 };
-                screen.line(&format!(
-                    "{}{here}",
-                    visible(&crate::sessions::summary_line(s), false)
-                ));
+                let line = crate::sessions::chain_line(c, now, false);
+                screen.line(&format!("{}{here}", visible(&line, false)));
+            }
+            if chains.len() > SESSIONS_SHOWN {
+                screen.line(&st.dim(&format!(
+                    "… and {} more (dsh sessions list --workspace . shows them all)",
+                    chains.len() - SESSIONS_SHOWN
+                )));
             }
         }
         Slash::Mcp => {

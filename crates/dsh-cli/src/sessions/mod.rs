@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use clap::Subcommand;
 use dsh_agent::leftovers::{self, Left};
-use dsh_agent::sessions::{self, End, FileCheck, Summary};
+use dsh_agent::sessions::{self, Chain, End, FileCheck};
 use dsh_core::journal::{Record, read_journal};
 use serde_json::{Value, json};
 
+use crate::words::one_line;
 use crate::{Common, Failure, exit};
 
 mod transcript;
@@ -27,13 +28,13 @@ pub(crate) enum SessionsCommand {
     /// A session's transcript: user and assistant text, one line per tool call (tool, short
     /// arguments, outcome, the deciding gate and policy, elapsed). `--json`: the records.
     Show {
-        /// A session id, a unique prefix of one, or a journal file's path.
+        /// A session id, a name given with /save, a unique prefix of an id, or a journal file's path.
         id: String,
     },
     /// Check a journal's hash chain, record shapes and `resumed_from` links.
     #[command(long_about = VERIFY_HELP)]
     Verify {
-        /// A session id, a unique prefix of one, or a journal file's path.
+        /// A session id, a name given with /save, a unique prefix of an id, or a journal file's path.
         id: String,
     },
     /// Remove crash artefacts: journals whose process died before their first record was
@@ -77,14 +78,19 @@ pub(crate) fn run(common: &Common, command: &SessionsCommand) -> Result<u8, Fail
     let home = dsh_config::dsh_home(&dsh_config::process_env()).map_err(Failure::usage)?;
     match command {
         SessionsCommand::List => list(common, &home),
-        SessionsCommand::Show { id } => show(common, &resolve(&home, id)?),
-        SessionsCommand::Verify { id } => verify(&resolve(&home, id)?),
+        SessionsCommand::Show { id } => show(common, &resolve(common, &home, id)?),
+        SessionsCommand::Verify { id } => verify(&resolve(common, &home, id)?),
         SessionsCommand::Prune => prune(&home),
     }
 }
 
-fn resolve(home: &Path, id: &str) -> Result<PathBuf, Failure> {
-    sessions::resolve(home, id).map_err(Failure::usage)
+/// The journal an `ID` names (an id, a `/save` name — one saved in this workspace first —
+/// or a unique prefix).
+fn resolve(common: &Common, home: &Path, id: &str) -> Result<PathBuf, Failure> {
+    let workspace = common.workspace.canonicalize().ok();
+    sessions::find(home, id, workspace.as_deref())
+        .map(|f| f.path)
+        .map_err(Failure::usage)
 }
 
 fn list(common: &Common, home: &Path) -> Result<u8, Failure> {
@@ -99,63 +105,84 @@ fn list(common: &Common, home: &Path) -> Result<u8, Failure> {
     for e in &unreadable {
         eprintln!("dsh: skipped {e}");
     }
-    let shown = summaries.iter().filter(|s| match &filter {
-        Some(dir) => s.workspace.canonicalize().as_ref().unwrap_or(&s.workspace) == dir,
+    let chains = sessions::chains(&summaries);
+    let shown = chains.iter().filter(|c| match &filter {
+        Some(dir) => {
+            let ws = &c.newest.workspace;
+            ws.canonicalize().as_ref().unwrap_or(ws) == dir
+        }
         None => true,
     });
     if common.json {
-        crate::print_lines(shown.map(|s| summary_json(s).to_string()))?;
+        crate::print_lines(shown.map(|c| chain_json(c).to_string()))?;
     } else {
-        let mut lines = vec![format!(
-            "{:<25}  {:<20}  {:<16}  {:>5}  {:>15}  {:<24}  WORKSPACE",
-            "ID", "STARTED", "MODEL", "STEPS", "TOKENS IN+OUT", "END"
-        )];
-        lines.extend(shown.map(summary_line));
+        let now = std::time::SystemTime::now();
+        let mut lines = vec![LIST_HEADER.to_owned()];
+        lines.extend(shown.map(|c| chain_line(c, now, true)));
         crate::print_lines(lines)?;
     }
     Ok(exit::OK)
 }
 
-/// DESIGN §4's object, plus `end`: `session_end`'s reason, `did_not_end` or `running`.
-fn summary_json(s: &Summary) -> Value {
+/// DESIGN §4's object, one per chain of resumed journals (the newest file's id, start,
+/// model and stop; the chain's totals), plus `end`: `session_end`'s reason, `did_not_end` or
+/// `running`.
+fn chain_json(c: &Chain) -> Value {
+    let s = &c.newest;
     json!({
         "id": s.id,
         "started": s.started,
         "workspace": s.workspace,
         "provider": s.provider,
         "model": s.model,
-        "steps": s.totals.steps,
-        "prompt_tokens": s.totals.prompt_tokens,
-        "completion_tokens": s.totals.completion_tokens,
-        "cost_usd": s.totals.cost_usd,
+        "steps": c.totals.steps,
+        "prompt_tokens": c.totals.prompt_tokens,
+        "completion_tokens": c.totals.completion_tokens,
+        "cost_usd": c.totals.cost_usd,
         "stop": s.stop,
         "resumed_from": s.resumed_from,
         "end": s.end.as_str(),
+        "name": c.name,
+        "first_prompt": c.first_prompt,
+        "turns": c.turns,
+        "chain": c.chain,
     })
 }
 
-pub(crate) fn summary_line(s: &Summary) -> String {
+/// The columns of [`chain_line`] (with the workspace last).
+pub(crate) const LIST_HEADER: &str = "ID                         NAME          TURNS  MODEL             AGE          TOKENS IN+OUT  END                       FIRST PROMPT                              WORKSPACE";
+
+/// One session of the list, under [`LIST_HEADER`]; `workspace`: with its last column.
+pub(crate) fn chain_line(c: &Chain, now: std::time::SystemTime, workspace: bool) -> String {
+    let s = &c.newest;
     let end = match (&s.end, &s.stop) {
         (End::Ended(r), Some(stop)) => format!("{r} ({stop})"),
         (End::Ended(r), None) => r.clone(),
         (End::DidNotEnd, _) => "did not end".to_owned(),
         (End::Running, _) => "running".to_owned(),
     };
-    // 2026-11-30T03:15:02.123Z → 2026-11-30 03:15:02Z
-    let started = match s.started.get(..19) {
-        Some(t) => format!("{}Z", t.replacen('T', " ", 1)),
-        None => s.started.clone(),
-    };
-    format!(
-        "{:<25}  {:<20}  {:<16}  {:>5}  {:>15}  {:<24}  {}",
+    let age = dsh_core::journal::parse_rfc3339_millis(&s.started)
+        .map_or_else(|| "-".to_owned(), |t| crate::words::ago(t, now));
+    let name = c
+        .name
+        .as_deref()
+        .map_or_else(|| "-".to_owned(), |n| one_line(n, 12));
+    let prompt = c
+        .first_prompt
+        .as_deref()
+        .map_or_else(|| "-".to_owned(), |p| one_line(p, 40));
+    let mut line = format!(
+        "{:<25}  {name:<12}  {:>5}  {:<16}  {age:<11}  {:>13}  {:<24}  {prompt:<40}",
         s.id,
-        started,
-        s.model.as_deref().unwrap_or("-"),
-        s.totals.steps,
-        format!("{}+{}", s.totals.prompt_tokens, s.totals.completion_tokens),
+        c.turns,
+        one_line(s.model.as_deref().unwrap_or("-"), 16),
+        format!("{}+{}", c.totals.prompt_tokens, c.totals.completion_tokens),
         end,
-        s.workspace.display()
-    )
+    );
+    if workspace {
+        line.push_str(&format!("  {}", s.workspace.display()));
+    }
+    line.trim_end().to_owned()
 }
 
 fn show(common: &Common, path: &Path) -> Result<u8, Failure> {

@@ -253,7 +253,7 @@ fn record_texts(records: &[Entry]) -> Vec<Option<String>> {
                 "context compacted: {turns} turns summarized, {tokens_before} → {tokens_after} tokens"
             )),
             Record::HistoryCleared {} => Some("history cleared".to_owned()),
-            Record::SessionNamed { name } => Some(format!("named: {name}")),
+            Record::SessionNamed { name, .. } => Some(format!("named: {name}")),
             Record::ModeChanged { mode, by } => Some(format!("mode: {mode} (switched by {by})")),
             Record::AssistantMessage { .. }
             | Record::LlmCall { .. }

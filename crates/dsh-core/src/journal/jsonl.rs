@@ -277,4 +277,9 @@ impl Journal for JsonlJournal {
     fn session(&self) -> &str {
         &self.session
     }
+
+    fn last_seq(&self) -> Option<u64> {
+        let state = self.state.lock().ok()?;
+        Some(state.chain.seq())
+    }
 }

@@ -29,7 +29,7 @@ mod read;
 mod record;
 mod time;
 
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
 
@@ -37,7 +37,7 @@ pub use jsonl::{JsonlJournal, RESERVE_BYTES, SyncPolicy};
 pub use mirror::{DEFAULT_CAPACITY as MIRROR_CAPACITY, Mirror};
 pub use read::{Entry, ReadError, Transcript, read_journal};
 pub use record::{Held, Record, RequestedCall, ResumedFrom, Totals};
-pub use time::rfc3339_millis;
+pub use time::{parse_rfc3339_millis, rfc3339_millis};
 
 /// The record format version written in every line's `v`.
 pub const FORMAT_VERSION: u32 = 1;
@@ -126,6 +126,12 @@ pub trait Journal: Send + Sync {
     /// The session id written in every record.
     fn session(&self) -> &str;
 
+    /// The `seq` of the last record written (0: none yet); `None` where the journal does not
+    /// keep count.
+    fn last_seq(&self) -> Option<u64> {
+        None
+    }
+
     /// Appends `record` for the main agent; returns its `seq`.
     fn append(&self, record: &Record<'_>) -> Result<u64, JournalError> {
         self.write(&Body::new(record)?, false)
@@ -183,6 +189,11 @@ impl Chain {
         let hash = hex(&Sha256::digest(line.as_bytes()));
         line.push('\n');
         Ok((line, hash, seq))
+    }
+
+    /// The last committed record's `seq` (0: none).
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
     }
 
     pub(crate) fn commit(&mut self, hash: String, seq: u64) {
@@ -256,5 +267,10 @@ impl Journal for MemoryJournal {
 
     fn session(&self) -> &str {
         &self.session
+    }
+
+    fn last_seq(&self) -> Option<u64> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(state.0.seq())
     }
 }

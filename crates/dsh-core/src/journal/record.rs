@@ -139,8 +139,14 @@ pub enum Record<'a> {
         tokens_after: u64,
     },
     HistoryCleared {},
+    /// `/save NAME`: the conversation as it stands is saved under `name`; `/load NAME`
+    /// branches from record `point` (the seq it names: the last record before this one;
+    /// absent in older journals, where it is this record's own seq less one). Not `seq`,
+    /// which is the envelope's.
     SessionNamed {
         name: Cow<'a, str>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        point: Option<u64>,
     },
     /// The permission mode was switched; calls after this record are judged under `mode`.
     ModeChanged {

@@ -21,7 +21,10 @@ use serde_json::Value;
 
 use crate::leftovers::{Artefact, classify, crash_artefact};
 
+mod chain;
+
 pub use crate::session_id::sessions_dir;
+pub use chain::{Chain, chains};
 
 /// Why a session could not be found or read.
 #[derive(Debug, thiserror::Error)]
@@ -45,27 +48,56 @@ pub enum SessionsError {
     CrashArtefact { path: String, what: Artefact },
 }
 
-/// The journal a command-line `ID` names: a journal file's path, a session id, or a unique
-/// prefix of one (DESIGN §4). An exact id wins over longer ids it is a prefix of.
+/// What a command-line `ID` found: the journal, and — when a `/save` name found it — the
+/// record that save names, the point a resume branches from (DESIGN §6).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub path: PathBuf,
+    pub point: Option<u64>,
+}
+
+/// The journal a command-line `ID` names: a journal file's path, a session id, a name given
+/// with `/save`, or a unique prefix of an id — in that order (DESIGN §4): an exact id wins
+/// over a name, a name over the ids it is a prefix of.
 pub fn resolve(dsh_home: &Path, given: &str) -> Result<PathBuf, SessionsError> {
+    find(dsh_home, given, None).map(|f| f.path)
+}
+
+/// [`resolve`], keeping the point a name saved; among sessions saved under the same name,
+/// one of `workspace` (canonical) comes first, then the newest.
+pub fn find(
+    dsh_home: &Path,
+    given: &str,
+    workspace: Option<&Path>,
+) -> Result<Found, SessionsError> {
     let as_path = Path::new(given);
     if (given.contains('/') || given.ends_with(".jsonl")) && as_path.is_file() {
-        return Ok(as_path.to_path_buf());
+        return Ok(Found {
+            path: as_path.to_path_buf(),
+            point: None,
+        });
     }
     let dir = sessions_dir(dsh_home);
+    let found = |id: &str| Found {
+        path: dir.join(format!("{id}.jsonl")),
+        point: None,
+    };
     let mut matches: Vec<String> = ids(&dir)
         .into_iter()
         .filter(|id| id.starts_with(given))
         .collect();
     if given.is_empty() {
-        matches.clear();
+        return Err(SessionsError::Unknown(given.to_owned()));
     }
     if let Some(exact) = matches.iter().find(|id| *id == given) {
-        return Ok(dir.join(format!("{exact}.jsonl")));
+        return Ok(found(exact));
+    }
+    if let Some(named) = by_name(dsh_home, given, workspace) {
+        return Ok(named);
     }
     match matches.len() {
         0 => Err(SessionsError::Unknown(given.to_owned())),
-        1 => Ok(dir.join(format!("{}.jsonl", matches[0]))),
+        1 => Ok(found(&matches[0])),
         _ => {
             matches.sort();
             Err(SessionsError::Ambiguous {
@@ -76,30 +108,56 @@ pub fn resolve(dsh_home: &Path, given: &str) -> Result<PathBuf, SessionsError> {
     }
 }
 
-/// The journal of the newest session of `workspace` named `name` (a `session_named` record,
-/// the REPL's `/save NAME`). A session resumed from it is found through its own name only.
-pub fn named(dsh_home: &Path, workspace: &Path, name: &str) -> Result<PathBuf, SessionsError> {
+/// The session saved as `name` (a `session_named` record, the REPL's `/save NAME`), with the
+/// point the save names: the newest of `workspace` if one is, else the newest of all. A file
+/// saved under the name twice keeps its later save.
+pub fn by_name(dsh_home: &Path, name: &str, workspace: Option<&Path>) -> Option<Found> {
     let (sessions, _) = list(dsh_home);
-    for s in sessions.iter().filter(|s| s.workspace == workspace) {
-        let Ok(text) = std::fs::read_to_string(&s.path) else {
-            continue;
-        };
-        let found = text
-            .lines()
-            .filter(|l| l.contains("\"session_named\""))
-            .filter_map(parse_line)
-            .any(|r| matches!(r, Record::SessionNamed { name: n } if n == name));
-        if found {
-            return Ok(s.path.clone());
+    let mine = |s: &&Summary| workspace.is_none_or(|w| s.workspace == w);
+    let others = |s: &&Summary| !mine(s);
+    for s in sessions
+        .iter()
+        .filter(mine)
+        .chain(sessions.iter().filter(others))
+    {
+        if let Some(point) = saved_point(&s.path, name) {
+            return Some(Found {
+                path: s.path.clone(),
+                point: Some(point),
+            });
         }
     }
-    Err(SessionsError::Unknown(format!(
-        "{name} (no session of this workspace was saved under that name; /sessions lists them)"
-    )))
+    None
 }
 
-fn parse_line(line: &str) -> Option<Record<'static>> {
-    parse(line.as_bytes()).map(|(_, r)| r)
+/// The point the last `session_named` of `name` in the journal at `path` names, if any.
+pub fn saved_point(path: &Path, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines()
+        .rev()
+        .filter(|l| l.contains("\"session_named\""))
+        .filter_map(|l| parse(l.as_bytes()))
+        .find_map(|(env, r)| match r {
+            Record::SessionNamed { name: n, point } if n == name => {
+                Some(point.unwrap_or(env.seq.saturating_sub(1)))
+            }
+            _ => None,
+        })
+}
+
+/// Whether the journal at `path` saved the point `seq` under some name: a resume may branch
+/// from it although more records follow.
+fn is_saved_point(path: &Path, seq: u64) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    text.lines()
+        .filter(|l| l.contains("\"session_named\""))
+        .filter_map(|l| parse(l.as_bytes()))
+        .any(|(env, r)| {
+            matches!(r, Record::SessionNamed { point, .. }
+                if point.unwrap_or(env.seq.saturating_sub(1)) == seq)
+        })
 }
 
 /// The ids (file stems) of every `*.jsonl` in `dir`.
@@ -175,6 +233,8 @@ pub fn list(dsh_home: &Path) -> (Vec<Summary>, Vec<SessionsError>) {
 /// The envelope fields a summary needs.
 #[derive(Deserialize)]
 struct Envelope {
+    #[serde(default)]
+    seq: u64,
     #[serde(default)]
     ts: String,
     #[serde(default)]
@@ -494,7 +554,8 @@ fn verify_file(path: &Path) -> (FileCheck, Option<ResumedFrom<'static>>) {
 }
 
 /// Whether `resumed_from` names a record that exists with that hash, and is the old file's
-/// last complete record (the old file is never written again, DESIGN §6).
+/// last complete record (the old file is never written again, DESIGN §6) or a point a
+/// `session_named` saved (`/load NAME` branches from it).
 fn check_link(linked: &Path, link: &ResumedFrom<'_>) -> Result<(), String> {
     let named = format!(
         "resumed_from names session {} record {}",
@@ -521,7 +582,7 @@ fn check_link(linked: &Path, link: &ResumedFrom<'_>) -> Result<(), String> {
             link.hash, entry.hash
         ));
     }
-    if transcript.records.len() as u64 > link.seq {
+    if transcript.records.len() as u64 > link.seq && !is_saved_point(linked, link.seq) {
         return Err(format!(
             "{named}, but {} has {} records: it was written after it was resumed",
             linked.display(),
