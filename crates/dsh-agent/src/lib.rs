@@ -67,6 +67,7 @@ pub use mode::{ModeError, next_mode};
 pub use runtime::{Command, Reply, Runtime, Status, VerifyConfig, VerifyStep};
 pub use session_id::new_session_id;
 pub use settings::{
-    Configured, ModelChoice, SettingsError, choice_defaults, model_choices, model_settings,
-    provider_for_choice, provider_from_config, provider_from_loaded,
+    Configured, ModelChoice, SettingsError, choice_defaults, fallback_endpoint, model_choices,
+    model_settings, provider_for_choice, provider_for_switch, provider_from_config,
+    provider_from_loaded,
 };

@@ -163,6 +163,7 @@ pub fn model_settings(
     model: &ModelConfig,
     env: &BTreeMap<String, String>,
     explicit: bool,
+    user_config: Option<&std::path::Path>,
 ) -> ModelSettings {
     let get = |name: &str| {
         env.get(name)
@@ -202,6 +203,7 @@ pub fn model_settings(
             .collect(),
         local: preset(Provider::Ollama),
         model: model.model.clone(),
+        user_config: user_config.map(|p| p.display().to_string()),
     }
 }
 
@@ -213,7 +215,7 @@ pub fn provider_from_config(
     explicit: bool,
 ) -> Result<Arc<dyn dsh_model::Provider>, ModelError> {
     dsh_model::select_with(
-        &model_settings(model, env, explicit),
+        &model_settings(model, env, explicit, None),
         provider_options(model),
     )
 }
@@ -234,7 +236,28 @@ pub fn provider_from_loaded(
     loaded: &Loaded,
     env: &BTreeMap<String, String>,
 ) -> Result<Arc<dyn dsh_model::Provider>, ModelError> {
-    provider_from_config(&loaded.config.model, env, loaded.model_explicit)
+    let model = &loaded.config.model;
+    let settings = model_settings(
+        model,
+        env,
+        loaded.model_explicit,
+        loaded.user_config.as_deref(),
+    );
+    dsh_model::select_with(&settings, provider_options(model))
+}
+
+/// With nothing configured and no key set, the local endpoint a session falls back to (a
+/// front end says so); `None` when some layer or key chose the provider.
+pub fn fallback_endpoint(loaded: &Loaded, env: &BTreeMap<String, String>) -> Option<String> {
+    match dsh_model::route(&model_settings(
+        &loaded.config.model,
+        env,
+        loaded.model_explicit,
+        loaded.user_config.as_deref(),
+    )) {
+        dsh_model::Route::Local { base_url } => Some(base_url),
+        _ => None,
+    }
 }
 
 /// A model to switch to (the REPL's `/model`).
@@ -297,6 +320,23 @@ pub fn choice_defaults(
             .clone()
             .or_else(|| c.provider.default_api_key_env().map(str::to_owned)),
     )
+}
+
+/// The provider a resumed chain's last `model_changed` names, through the configuration
+/// loaded now (its key variable as configured for that provider); why not, as text.
+pub fn provider_for_switch(
+    loaded: &Loaded,
+    env: &BTreeMap<String, String>,
+    m: &crate::resume::ModelSwitch,
+) -> Result<Arc<dyn dsh_model::Provider>, String> {
+    let provider: Provider = m.provider.parse()?;
+    let choice = ModelChoice {
+        provider,
+        model: m.model.clone(),
+        base_url: Some(m.base_url.clone()).filter(|u| !u.is_empty()),
+        api_key_env: None,
+    };
+    provider_for_choice(loaded, env, &choice).map_err(|e| e.to_string())
 }
 
 /// The provider for a switch to `choice`: `[model]` as loaded, with the provider, model,

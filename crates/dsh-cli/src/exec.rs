@@ -54,6 +54,7 @@ pub(crate) async fn exec(
         mut stream,
         mirror,
         resumed,
+        unconfigured,
         ..
     } = start::start(common, model, None, signals.token(), args.verify)?;
     for line in resumed.iter().flat_map(start::ResumedNote::lines) {
@@ -106,6 +107,15 @@ pub(crate) async fn exec(
     let Rendered {
         answer, unasked, ..
     } = rendered;
+    // Nothing configured and no local model answering is a set-up problem, not a failed
+    // run: the error (with its advice, once) and exit 2.
+    if unconfigured.is_some()
+        && let Err(dsh_agent::AgentError::Model(e)) = &outcome
+        && e.is_unreachable()
+        && closed.is_ok()
+    {
+        return Err(Failure::usage(anyhow!("{e}")));
+    }
     let outcome = crate::settle("the run", outcome, closed)?;
     if lines && unasked > 0 {
         eprintln!(

@@ -28,8 +28,10 @@ pub(crate) struct ModelArgs {
     #[arg(long, value_name = "N", global = true)]
     pub max_steps: Option<u64>,
     /// Continue session ID (an id, a name given with /save — then as it was at the save —, a
-    /// unique prefix, or a journal's path) in a new journal linked to it, in the workspace it records (`--workspace DIR` moves it; a recorded
-    /// directory that is gone means the current one). Nothing is re-run and no approval is
+    /// unique prefix, or a journal's path) in a new journal linked to it, in the workspace it
+    /// records (`--workspace DIR` moves it; a recorded directory that is gone means the
+    /// current one). A model the session switched to with /model goes on unless --provider,
+    /// --model or --base-url names one. Nothing is re-run and no approval is
     /// reused; calls the old process never finished are closed as cut off, and the model is
     /// told.
     #[arg(long, value_name = "ID", conflicts_with = "continue_", global = true)]
@@ -38,6 +40,13 @@ pub(crate) struct ModelArgs {
     /// open in another process (as --resume does).
     #[arg(long = "continue", global = true)]
     pub continue_: bool,
+    /// Set by the REPL when it resumes itself (`/reload`, `/load`): a `/model` switch the
+    /// journal holds is newer than the model flags the REPL was started with.
+    #[arg(skip)]
+    pub switch_over_flags: bool,
+    /// Set by the REPL's `/load`: the record of `resume` to go on from (the saved point).
+    #[arg(skip)]
+    pub resume_point: Option<u64>,
 }
 
 /// A started session: everything a front end drives.
@@ -48,12 +57,32 @@ pub(crate) struct Started {
     pub mirror: Option<Arc<Mirror>>,
     /// What `--resume`/`--continue` continued, if anything.
     pub resumed: Option<ResumedNote>,
+    /// Nothing names a model and no key is set: the session tries a local Ollama at this
+    /// URL (front ends say so; `dsh exec` exits 2 when it does not answer).
+    pub unconfigured: Option<String>,
+}
+
+impl Started {
+    /// What a front end says when nothing is configured (see [`Started::unconfigured`]).
+    pub(crate) fn unconfigured_notice(&self) -> Option<String> {
+        let url = self.unconfigured.as_deref()?;
+        let file = self.loaded.user_config.as_deref().map_or_else(
+            || "a user config file".to_owned(),
+            |p| p.display().to_string(),
+        );
+        Some(format!(
+            "no model is configured and no API key is set: trying a local Ollama at {url}\n\
+             to choose one, set OPENAI_API_KEY (or ANTHROPIC_API_KEY, DEEPSEEK_API_KEY), pass --provider, or put [model] in {file}"
+        ))
+    }
 }
 
 /// What a resumed session continues, for the front end to say.
 pub(crate) struct ResumedNote {
     pub session: String,
     pub turns: usize,
+    /// The model the session switched to, taken up again (or why not).
+    pub model: Option<String>,
     /// `(call id, tool, how it was closed)` of each call the old process never finished.
     pub cut_off: Vec<(String, String, String)>,
 }
@@ -66,6 +95,7 @@ impl ResumedNote {
             self.session,
             crate::words::plural(self.turns, "turn")
         )];
+        out.extend(self.model.clone());
         out.extend(self.cut_off.iter().map(|(call_id, tool, closed)| {
             format!(
                 "call {call_id} ({tool}) was cut off when the old process ended: closed as {closed}"
@@ -100,7 +130,7 @@ pub(crate) fn start(
     verify: bool,
 ) -> Result<Started, Failure> {
     let by_id = match &args.resume {
-        Some(id) => Some(resume_id(id, &common.workspace)?),
+        Some(id) => Some(resume_id(id, args.resume_point, &common.workspace)?),
         None => None,
     };
     let moved;
@@ -133,6 +163,7 @@ pub(crate) fn start(
     }
     let env = dsh_config::process_env();
     let provider = dsh_agent::provider_from_loaded(&loaded, &env).map_err(Failure::usage)?;
+    let mut unconfigured = dsh_agent::fallback_endpoint(&loaded, &env);
 
     let mut settings = settings::session_settings(common, &loaded)?;
     // The yolo mode (a flag or the user's configuration) is its own approver.
@@ -150,6 +181,34 @@ pub(crate) fn start(
         settings.resumed_from = Some(r.link.clone());
         settings.earlier_sessions.clone_from(&r.chain);
     }
+    // A model the resumed chain switched to (`/model`) goes on, unless the command line
+    // names one.
+    let names_a_model = !args.switch_over_flags
+        && (args.provider.is_some() || args.model.is_some() || args.base_url.is_some());
+    let mut model_note = None;
+    let provider = match resumed.as_ref().and_then(|r| r.model.as_ref()) {
+        Some(m) if !names_a_model => match dsh_agent::provider_for_switch(&loaded, &env, m) {
+            Ok(p) => {
+                model_note = Some(format!(
+                    "the model is {}/{}, as /model left it",
+                    m.provider, m.model
+                ));
+                unconfigured = None;
+                p
+            }
+            Err(why) => {
+                model_note = Some(format!(
+                    "the session had switched to {}/{}, which cannot be used now ({why}); {}/{} instead",
+                    m.provider,
+                    m.model,
+                    provider.name(),
+                    provider.model()
+                ));
+                provider
+            }
+        },
+        _ => provider,
+    };
     settings.provider = Some(provider.name().to_owned());
     settings.model = Some(provider.model().to_owned());
     let mirror = crate::mirror::open(common.json)?;
@@ -171,6 +230,7 @@ pub(crate) fn start(
             let note = ResumedNote {
                 session: r.session.clone(),
                 turns: r.turn_starts.len(),
+                model: model_note,
                 cut_off: r
                     .cut_off
                     .iter()
@@ -202,17 +262,23 @@ pub(crate) fn start(
         stream,
         mirror,
         resumed: note,
+        unconfigured,
     })
 }
 
 /// The conversation `--resume ID` names, rebuilt from its journal under `DSH_HOME`: an id,
 /// or a `/save` name (then as it was at the save; a name saved in `workspace` first).
-fn resume_id(id: &str, workspace: &Path) -> Result<dsh_agent::resume::Resumed, Failure> {
+fn resume_id(
+    id: &str,
+    point: Option<u64>,
+    workspace: &Path,
+) -> Result<dsh_agent::resume::Resumed, Failure> {
     let home = dsh_config::dsh_home(&dsh_config::process_env()).map_err(Failure::usage)?;
     let workspace = workspace.canonicalize().ok();
     let found =
         dsh_agent::sessions::find(&home, id, workspace.as_deref()).map_err(Failure::usage)?;
-    dsh_agent::resume::load_session(&home, &found.path, found.point).map_err(Failure::usage)
+    dsh_agent::resume::load_session(&home, &found.path, found.point.or(point))
+        .map_err(Failure::usage)
 }
 
 /// The conversation `--continue` names: the newest session of `workspace` that can go on.

@@ -761,7 +761,8 @@ fn with_nothing_configured_and_no_ollama_it_says_how_to_configure_a_model() {
         .arg("hi")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // Nothing configured and no local model: a set-up problem, exit 2 (issue 24).
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let msg = stderr(&out);
     assert!(msg.contains(&format!("127.0.0.1:{port}")), "{msg}");
     assert!(

@@ -968,3 +968,31 @@ fn a_chain_of_resumed_journals_lists_as_one_session() {
     assert!(text.contains("fix the flaky test"), "{text}");
     assert!(text.contains("just now"), "{text}");
 }
+
+/// What a journal quotes (a first prompt, a name) reaches the terminal with its control
+/// characters made visible: a listing cannot retitle the window or write the clipboard.
+#[test]
+fn the_list_shows_control_characters_as_visible_text() {
+    let d = Dirs::new();
+    journal_of(
+        &d,
+        "20260101T000000Z-cccc0003",
+        &[
+            (None, session_start(&d)),
+            (None, user("evil \u{1b}]52;c;Zm9v\u{7} prompt")),
+            (
+                None,
+                Record::SessionNamed {
+                    name: "n\u{1b}]0;t\u{7}".into(),
+                    point: Some(2),
+                },
+            ),
+        ],
+    );
+    let text = stdout(&run(&d, &["sessions", "list"]));
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(text.contains("evil ^[]52;c;Zm9v^G prompt"), "{text}");
+}

@@ -1144,6 +1144,11 @@ fn one_of_every_kind(
             mode: "auto".into(),
             by: "person".into(),
         },
+        Record::ModelChanged {
+            provider: "ollama".into(),
+            model: "llama3".into(),
+            base_url: "http://localhost:11434/v1".into(),
+        },
     ]
 }
 
@@ -1178,9 +1183,10 @@ async fn every_record_kind_round_trips_through_the_file() {
         Record::HistoryCleared {} => 14,
         Record::SessionNamed { .. } => 15,
         Record::ModeChanged { .. } => 16,
+        Record::ModelChanged { .. } => 17,
     };
     let indices: Vec<usize> = records.iter().map(index).collect();
-    assert_eq!(indices, (0..17).collect::<Vec<_>>());
+    assert_eq!(indices, (0..18).collect::<Vec<_>>());
 
     let dir = tempfile::tempdir().unwrap();
     let path = journal_path(&dir);

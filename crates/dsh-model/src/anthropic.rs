@@ -173,6 +173,8 @@ fn tool_input(arguments: &str) -> Value {
 impl Wire for AnthropicProvider {
     type Decoder = MessageDecoder;
 
+    const MODELS_PATH: &'static str = "/v1/models";
+
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }

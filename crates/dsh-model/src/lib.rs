@@ -23,7 +23,8 @@ pub use anthropic::AnthropicProvider;
 pub use http::{ProviderConfig, ProviderOptions};
 pub use openai::OpenAiProvider;
 pub use select::{
-    Endpoint, HOW_TO_CONFIGURE, ModelSettings, ProviderKind, default_model, select, select_with,
+    Endpoint, ModelSettings, ProviderKind, Route, default_model, how_to_configure, route, select,
+    select_with,
 };
 pub use types::{
     ChatRequest, Completion, FinishReason, Message, ModelError, Provider, Role, StreamEvent,

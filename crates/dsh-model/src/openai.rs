@@ -126,6 +126,9 @@ fn wire_message(m: &Message) -> Value {
 impl Wire for OpenAiProvider {
     type Decoder = ChunkDecoder;
 
+    /// `GET /v1/models`, which Ollama serves too.
+    const MODELS_PATH: &'static str = "/models";
+
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }

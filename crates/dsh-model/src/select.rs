@@ -4,7 +4,8 @@
 //! `DSH_PROVIDER`, a `*_BASE_URL` variable, `--provider`, `--base-url`) wins. With nothing
 //! configured, dsh picks the first provider whose key is set — `OPENAI_API_KEY`,
 //! `ANTHROPIC_API_KEY`, `DEEPSEEK_API_KEY` — else a local Ollama; when that does not answer,
-//! the error says exactly how to point dsh at a model ([`HOW_TO_CONFIGURE`]).
+//! the error says exactly how to point dsh at a model ([`how_to_configure`]). [`route`] says
+//! which of the three a session takes, for front ends to tell the person.
 
 use std::fmt;
 use std::sync::Arc;
@@ -79,15 +80,60 @@ pub struct ModelSettings {
     pub local: Endpoint,
     /// The model name (`None`: [`default_model`]).
     pub model: Option<String>,
+    /// The user configuration file in effect (`DSH_CONFIG_HOME`, `--config` or the platform's
+    /// directory), named by the advice; `None` when there is none.
+    pub user_config: Option<String>,
 }
 
-/// The ways to point dsh at a model, one per line.
-pub const HOW_TO_CONFIGURE: &str = "\
-point dsh at a model in one of these ways:
+/// How [`select_with`] chooses a provider for some settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// Some layer named the provider or the endpoint.
+    Configured,
+    /// Nothing is configured; the first hosted provider whose key is set, in `var`.
+    Key { var: String },
+    /// Nothing is configured and no key is set: a local Ollama, if one answers.
+    Local { base_url: String },
+}
+
+/// The route `settings` take (see [`select_with`]).
+pub fn route(settings: &ModelSettings) -> Route {
+    if settings.explicit {
+        return Route::Configured;
+    }
+    match keyed(settings) {
+        Some((e, _)) => Route::Key {
+            var: e.api_key_env.clone().unwrap_or_default(),
+        },
+        None => Route::Local {
+            base_url: settings.local.base_url.clone(),
+        },
+    }
+}
+
+/// With nothing configured: the first hosted provider whose key is set, and the key.
+fn keyed(settings: &ModelSettings) -> Option<(&Endpoint, &str)> {
+    settings
+        .candidates
+        .iter()
+        .find_map(|e| Some((e, e.api_key.as_deref().filter(|_| e.api_key_env.is_some())?)))
+}
+
+/// The ways to point dsh at a model, one per line; `user_config` is the user configuration
+/// file in effect.
+pub fn how_to_configure(user_config: Option<&str>) -> String {
+    let file = match user_config {
+        Some(path) => format!("the user config file, {path}"),
+        None => "a user config file (--config FILE)".to_owned(),
+    };
+    format!(
+        "point dsh at a model in one of these ways:
   - set OPENAI_API_KEY, ANTHROPIC_API_KEY or DEEPSEEK_API_KEY (with nothing else configured, dsh uses the first one set);
   - pass --provider openai|anthropic|deepseek|ollama, with --base-url URL and --model NAME as needed (or set DSH_PROVIDER, DSH_MODEL, OPENAI_BASE_URL, ANTHROPIC_BASE_URL, DEEPSEEK_BASE_URL, OLLAMA_BASE_URL);
-  - set provider, base_url, model and api_key_env under [model] in the user config file (~/.config/dsh/config.toml or the platform's equivalent);
-  - or run Ollama locally (`ollama serve`, then `ollama pull qwen2.5-coder`): dsh uses it at http://localhost:11434/v1 when nothing else is configured.";
+  - set provider, base_url, model and api_key_env under [model] in {file};
+  - or run Ollama locally (`ollama serve`, then `ollama pull qwen2.5-coder`): dsh uses it at http://localhost:11434/v1 when nothing else is configured."
+    )
+}
 
 /// The model used when the configuration names none.
 pub fn default_model(provider: Kind) -> &'static str {
@@ -129,6 +175,7 @@ pub fn select_with(
             .unwrap_or_else(|| default_model(kind).to_string())
     };
 
+    let advice = || how_to_configure(settings.user_config.as_deref());
     if settings.explicit {
         let e = &settings.configured;
         let kind = e.kind;
@@ -141,7 +188,8 @@ pub fn select_with(
         let hosted = e.base_url.trim_end_matches('/') == e.default_base_url;
         if let (Some(var), None, true) = (&key_env, &api_key, hosted) {
             return Err(ModelError::Config(format!(
-                "the {kind} provider is configured but {var} is not set: export {var}=<your key>, or set model.api_key_env to the variable that holds it; or\n{HOW_TO_CONFIGURE}"
+                "the {kind} provider is configured but {var} is not set: export {var}=<your key>, or set model.api_key_env to the variable that holds it; or\n{}",
+                advice()
             )));
         }
         let hint = if kind == Kind::Ollama {
@@ -158,10 +206,8 @@ pub fn select_with(
         return build(e, model_name(kind), api_key, key_env, Some(hint), options);
     }
 
-    for e in &settings.candidates {
-        let (Some(var), Some(key)) = (&e.api_key_env, &e.api_key) else {
-            continue;
-        };
+    if let Some((e, key)) = keyed(settings) {
+        let var = e.api_key_env.as_deref().unwrap_or_default();
         let kind = e.kind;
         let hint = format!(
             "dsh chose {kind} because {var} is set; check the network, or {}",
@@ -170,8 +216,8 @@ pub fn select_with(
         return build(
             e,
             model_name(kind),
-            Some(key.clone()),
-            Some(var.clone()),
+            Some(key.to_owned()),
+            Some(var.to_owned()),
             Some(hint),
             options,
         );
@@ -189,7 +235,8 @@ pub fn select_with(
         None,
         None,
         Some(format!(
-            "no model is configured, no API key is set, and no Ollama answers there; {HOW_TO_CONFIGURE}"
+            "no model is configured, no API key is set, and no Ollama answers there; {}",
+            advice()
         )),
         options,
     )

@@ -200,6 +200,13 @@ pub enum ModelError {
     Config(String),
 }
 
+impl ModelError {
+    /// Nothing answered at the endpoint (after retries).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, ModelError::Unreachable { .. })
+    }
+}
+
 /// A model provider.
 ///
 /// **Lifetime:** one per session; requests are made one at a time per agent.
@@ -214,10 +221,21 @@ pub trait Provider: Send + Sync {
     /// The model asked for.
     fn model(&self) -> &str;
 
+    /// The endpoint's base URL (empty where there is none).
+    fn base_url(&self) -> &str {
+        ""
+    }
+
     async fn complete(
         &self,
         request: &ChatRequest,
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
         cancel: &CancellationToken,
     ) -> Result<Completion, ModelError>;
+
+    /// The models the endpoint serves, by the names a request takes; empty where the
+    /// provider cannot list them.
+    async fn list_models(&self) -> Result<Vec<String>, ModelError> {
+        Ok(Vec::new())
+    }
 }

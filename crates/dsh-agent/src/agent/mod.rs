@@ -307,6 +307,11 @@ impl Agent {
         self.provider.name()
     }
 
+    /// The provider requests go to.
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+
     /// Builds the main agent's system prompt again from the workspace (after its memory
     /// files changed); the next request carries it. A sub-agent keeps its profile's.
     pub fn reload_system_prompt(&mut self) {

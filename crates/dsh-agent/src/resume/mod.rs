@@ -100,6 +100,17 @@ pub struct Resumed {
     /// names their spilled outputs, which the new session pages back from their spill
     /// directories ([`SessionSettings::earlier_sessions`](crate::SessionSettings)).
     pub chain: Vec<String>,
+    /// The last model the chain switched to (`model_changed`), which the new session takes
+    /// up again unless the command line names another.
+    pub model: Option<ModelSwitch>,
+}
+
+/// A `model_changed` record's model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelSwitch {
+    pub provider: String,
+    pub model: String,
+    pub base_url: String,
 }
 
 /// Rebuilds the session at `path` for resuming it from `dsh_home`: only a journal in
@@ -165,6 +176,9 @@ pub fn load_at(path: &Path, point: Option<u64>) -> Result<Resumed, ResumeError> 
     let mut transcripts = Vec::new();
     let mut seen = HashSet::new();
     let mut at = path.to_path_buf();
+    // Where the file read next ends: the saved point for the file resumed, then for each
+    // older file the record the newer one links to (a branch leaves out what followed).
+    let mut cut = point;
     loop {
         let key = at.canonicalize().unwrap_or_else(|_| at.clone());
         if !seen.insert(key) {
@@ -177,22 +191,23 @@ pub fn load_at(path: &Path, point: Option<u64>) -> Result<Resumed, ResumeError> 
             path: at.display().to_string(),
             reason: e.to_string(),
         })?;
-        // The file resumed is cut at the saved point; older files of the chain stay whole
-        // (each ends where the next one links).
-        if let Some(point) = point.filter(|_| transcripts.is_empty()) {
-            if !transcript.records.iter().any(|e| e.seq == point) {
+        if let Some(end) = cut {
+            if !transcript.records.iter().any(|e| e.seq == end) {
                 return Err(ResumeError::Unusable {
-                    path: shown.clone(),
-                    reason: format!("the saved point, record {point}, is not in it"),
+                    path: at.display().to_string(),
+                    reason: format!("the point it is resumed from, record {end}, is not in it"),
                 });
             }
-            transcript.records.retain(|e| e.seq <= point);
+            transcript.records.retain(|e| e.seq <= end);
         }
         let older = match transcript.records.first().map(|e| &e.record) {
             Some(Record::SessionStart {
                 resumed_from: Some(link),
                 ..
-            }) => Some(format!("{}.jsonl", link.session)),
+            }) => {
+                cut = Some(link.seq);
+                Some(format!("{}.jsonl", link.session))
+            }
             _ => None,
         };
         transcripts.push(transcript);
@@ -277,8 +292,20 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
     // Calls submitted by other calls: their results were never the model's to see.
     let mut nested: HashSet<String> = HashSet::new();
     let mut compacted_turns = 0;
+    let mut model = None;
     for e in entries.iter().filter(|e| e.agent.is_none()) {
         match &e.record {
+            Record::ModelChanged {
+                provider,
+                model: name,
+                base_url,
+            } => {
+                model = Some(ModelSwitch {
+                    provider: provider.to_string(),
+                    model: name.to_string(),
+                    base_url: base_url.to_string(),
+                });
+            }
             Record::UserMessage { text } => {
                 flush_attached(&mut history, &mut attached);
                 turn_starts.push(history.len());
@@ -385,6 +412,7 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
         steps,
         compacted_turns,
         chain: Vec::new(),
+        model,
     }
 }
 

@@ -41,8 +41,11 @@ pub enum Command {
         calls: Vec<ToolCall>,
         source: CallSource,
     },
-    /// Talk to this provider from the next request on.
+    /// Talk to this provider from the next request on (journaled as `model_changed`, so a
+    /// resume takes it up again).
     SwitchModel(Arc<dyn Provider>),
+    /// The models the current endpoint lists.
+    ListModels,
     /// Summarize the oldest turns now (as room-making would; nothing when there is too little
     /// to summarize).
     Compact,
@@ -67,6 +70,8 @@ pub struct Status {
     /// The main agent's provider and model.
     pub provider: String,
     pub model: String,
+    /// Its endpoint's base URL.
+    pub base_url: String,
     /// Turns the conversation holds.
     pub turns: usize,
     /// What the main agent (with its children) spent in this process.
@@ -204,9 +209,22 @@ impl Serving {
                     .await,
             ),
             Command::SwitchModel(provider) => {
+                let record = Record::ModelChanged {
+                    provider: provider.name().into(),
+                    model: provider.model().into(),
+                    base_url: provider.base_url().into(),
+                };
+                let journaled = self.agent.session().pipeline.journal().append(&record);
                 self.agent.switch_provider(provider);
-                Reply::Done
+                Reply::Recorded(journaled.map(|_| ()))
             }
+            Command::ListModels => Reply::Models(
+                self.agent
+                    .provider()
+                    .list_models()
+                    .await
+                    .map_err(|e| e.to_string()),
+            ),
             Command::Compact => Reply::Compacted(self.agent.compact_now(cancel).await),
             Command::Clear => Reply::Recorded(self.agent.clear_history()),
             Command::KeepTurns(n) => {
@@ -244,6 +262,7 @@ impl Serving {
         *lock(&self.status) = Status {
             provider: a.provider_name().to_owned(),
             model: a.model().to_owned(),
+            base_url: a.provider().base_url().to_owned(),
             turns: a.turns(),
             totals: a.totals(),
             cost_budget_unenforced: a.cost_budget_unenforced(),

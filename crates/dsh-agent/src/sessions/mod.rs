@@ -151,12 +151,14 @@ fn is_saved_point(path: &Path, seq: u64) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else {
         return false;
     };
+    // The main agent's save, naming a record before itself.
     text.lines()
         .filter(|l| l.contains("\"session_named\""))
         .filter_map(|l| parse(l.as_bytes()))
+        .filter(|(env, _)| env.agent.is_none())
         .any(|(env, r)| {
             matches!(r, Record::SessionNamed { point, .. }
-                if point.unwrap_or(env.seq.saturating_sub(1)) == seq)
+                if point.unwrap_or(env.seq.saturating_sub(1)) == seq && seq < env.seq)
         })
 }
 

@@ -19,8 +19,9 @@ use crate::words::plural;
 pub(crate) enum Flow {
     Continue,
     Exit,
-    /// End this session and resume the one with this id.
-    Resume(String),
+    /// End this session and resume the one with this id (or journal path), at this point
+    /// (`None`: its end).
+    Resume(String, Option<u64>),
 }
 
 /// The memory file `/memory` works on.
@@ -238,7 +239,7 @@ pub(crate) async fn run(
                     screen.line(&st.dim(
                         "reloading the configuration: this session ends and goes on in a new journal",
                     ));
-                    Flow::Resume(id)
+                    Flow::Resume(id, None)
                 }
                 _ => Flow::Continue,
             };
@@ -276,7 +277,9 @@ pub(crate) async fn run(
                         "loading {}: this session ends",
                         visible(&name, false)
                     )));
-                    return Flow::Resume(name);
+                    // The session found, at the point the save names (not the name again: an
+                    // id equal to it would win).
+                    return Flow::Resume(found.path.display().to_string(), found.point);
                 }
                 _ => screen.line(&st.red(&format!(
                     "/load: no session of this workspace was saved as {} (/sessions lists them)",
@@ -349,6 +352,22 @@ fn extension_line(what: &str, key: &str, configured: usize) -> String {
 /// what goes into every later system prompt); the system prompt is rebuilt at once.
 async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, signals: &Signals) {
     let st = ui.render.style();
+    // The person asked for the memory file: never a file a symlink on the way points to
+    // (their command approves a write of the memory file, and of nothing else).
+    match live.runtime.session().workspace.resolve(MEMORY) {
+        Ok(r) if dsh_policy::is_memory_file(&r.rel) => {}
+        Ok(r) => {
+            ui.screen.line(&st.red(&format!(
+                "/memory: {MEMORY} leads to {} through a symlink; /memory reads and writes only the memory file itself",
+                visible(&r.rel.display().to_string(), false)
+            )));
+            return;
+        }
+        Err(e) => {
+            ui.screen.line(&st.red(&format!("/memory: {e}")));
+            return;
+        }
+    }
     let current = read_memory(live);
     let new_text = match (&action, &current) {
         (MemoryAction::Show, Ok(None)) => {
@@ -395,10 +414,15 @@ async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, signals: &Si
         "write_file",
         json!({"path": MEMORY, "content": new_text}),
     ));
-    let own = Command::OwnCalls {
-        calls,
-        source: dsh_core::CallSource::User,
+    // Typed at a terminal, the command is the person's approval; piped in, nobody typed it
+    // and it is judged like a batch line (the memory file's write is then asked, and
+    // nobody answers).
+    let source = if ui.screen.terminal() {
+        dsh_core::CallSource::User
+    } else {
+        dsh_core::CallSource::Batch
     };
+    let own = Command::OwnCalls { calls, source };
     let reply = turn::drive(own, &live.runtime, signals, &mut live.stream, ui).await;
     let written = match reply {
         Some(Reply::Calls(Ok(o))) => o.results.last().is_some_and(|r| r.ok()),
@@ -454,8 +478,47 @@ async fn model(
     let st = ui.render.style();
     let env = dsh_config::process_env();
     let status = live.runtime.status();
-    let choices = dsh_agent::model_choices(&live.loaded, &status.model);
-    let label = |c: &dsh_agent::ModelChoice| format!("{}/{}", c.provider.as_str(), c.model);
+    // What the endpoint serves, beside the presets (it may list nothing, or not answer).
+    let served = if choice.is_none() {
+        match ask(live, Command::ListModels).await {
+            Some(Reply::Models(Ok(names))) => names,
+            Some(Reply::Models(Err(why))) => {
+                ui.screen.line(&st.dim(&format!(
+                    "the endpoint does not list its models ({}); the presets follow",
+                    visible(&why, false)
+                )));
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    } else {
+        Vec::new()
+    };
+    let mut choices = dsh_agent::model_choices(&live.loaded, &status.model);
+    // A served model is the current provider at the current endpoint: after the current
+    // model, before the presets.
+    if let Ok(provider) = status.provider.parse::<dsh_config::Provider>() {
+        let at = 1.min(choices.len());
+        let extra: Vec<dsh_agent::ModelChoice> = served
+            .iter()
+            .filter(|n| **n != status.model)
+            .map(|n| dsh_agent::ModelChoice {
+                provider,
+                model: n.clone(),
+                base_url: Some(status.base_url.clone()),
+                api_key_env: None,
+            })
+            .collect();
+        choices.retain(|c| {
+            !extra
+                .iter()
+                .any(|e| e.provider == c.provider && e.model == c.model)
+        });
+        choices.splice(at..at, extra);
+    }
+    let label = |c: &dsh_agent::ModelChoice| {
+        visible(&format!("{}/{}", c.provider.as_str(), c.model), false).into_owned()
+    };
     let mut picked = match choice {
         Some(text) => match parse_choice(&text, &status.provider) {
             Ok(c) => c,
@@ -485,7 +548,22 @@ async fn model(
                 return;
             };
             let mut c = choices[i].clone();
+            // A model the endpoint serves needs no questions: same endpoint, same key.
+            if c.base_url.is_some() && c.provider.as_str() == status.provider {
+                return switch(live, ui, &env, c).await;
+            }
             let (base, key) = dsh_agent::choice_defaults(&live.loaded, &env, &c);
+            // A hosted provider whose key is not set cannot be used: said before any question.
+            if let Some(var) = &key
+                && base.trim_end_matches('/') == c.provider.default_base_url()
+                && env.get(var).is_none_or(|v| v.trim().is_empty())
+            {
+                ui.screen.line(&st.yellow(&format!(
+                    "{} needs its key: export {var}=<your key> (or name another variable under [model] api_key_env), then /model again",
+                    c.provider.as_str()
+                )));
+                return;
+            }
             ui.screen.line(&st.dim("base URL (Enter keeps it):"));
             ui.screen.flush();
             let url = tokio::select! {
@@ -512,16 +590,31 @@ async fn model(
     if picked.api_key_env.as_deref() == Some("") {
         picked.api_key_env = None;
     }
-    match dsh_agent::provider_for_choice(&live.loaded, &env, &picked) {
-        Ok(provider) => {
-            ask(live, Command::SwitchModel(provider)).await;
-            let status = live.runtime.status();
-            ui.screen.line(&st.dim(&format!(
-                "the next request goes to {}/{}",
-                status.provider,
-                visible(&status.model, false)
-            )));
-        }
+    switch(live, ui, &env, picked).await;
+}
+
+/// Switches to `picked` (journaled as `model_changed`, so `/reload` and a resume keep it).
+async fn switch(
+    live: &mut Live,
+    ui: &mut Ui,
+    env: &std::collections::BTreeMap<String, String>,
+    picked: dsh_agent::ModelChoice,
+) {
+    let st = ui.render.style();
+    match dsh_agent::provider_for_choice(&live.loaded, env, &picked) {
+        Ok(provider) => match ask(live, Command::SwitchModel(provider)).await {
+            Some(Reply::Recorded(Err(e))) => {
+                ui.screen.line(&st.red(&format!("/model: {e}")));
+            }
+            _ => {
+                let status = live.runtime.status();
+                ui.screen.line(&st.dim(&format!(
+                    "the next request goes to {}/{}",
+                    status.provider,
+                    visible(&status.model, false)
+                )));
+            }
+        },
         Err(e) => ui.screen.line(&st.red(&format!("/model: {e}"))),
     }
 }

@@ -101,6 +101,8 @@ impl Input {
                 let Some(mut editor) = slot.take() else {
                     return Ok(Read::Eof);
                 };
+                // A paste belongs to the line it was made in.
+                pastes.clear();
                 if !pending.is_empty() {
                     editor.run_edit_commands(&[EditCommand::InsertString(pending.to_owned())]);
                 }

@@ -20,7 +20,7 @@ pub(crate) mod style;
 mod table;
 pub(crate) mod toolline;
 mod turn;
-mod visible;
+pub(crate) mod visible;
 
 use std::io::IsTerminal;
 
@@ -61,19 +61,21 @@ pub(crate) struct Start<'a> {
 impl Start<'_> {
     /// Starts a session (resuming `args.resume`, if set) and prints its header.
     pub(crate) fn live(&self, ui: &mut Ui, signals: &Signals) -> Result<Live, Failure> {
-        let Started {
-            loaded,
-            runtime,
-            stream,
-            resumed,
-            ..
-        } = start::start(
+        let started = start::start(
             self.common,
             &self.args,
             self.approval.clone(),
             signals.token(),
             false,
         )?;
+        let unconfigured = started.unconfigured_notice();
+        let Started {
+            loaded,
+            runtime,
+            stream,
+            resumed,
+            ..
+        } = started;
         let st = ui.render.style();
         let screen = &mut ui.screen;
         let status = runtime.status();
@@ -84,6 +86,11 @@ impl Start<'_> {
             self.terminal,
             st,
         ));
+        // Nothing configured: said at once, with how to set one (the first prompt's error,
+        // if no local model answers, gives every way).
+        for line in unconfigured.iter().flat_map(|n| n.lines()) {
+            screen.line(&st.yellow(line));
+        }
         // The first line (which session) dim; the calls cut off stand out.
         for (i, line) in resumed
             .iter()
@@ -267,11 +274,13 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
             match flow {
                 Flow::Continue => {}
                 Flow::Exit => break,
-                Flow::Resume(id) => {
+                Flow::Resume(id, point) => {
                     // The session ends; the one named goes on in a new journal.
                     live.finish(Ending::Finished).await?;
                     start.args.resume = Some(id);
+                    start.args.resume_point = point;
                     start.args.continue_ = false;
+                    start.args.switch_over_flags = true;
                     live = match start.live(&mut ui, &signals) {
                         Ok(l) => l,
                         // Refused (open elsewhere, broken): a new session instead, so the
@@ -282,6 +291,7 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
                                 crate::render_chain(&f.error)
                             )));
                             start.args.resume = None;
+                            start.args.resume_point = None;
                             start.live(&mut ui, &signals)?
                         }
                     };

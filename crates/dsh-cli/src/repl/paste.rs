@@ -33,16 +33,44 @@ impl Pastes {
         Some(Self::token(kept.len(), lines))
     }
 
-    /// `line` with each paste token of this line replaced by its text; the pastes are
-    /// forgotten (the next line starts with none).
+    /// Forgets every paste (a line starts, or was left unsent).
+    pub(crate) fn clear(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// `line` with each paste token of this line replaced by its text, in one pass over
+    /// what was typed (a pasted text that holds a token is not expanded again); the pastes
+    /// are forgotten.
     pub(crate) fn expand(&self, line: &str) -> String {
         let kept = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
-        let mut out = line.to_owned();
-        for (i, text) in kept.iter().enumerate() {
-            let token = Self::token(i + 1, text.lines().count());
-            out = out.replacen(&token, text, 1);
+        let tokens: Vec<String> = kept
+            .iter()
+            .enumerate()
+            .map(|(i, text)| Self::token(i + 1, text.lines().count()))
+            .collect();
+        let mut used = vec![false; kept.len()];
+        let mut out = String::with_capacity(line.len());
+        let mut rest = line;
+        loop {
+            // The earliest token still unused.
+            let next = tokens
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !used[*i])
+                .filter_map(|(i, t)| rest.find(t.as_str()).map(|at| (at, i)))
+                .min();
+            let Some((at, i)) = next else {
+                out.push_str(rest);
+                return out;
+            };
+            out.push_str(&rest[..at]);
+            out.push_str(&kept[i]);
+            used[i] = true;
+            rest = &rest[at + tokens[i].len()..];
         }
-        out
     }
 }
 
@@ -95,6 +123,24 @@ mod tests {
         assert_eq!(sent, format!("look at this: {long} thanks"));
         // Forgotten once sent: the same words typed later stay as typed.
         assert_eq!(pastes.expand(&token), token);
+    }
+
+    #[test]
+    fn a_paste_holding_another_token_is_not_expanded_again() {
+        let pastes = Pastes::default();
+        let first = format!("{}[pasted 12 lines #2]\n", "a\n".repeat(11));
+        let second = "b\n".repeat(12);
+        let t1 = pastes.collapse(&first).unwrap();
+        let t2 = pastes.collapse(&second).unwrap();
+        assert_eq!(t2, "[pasted 12 lines #2]");
+        assert_eq!(
+            pastes.expand(&format!("{t1} {t2}")),
+            format!("{first} {second}")
+        );
+        // Left unsent (Ctrl-C): a recalled line does not bring it back.
+        let t = pastes.collapse(&second).unwrap();
+        pastes.clear();
+        assert_eq!(pastes.expand(&t), t);
     }
 
     #[test]

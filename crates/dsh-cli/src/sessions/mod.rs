@@ -171,16 +171,23 @@ pub(crate) fn chain_line(c: &Chain, now: std::time::SystemTime, workspace: bool)
         .first_prompt
         .as_deref()
         .map_or_else(|| "-".to_owned(), |p| one_line(p, 40));
+    // What the journal quotes (a prompt, a name) reaches the terminal with its control
+    // characters made visible.
+    let (name, prompt) = (
+        crate::repl::visible::visible(&name, false).into_owned(),
+        crate::repl::visible::visible(&prompt, false).into_owned(),
+    );
     let mut line = format!(
         "{:<25}  {name:<12}  {:>5}  {:<16}  {age:<11}  {:>13}  {:<24}  {prompt:<40}",
         s.id,
         c.turns,
-        one_line(s.model.as_deref().unwrap_or("-"), 16),
+        crate::repl::visible::visible(&one_line(s.model.as_deref().unwrap_or("-"), 16), false),
         format!("{}+{}", c.totals.prompt_tokens, c.totals.completion_tokens),
         end,
     );
     if workspace {
-        line.push_str(&format!("  {}", s.workspace.display()));
+        let ws = s.workspace.display().to_string();
+        line.push_str(&format!("  {}", crate::repl::visible::visible(&ws, false)));
     }
     line.trim_end().to_owned()
 }

@@ -255,6 +255,11 @@ fn record_texts(records: &[Entry]) -> Vec<Option<String>> {
             Record::HistoryCleared {} => Some("history cleared".to_owned()),
             Record::SessionNamed { name, .. } => Some(format!("named: {name}")),
             Record::ModeChanged { mode, by } => Some(format!("mode: {mode} (switched by {by})")),
+            Record::ModelChanged {
+                provider,
+                model,
+                base_url,
+            } => Some(format!("model: {provider}/{model} at {base_url}")),
             Record::AssistantMessage { .. }
             | Record::LlmCall { .. }
             | Record::ToolStarted { .. }

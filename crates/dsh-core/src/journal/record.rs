@@ -154,6 +154,13 @@ pub enum Record<'a> {
         /// Who switched it: `person` (`/mode`, Shift-Tab) or the front end that did.
         by: Cow<'a, str>,
     },
+    /// The model was switched (`/model`): requests after this record go to `model` at
+    /// `base_url` through `provider`; a resume takes the last one up again.
+    ModelChanged {
+        provider: Cow<'a, str>,
+        model: Cow<'a, str>,
+        base_url: Cow<'a, str>,
+    },
 }
 
 /// Where a resumed session left off: the old file's last intact record.

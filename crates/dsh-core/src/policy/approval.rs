@@ -115,8 +115,10 @@ pub(crate) async fn ask_once(
 ) -> Result<Result<DecidedBy, Candidate>, JournalError> {
     let call = request.call;
     let (answer, approver) = match approver {
-        // What a person typed at the REPL (`/memory add`, `!command`, `/undo`) is its own
-        // approval (DESIGN §3): nobody is asked, and the record says who approved it.
+        // What a person typed at a terminal (`/memory add`) is its own approval (DESIGN §3):
+        // nobody is asked, and the record says who approved it. Front ends give this source
+        // only to what a person typed; piped lines are `Batch`, and the calls they build
+        // must write what the person named (no symlink taking them elsewhere).
         _ if call.source() == CallSource::User => {
             (ApprovalOutcome::AllowedOnce.into(), Some(TYPED_BY_PERSON))
         }

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::types::{Completion, ModelError, StreamEvent};
 
+mod models;
 mod options;
 mod wire;
 
@@ -202,10 +203,11 @@ impl Endpoint {
                     hint: Some(hint),
                 }
             }
+            // The advice comes once, with the error that ends the call: never in a retry line.
             ModelError::Unreachable { url, reason, hint } => ModelError::Unreachable {
                 url,
                 reason: format!("{reason}{tries}"),
-                hint,
+                hint: hint.or_else(|| self.unreachable_hint.clone()),
             },
             ModelError::Silent { url, reason, hint } => ModelError::Silent {
                 url,
@@ -353,11 +355,12 @@ impl Endpoint {
         }
     }
 
+    /// Nothing answered; the hint is added by [`Self::final_error`] once retries are over.
     fn unreachable(&self, reason: String) -> ModelError {
         ModelError::Unreachable {
             url: self.url.clone(),
             reason,
-            hint: self.unreachable_hint.clone(),
+            hint: None,
         }
     }
 

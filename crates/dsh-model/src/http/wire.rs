@@ -13,6 +13,9 @@ use crate::types::{ChatRequest, Completion, ModelError, Provider, StreamEvent};
 pub(crate) trait Wire: Send + Sync {
     type Decoder: Decoder + Default;
 
+    /// Where the endpoint lists its models, after the base URL.
+    const MODELS_PATH: &'static str;
+
     fn endpoint(&self) -> &Endpoint;
 
     /// The request's JSON body in this wire format.
@@ -29,6 +32,10 @@ impl<W: Wire> Provider for W {
         &self.endpoint().model
     }
 
+    fn base_url(&self) -> &str {
+        &self.endpoint().base_url
+    }
+
     async fn complete(
         &self,
         request: &ChatRequest,
@@ -40,6 +47,10 @@ impl<W: Wire> Provider for W {
         self.endpoint()
             .stream_turn(body, W::Decoder::default, on_event, cancel)
             .await
+    }
+
+    async fn list_models(&self) -> Result<Vec<String>, ModelError> {
+        self.endpoint().list_models(W::MODELS_PATH).await
     }
 }
 

@@ -57,6 +57,8 @@ pub(crate) enum Dialect {
 
 struct State {
     dialect: Dialect,
+    /// What `GET …/models` lists (in the dialect's shape); such requests are not recorded.
+    models: Mutex<Vec<String>>,
     script: Mutex<VecDeque<Reply>>,
     recorded: Mutex<Vec<Recorded>>,
     /// Signalled at each recorded request.
@@ -83,6 +85,7 @@ impl ScriptedServer {
     fn spawn(dialect: Dialect, script: Vec<Reply>) -> ServerHandle {
         let state = Arc::new(State {
             dialect,
+            models: Mutex::new(Vec::new()),
             script: Mutex::new(script.into()),
             recorded: Mutex::new(Vec::new()),
             arrived: std::sync::Condvar::new(),
@@ -147,6 +150,11 @@ impl std::fmt::Debug for ServerHandle {
 }
 
 impl ServerHandle {
+    /// The models `GET …/models` lists from now on (none until this is called).
+    pub fn serve_models(&self, names: &[&str]) {
+        *self.state.models.lock().unwrap() = names.iter().map(|n| (*n).to_owned()).collect();
+    }
+
     /// The recorded request bodies, in arrival order.
     pub fn requests(&self) -> Vec<Value> {
         self.recorded().into_iter().map(|r| r.body).collect()
@@ -197,6 +205,24 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
         .and_then(Value::as_str)
         .unwrap_or("scripted")
         .to_string();
+    let lists_models = request.method == "GET"
+        && match state.dialect {
+            Dialect::OpenAi => request.path.ends_with("/models"),
+            Dialect::Anthropic => request.path == "/v1/models",
+        };
+    if lists_models {
+        let names = state.models.lock().unwrap().clone();
+        let body = match state.dialect {
+            Dialect::OpenAi => json!({"object": "list", "data": names.iter()
+                .map(|n| json!({"id": n, "object": "model", "owned_by": "scripted"}))
+                .collect::<Vec<_>>()}),
+            Dialect::Anthropic => json!({"data": names.iter()
+                .map(|n| json!({"type": "model", "id": n, "display_name": n}))
+                .collect::<Vec<_>>(), "has_more": false}),
+        };
+        let _ = write_status(&mut socket, 200, &body.to_string(), None).await;
+        return;
+    }
     let known_path = match state.dialect {
         Dialect::OpenAi => request.path.ends_with("/chat/completions"),
         Dialect::Anthropic => request.path == "/v1/messages",
