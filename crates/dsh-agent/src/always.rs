@@ -80,6 +80,19 @@ impl Session {
             .then_some(candidate)
     }
 
+    /// Every permission rule in force, with where it was written: the rules the session was
+    /// assembled with, then those "always allow" added while it runs (`/permissions`).
+    pub fn rules_in_force(&self) -> Vec<Rule> {
+        let mut rules = self.settings.rules.clone();
+        rules.extend(self.added.list());
+        rules
+    }
+
+    /// The protected path patterns in force (no tool writes a path they match).
+    pub fn protected_in_force(&self) -> &[String] {
+        &self.settings.protected
+    }
+
     /// Writes the rule (comments and the rest of the file kept) and has the running session
     /// judge it from the next call on. What was written, for the person.
     pub fn always_allow(&self, a: &AlwaysAllow) -> Result<String, AlwaysError> {

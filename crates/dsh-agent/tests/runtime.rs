@@ -135,7 +135,7 @@ async fn a_front_end_drives_a_session_by_commands_and_reads_only_events() {
     let id = runtime.send(Command::Prompt(long("three"))).unwrap();
     let (_, reply) = until_done(&mut stream, id).await;
     assert_eq!(turn_of(reply).text, "third answer");
-    let id = runtime.send(Command::Compact).unwrap();
+    let id = runtime.send(Command::Compact(None)).unwrap();
     let (seen, reply) = until_done(&mut stream, id).await;
     assert!(matches!(reply, Reply::Compacted(Ok(true))), "{reply:?}");
     assert!(

@@ -31,6 +31,17 @@ pub(crate) struct ExecArgs {
     prompt: String,
 }
 
+impl ExecArgs {
+    /// `dsh -p PROMPT`: the task, with no other flag.
+    pub(crate) fn prompt(prompt: String) -> ExecArgs {
+        ExecArgs {
+            quiet: false,
+            verify: false,
+            prompt,
+        }
+    }
+}
+
 pub(crate) async fn exec(
     common: &Common,
     model: &ModelArgs,

@@ -25,12 +25,30 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 /// of gates: journal, pre-policy votes, one-shot approval, deny-only guards, execution
 /// wrappers, disposition, normalization, freeze.
 #[derive(Debug, Parser)]
-#[command(name = "dsh", version, about, long_about = None)]
+#[command(
+    name = "dsh",
+    version,
+    about,
+    long_about = None,
+    after_help = "`dsh` alone opens the REPL; `dsh \"PROMPT\"` opens it and sends PROMPT first; `dsh -p \"PROMPT\"` runs it headless, as `dsh exec \"PROMPT\"` does."
+)]
 struct Cli {
     #[command(flatten)]
     common: Common,
     #[command(flatten)]
     model: start::ModelArgs,
+    /// Run PROMPT headless and print the answer, as `dsh exec PROMPT` does (`-` reads it
+    /// from stdin).
+    #[arg(
+        short = 'p',
+        long = "print",
+        value_name = "PROMPT",
+        conflicts_with = "prompt"
+    )]
+    print: Option<String>,
+    /// A prompt to open the REPL with (sent as if typed first).
+    #[arg(value_name = "PROMPT")]
+    prompt: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -182,11 +200,15 @@ fn main() -> ExitCode {
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     cli.common.workspace_given =
         matches.value_source("workspace") == Some(ValueSource::CommandLine);
-    let outcome = match cli.command {
+    let command = match (cli.command, cli.print) {
+        (None, Some(prompt)) => Some(Command::Exec(exec::ExecArgs::prompt(prompt))),
+        (command, _) => command,
+    };
+    let outcome = match command {
         None => runtime().and_then(|rt| {
-            let (common, model) = (cli.common, cli.model);
+            let (common, model, first) = (cli.common, cli.model, cli.prompt);
             let outcome = rt.block_on(async move {
-                tokio::spawn(async move { repl::repl(&common, &model).await })
+                tokio::spawn(async move { repl::repl(&common, &model, first).await })
                     .await
                     .map_err(|e| Failure::harness(anyhow::anyhow!("the REPL failed: {e}")))?
             });

@@ -54,8 +54,9 @@ impl Drop for Reservation {
 }
 
 impl Agent {
-    /// Accounts one model call and journals its `llm_call`: the provider's usage (estimated
-    /// when it reported none), its cost; both returned.
+    /// Accounts one model call (a step's, or a summary's), journals its `llm_call` and
+    /// reports it (`ModelCall`, so a front end's spend counts it): the provider's usage
+    /// (estimated when it reported none), its cost; both returned.
     pub(super) fn record_model_call(
         &mut self,
         step: u32,
@@ -84,6 +85,12 @@ impl Agent {
             has_tool_calls: !message.tool_calls.is_empty(),
             finish_reason: Cow::Owned(json!(completion.finish_reason)),
         })?;
+        self.emit(crate::events::EventKind::ModelCall {
+            step,
+            usage,
+            elapsed,
+            cost_usd: cost,
+        });
         Ok((usage, cost))
     }
 

@@ -282,6 +282,23 @@ impl Agent {
         Ok(())
     }
 
+    /// Puts what a person's own call showed (`!command`) in the conversation for the next
+    /// request: journaled as `context_attached` from `user` (so a resume puts it back in the
+    /// same place), as a user message `[from user] …`.
+    pub fn attach_note(&mut self, call_id: &str, text: &str) -> Result<(), JournalError> {
+        let attached = dsh_core::AttachedContext {
+            call_id: call_id.to_owned(),
+            policy: "user".to_owned(),
+            text: text.to_owned(),
+        };
+        self.record(&Record::ContextAttached(dsh_core::journal::Held::Borrowed(
+            &attached,
+        )))?;
+        self.history
+            .push(Message::user(format!("[from user] {text}")));
+        Ok(())
+    }
+
     /// Talks to `provider` from the next request on (the REPL's `/model`). Its prices and
     /// context window are the presets' for its model; a `[model] price` or
     /// `context_window` configured for another model no longer applies.
@@ -322,8 +339,13 @@ impl Agent {
 
     /// Summarizes the oldest turns now, as room-making would (all but the last few; nothing
     /// when there are too few). Whether turns were summarized.
-    pub async fn compact_now(&mut self, cancel: &CancellationToken) -> Result<bool, AgentError> {
-        self.compact(cancel).await
+    /// `focus`: what the summary should keep in particular.
+    pub async fn compact_now(
+        &mut self,
+        cancel: &CancellationToken,
+        focus: Option<&str>,
+    ) -> Result<bool, AgentError> {
+        self.compact_with(cancel, focus).await
     }
 
     /// Successful calls so far, by this agent or any of its tree, of tools that may change

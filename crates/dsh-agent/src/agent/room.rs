@@ -44,6 +44,15 @@ impl Agent {
     /// compact, the summary came back empty, or it was refused for its size
     /// (`context::bound_summary`; reported as `CompactionRefused`, nothing journaled).
     pub(super) async fn compact(&mut self, cancel: &CancellationToken) -> Result<bool, AgentError> {
+        self.compact_with(cancel, None).await
+    }
+
+    /// [`Self::compact`], the summary asked to keep `focus` in particular (`/compact FOCUS`).
+    pub(super) async fn compact_with(
+        &mut self,
+        cancel: &CancellationToken,
+        focus: Option<&str>,
+    ) -> Result<bool, AgentError> {
         use crate::context;
         let turns = context::compactable(&self.turn_starts);
         // With `keep_turns` no larger than what compaction keeps, the turns it would
@@ -60,7 +69,13 @@ impl Agent {
         let request = ChatRequest {
             model: self.provider.model().to_owned(),
             messages: vec![
-                Message::system(context::SUMMARY_PROMPT),
+                Message::system(match focus {
+                    Some(f) => format!(
+                        "{} The user asks the summary to keep in particular: {f}",
+                        context::SUMMARY_PROMPT
+                    ),
+                    None => context::SUMMARY_PROMPT.to_owned(),
+                }),
                 Message::user(context::transcript(&self.history[..end], self.window)),
             ],
             tools: Vec::new(),

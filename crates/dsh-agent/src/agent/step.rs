@@ -145,16 +145,8 @@ impl Agent {
                 }
             };
             let elapsed = begun.elapsed();
-            let (usage, cost) =
-                self.record_model_call(step, &request, &completion, elapsed, reservation)?;
-            let message = completion.message;
-            self.emit(EventKind::ModelCall {
-                step,
-                usage,
-                elapsed,
-                cost_usd: cost,
-            });
-            let mut message = message;
+            self.record_model_call(step, &request, &completion, elapsed, reservation)?;
+            let mut message = completion.message;
             unique_call_ids(&mut message, step);
             self.record(&Record::AssistantMessage {
                 step,

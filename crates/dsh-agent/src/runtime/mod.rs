@@ -41,14 +41,17 @@ pub enum Command {
         calls: Vec<ToolCall>,
         source: CallSource,
     },
+    /// Put what a person's own call showed in the conversation for the next request
+    /// (`!command`; journaled as `context_attached` from `user`).
+    Note { call_id: String, text: String },
     /// Talk to this provider from the next request on (journaled as `model_changed`, so a
     /// resume takes it up again).
     SwitchModel(Arc<dyn Provider>),
     /// The models the current endpoint lists.
     ListModels,
     /// Summarize the oldest turns now (as room-making would; nothing when there is too little
-    /// to summarize).
-    Compact,
+    /// to summarize), keeping in particular what the text names (`/compact FOCUS`).
+    Compact(Option<String>),
     /// Empty the conversation (journaled as `history_cleared`).
     Clear,
     /// Send only the last N whole turns (`None`: all of them).
@@ -208,6 +211,9 @@ impl Serving {
                     .run_own_calls(calls, source, cancel)
                     .await,
             ),
+            Command::Note { call_id, text } => {
+                Reply::Recorded(self.agent.attach_note(&call_id, &text))
+            }
             Command::SwitchModel(provider) => {
                 let record = Record::ModelChanged {
                     provider: provider.name().into(),
@@ -225,7 +231,11 @@ impl Serving {
                     .await
                     .map_err(|e| e.to_string()),
             ),
-            Command::Compact => Reply::Compacted(self.agent.compact_now(cancel).await),
+            Command::Compact(focus) => Reply::Compacted(
+                self.agent
+                    .compact_now(cancel, focus.as_deref().filter(|f| !f.trim().is_empty()))
+                    .await,
+            ),
             Command::Clear => Reply::Recorded(self.agent.clear_history()),
             Command::KeepTurns(n) => {
                 self.agent.config.keep_turns = n;

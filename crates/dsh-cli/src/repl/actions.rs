@@ -4,7 +4,7 @@
 //! replies.
 
 use dsh_agent::{AgentError, Command, Reply, StopReason};
-use dsh_core::{ToolCall, ToolSet};
+use dsh_core::{Decision, ToolCall, ToolSet};
 use serde_json::json;
 
 use super::commands::{self, Command as Slash, MemoryAction, Setting};
@@ -185,6 +185,78 @@ pub(crate) async fn run(
         Slash::Stats => {
             for l in ui.stats.lines() {
                 ui.screen.line(&l);
+            }
+        }
+        Slash::Permissions => {
+            let session = live.runtime.session();
+            let mode = session.mode();
+            screen.line(&format!("mode {}", st.bold(mode.as_str())));
+            if let Some(why) = session.mode_notice(mode) {
+                screen.line(&st.dim(&why));
+            }
+            let rules = session.rules_in_force();
+            for decision in [Decision::Deny, Decision::Ask, Decision::Allow] {
+                let these: Vec<_> = rules.iter().filter(|r| r.decision == decision).collect();
+                let name = match decision {
+                    Decision::Deny => "deny",
+                    Decision::Ask => "ask",
+                    Decision::Allow => "allow",
+                };
+                if these.is_empty() {
+                    screen.line(&st.dim(&format!("{name}: no rules")));
+                    continue;
+                }
+                screen.line(&format!("{name}:"));
+                // What a configuration file says reaches the terminal made visible, then styled.
+                let shown: Vec<(String, String)> = these
+                    .iter()
+                    .map(|r| {
+                        (
+                            visible(&r.to_string(), false).into_owned(),
+                            visible(&r.origin.to_string(), false).into_owned(),
+                        )
+                    })
+                    .collect();
+                let width = shown
+                    .iter()
+                    .map(|(r, _)| r.chars().count())
+                    .max()
+                    .unwrap_or(0);
+                for (rule, origin) in shown {
+                    screen.line(&format!("  {rule:<width$}  {}", st.dim(&origin)));
+                }
+            }
+            let protected = session.protected_in_force().join(", ");
+            screen.line(&format!(
+                "protected (no tool writes them): {}",
+                visible(&protected, false)
+            ));
+        }
+        Slash::Cost => {
+            for l in ui.stats.cost_lines() {
+                ui.screen.line(&l);
+            }
+        }
+        Slash::Compact(focus) => {
+            // Driven like a turn: the summary request's events show, Esc interrupts it.
+            let reply = turn::drive(
+                Command::Compact(focus),
+                &live.runtime,
+                signals,
+                &mut live.stream,
+                ui,
+            )
+            .await;
+            let st = ui.render.style();
+            match reply {
+                Some(Reply::Compacted(Ok(true))) => {}
+                Some(Reply::Compacted(Ok(false))) => ui.screen.line(&st.dim(
+                    "no turns were summarized (the last two always stay whole, and turns already summarized are not again)",
+                )),
+                Some(Reply::Compacted(Err(e))) => {
+                    ui.screen.line(&st.red(&format!("/compact: {e}")));
+                }
+                _ => ui.screen.line(&st.red("/compact: the session has ended")),
             }
         }
         Slash::Turns(n) => {
@@ -436,6 +508,91 @@ async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, signals: &Si
     } else {
         ui.screen
             .line(&st.yellow(&format!("{MEMORY} was not changed")));
+    }
+}
+
+/// How much of a `!command`'s output goes to the model (the whole is in the journal and the
+/// result's spill).
+const NOTE_MAX_CHARS: usize = 8_000;
+
+/// `!command`: the person's own command, run through the pipeline like any call — typed at a
+/// terminal it is its own approval (source `user`), but deny rules, the structural denials,
+/// the protected paths and the sandbox hold; piped in, nobody typed it, so it is judged like
+/// a batch line. The command and what it printed go to the model with the next prompt.
+pub(crate) async fn own_command(command: &str, live: &mut Live, ui: &mut Ui, signals: &Signals) {
+    let st = ui.render.style();
+    if command.is_empty() {
+        ui.screen
+            .line(&st.red("!: say which command, e.g. !cargo test"));
+        return;
+    }
+    let call_id = format!("user-shell-{}", dsh_agent::new_session_id());
+    let call = ToolCall::new(call_id.as_str(), "run_shell", json!({"command": command}));
+    let source = if ui.screen.terminal() {
+        dsh_core::CallSource::User
+    } else {
+        dsh_core::CallSource::Batch
+    };
+    let own = Command::OwnCalls {
+        calls: vec![call],
+        source,
+    };
+    let reply = turn::drive(own, &live.runtime, signals, &mut live.stream, ui).await;
+    let Some(Reply::Calls(Ok(outcome))) = reply else {
+        ui.screen
+            .line(&st.red("!: the command did not run (the session ended)"));
+        return;
+    };
+    let Some(result) = outcome.results.first() else {
+        return;
+    };
+    use dsh_core::FailureKind as K;
+    let how = match (result.failure_kind(), result.exit_code()) {
+        (None, Some(code)) => format!("it exited {code}"),
+        (None, None) => "it finished".to_owned(),
+        // Refused or never started: its line above says why; the model hears nothing of it.
+        (
+            Some(
+                K::Denied
+                | K::Rejected
+                | K::Unavailable
+                | K::CancelledBefore
+                | K::InvalidArgs
+                | K::UnknownTool,
+            ),
+            _,
+        ) => {
+            ui.screen
+                .line(&st.dim("it did not run; nothing goes to the model"));
+            return;
+        }
+        (Some(kind), _) => format!(
+            "it was not run to the end ({})",
+            kind.as_str().replace('_', " ")
+        ),
+    };
+    let mut output: String = result.content().chars().take(NOTE_MAX_CHARS).collect();
+    if output.len() < result.content().len() {
+        output.push_str("\n[… cut; the whole output is in the session's journal]");
+    }
+    let note = format!("I ran `{command}` myself; {how}. What it printed:\n{output}");
+    match ask(
+        live,
+        Command::Note {
+            call_id,
+            text: note,
+        },
+    )
+    .await
+    {
+        Some(Reply::Recorded(Ok(()))) => ui
+            .screen
+            .line(&st.dim("the command and its output go to the model with your next prompt")),
+        Some(Reply::Recorded(Err(e))) => {
+            ui.screen
+                .line(&st.red(&format!("!: cannot record it: {e}")));
+        }
+        _ => {}
     }
 }
 

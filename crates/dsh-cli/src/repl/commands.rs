@@ -45,6 +45,24 @@ pub(crate) const COMMANDS: &[Spec] = &[
         values: &[],
     },
     Spec {
+        name: "permissions",
+        args: "",
+        help: "the permission mode and every rule in force (deny, ask, allow), with the file and line each came from; the protected paths",
+        values: &[],
+    },
+    Spec {
+        name: "cost",
+        args: "",
+        help: "what this session spent: tokens in and out, the cached share, cost where known, per agent",
+        values: &[],
+    },
+    Spec {
+        name: "compact",
+        args: "[FOCUS]",
+        help: "summarize the older turns now (all but the last two), keeping FOCUS in particular; journaled as context_compacted",
+        values: &[],
+    },
+    Spec {
         name: "turns",
         args: "[N]",
         help: "send only the last N whole turns from the next request on (0: all of them; no argument: the current setting)",
@@ -139,6 +157,10 @@ pub(crate) enum Command {
     Log(usize),
     Verbose(bool),
     Stats,
+    Permissions,
+    Cost,
+    /// What the summary should keep in particular.
+    Compact(Option<String>),
     /// `None`: every turn.
     Turns(Option<usize>),
     Memory(MemoryAction),
@@ -245,6 +267,9 @@ pub(crate) fn parse(line: &str) -> Result<Command, String> {
             Err(_) => Err(bad(&format!("{arg:?} is not a mode"))),
         },
         "stats" => no_arg(Command::Stats),
+        "cost" => no_arg(Command::Cost),
+        "permissions" => no_arg(Command::Permissions),
+        "compact" => Ok(Command::Compact((!arg.is_empty()).then(|| arg.to_owned()))),
         "reload" => no_arg(Command::Reload),
         "sessions" => no_arg(Command::Sessions),
         "mcp" => no_arg(Command::Mcp),
@@ -308,6 +333,10 @@ pub(crate) fn help(which: Option<&str>) -> Result<Vec<String>, String> {
             );
             lines.push(
                 "Esc or Ctrl-C interrupts a turn; typing during a turn queues the next prompt."
+                    .to_owned(),
+            );
+            lines.push(
+                "!COMMAND runs your own command (typed, so not asked; deny rules and the sandbox hold) and gives its output to the model with your next prompt."
                     .to_owned(),
             );
             Ok(lines)

@@ -160,7 +160,12 @@ impl Live {
     }
 }
 
-pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failure> {
+/// The REPL; `first`: a prompt to send first, as if typed (`dsh "PROMPT"`).
+pub(crate) async fn repl(
+    common: &Common,
+    args: &ModelArgs,
+    first: Option<String>,
+) -> Result<u8, Failure> {
     if common.json {
         return Err(Failure::usage(anyhow!(
             "--json is for `dsh exec` and `dsh batch`; the REPL renders for a person"
@@ -202,6 +207,9 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
     } else {
         Input::piped()
     };
+    ui.typed
+        .queued
+        .extend(first.filter(|p| !p.trim().is_empty()));
     let mut interrupted_prompt = false;
     let mut failure: Option<Failure> = None;
     // Piped, the exit code says how the worst turn went, as `dsh exec` would: 1 when one
@@ -258,6 +266,12 @@ pub(crate) async fn repl(common: &Common, args: &ModelArgs) -> Result<u8, Failur
         };
         let text = line.trim();
         if text.is_empty() {
+            continue;
+        }
+        // `!command`: the person's own command, through the pipeline.
+        if let Some(command) = text.strip_prefix('!') {
+            actions::own_command(command.trim(), &mut live, &mut ui, &signals).await;
+            ui.screen.flush();
             continue;
         }
         if text.starts_with('/') {

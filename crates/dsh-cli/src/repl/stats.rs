@@ -48,6 +48,14 @@ impl Spent {
     /// (the cost only where the model's prices are known).
     pub(crate) fn footer(self, elapsed: Duration) -> String {
         let mut parts = vec![super::toolline::seconds(elapsed)];
+        parts.extend(self.parts(false));
+        parts.join(" · ")
+    }
+
+    /// `12,400 tokens in (83% cached) · 310 out · $0.0021`; `said_unknown`: an unknown cost
+    /// is said as such instead of left out.
+    fn parts(self, said_unknown: bool) -> Vec<String> {
+        let mut parts = Vec::new();
         if self.model_calls == 0 {
             parts.push("no model call".to_owned());
         } else {
@@ -64,11 +72,18 @@ impl Spent {
                 thousands(self.prompt_tokens)
             ));
             parts.push(format!("{} out", thousands(self.completion_tokens)));
-            if let Some(cost) = self.cost_usd {
-                parts.push(format!("${cost:.4}"));
+            match self.cost_usd {
+                Some(cost) => parts.push(format!("${cost:.4}")),
+                None if said_unknown => {
+                    parts.push(
+                        "cost unknown (no prices for the model; [model] price sets them)"
+                            .to_owned(),
+                    );
+                }
+                None => {}
             }
         }
-        parts.join(" · ")
+        parts
     }
 }
 
@@ -141,9 +156,31 @@ impl Stats {
         }
     }
 
+    /// `/cost`: the session's spend, then each agent's.
+    pub(crate) fn cost_lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "this session: {}",
+            self.spent().parts(true).join(" · ")
+        )];
+        if self.agents.len() > 1 {
+            for (agent, a) in &self.agents {
+                let one = Self::spent_of(std::iter::once(a));
+                out.push(format!(
+                    "  {}: {}",
+                    super::visible::visible(agent, false),
+                    one.parts(true).join(" · ")
+                ));
+            }
+        }
+        out
+    }
+
     /// Every agent's spend so far, summed.
     pub(crate) fn spent(&self) -> Spent {
-        let all = self.agents.values();
+        Self::spent_of(self.agents.values())
+    }
+
+    fn spent_of<'a>(all: impl Iterator<Item = &'a Account> + Clone) -> Spent {
         Spent {
             model_calls: all.clone().map(|a| a.model_calls).sum(),
             prompt_tokens: all.clone().map(|a| a.prompt_tokens).sum(),
