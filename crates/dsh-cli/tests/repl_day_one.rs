@@ -870,3 +870,65 @@ fn a_bang_command_runs_unasked_but_denials_hold_and_its_output_reaches_the_model
         "{records:?}"
     );
 }
+
+/// `@path` (Tab completes it) sends the file's content with the prompt, read through the
+/// pipeline; a file a deny rule covers is left out, and a handle that names no file is text.
+#[test]
+fn a_mentioned_file_goes_with_the_prompt_through_a_confined_read() {
+    let d = world();
+    std::fs::write(d.ws.join("README.md"), "THE-README-TEXT\n").unwrap();
+    std::fs::write(d.ws.join(".env"), "SECRET=1\n").unwrap();
+    d.write_user_config("[permissions]\ndeny = [\"read_file(.env)\"]\n");
+    let server = ScriptedServer::start(vec![Reply::text("read it")]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send("summarize @READ");
+    pty.send(key::TAB);
+    pty.wait_for("completed in place", |s| {
+        s.rows().iter().any(|r| r.contains("summarize @README.md"))
+    });
+    // The completion ends with a space.
+    pty.send("and @.env, thanks @alice");
+    pty.send(key::ENTER);
+    pty.wait_for_text("read it");
+    repl_kit::leave_at_prompt(pty);
+    let sent = user_messages(&server.requests()[0]);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(
+        sent[0].starts_with("summarize @README.md and @.env, thanks @alice"),
+        "{sent:?}"
+    );
+    assert!(sent[0].contains("[@README.md]"), "{sent:?}");
+    assert!(sent[0].contains("THE-README-TEXT"), "{sent:?}");
+    assert!(!sent[0].contains("SECRET"), "{sent:?}");
+}
+
+/// `/init` asks the model to survey the project and write AGENTS.md; the write is asked like
+/// any other, and only the person's yes writes it.
+#[test]
+fn init_asks_the_model_for_agents_md_and_the_write_is_approved_by_the_person() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "list_dir", r#"{"path":"."}"#).into(),
+        Turn::tool_call(
+            "c2",
+            "write_file",
+            r##"{"path":"AGENTS.md","content":"# Agents\n\nBuild: cargo build\n"}"##,
+        )
+        .into(),
+        Reply::text("wrote AGENTS.md"),
+    ]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("/init");
+    pty.wait_for_text("[y] approve once");
+    assert!(!d.ws.join("AGENTS.md").exists());
+    pty.send("y");
+    pty.wait_for_text("wrote AGENTS.md");
+    repl_kit::leave_at_prompt(pty);
+    assert!(
+        std::fs::read_to_string(d.ws.join("AGENTS.md"))
+            .unwrap()
+            .contains("Build: cargo build")
+    );
+    let first = user_messages(&server.requests()[0]);
+    assert!(first[0].starts_with("Survey this project"), "{first:?}");
+}

@@ -104,6 +104,14 @@ pub(crate) async fn run(
             Ok(lines) => lines.iter().for_each(|l| screen.line(l)),
             Err(e) => screen.line(&st.red(&e)),
         },
+        Slash::Init => {
+            ui.screen
+                .line(&st.dim("asking the model to survey the project and write AGENTS.md"));
+            if let Err(e) = prompt(INIT_PROMPT, live, ui, signals).await {
+                ui.screen
+                    .line(&st.red(&format!("/init: the turn failed: {e}")));
+            }
+        }
         Slash::Clear => match ask(live, Command::Clear).await {
             Some(Reply::Recorded(Ok(()))) => ui.screen.line(
                 &st.dim("history cleared (the system prompt stays; journaled as history_cleared)"),
@@ -510,6 +518,54 @@ async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, signals: &Si
             .line(&st.yellow(&format!("{MEMORY} was not changed")));
     }
 }
+
+/// `text` with the content of each workspace file it mentions (`@path`) appended under its
+/// path, each read by the person's own `read_file` call through the pipeline; a refused or
+/// failed read is shown (its line says why) and leaves that file out.
+pub(crate) async fn with_mentions(
+    text: &str,
+    live: &mut Live,
+    ui: &mut Ui,
+    signals: &Signals,
+) -> String {
+    let root = live.runtime.session().workspace.root().to_path_buf();
+    let paths = super::mention::mentioned(text, &root);
+    if paths.is_empty() {
+        return text.to_owned();
+    }
+    let id = dsh_agent::new_session_id();
+    let calls: Vec<ToolCall> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| ToolCall::new(format!("mention-{id}-{i}"), "read_file", json!({"path": p})))
+        .collect();
+    let source = if ui.screen.terminal() {
+        dsh_core::CallSource::User
+    } else {
+        dsh_core::CallSource::Batch
+    };
+    let own = Command::OwnCalls { calls, source };
+    let reply = turn::drive(own, &live.runtime, signals, &mut live.stream, ui).await;
+    let Some(Reply::Calls(Ok(outcome))) = reply else {
+        return text.to_owned();
+    };
+    let mut out = text.to_owned();
+    for (path, result) in paths.iter().zip(&outcome.results) {
+        if result.ok() {
+            out.push_str(&format!("\n\n[@{path}]\n{}", result.content()));
+        }
+    }
+    out
+}
+
+/// `/init`'s request to the model: a prompt like any other, so its file write goes through the
+/// pipeline and is asked like any write.
+pub(crate) const INIT_PROMPT: &str = "Survey this project with your read-only tools: its layout, \
+languages, how to build it, how to run its tests and linters, and the conventions its code \
+follows. Then write AGENTS.md at the workspace root with write_file: a short guide for a coding \
+agent working here (the commands to build, test and lint; where things live; conventions to \
+keep; anything surprising). If AGENTS.md exists, read it first and improve it with edit_file \
+instead of replacing it. Keep it under 80 lines, and say what you wrote.";
 
 /// How much of a `!command`'s output goes to the model (the whole is in the journal and the
 /// result's spill).

@@ -45,6 +45,12 @@ pub(crate) const COMMANDS: &[Spec] = &[
         values: &[],
     },
     Spec {
+        name: "init",
+        args: "",
+        help: "ask the model to survey the project and write AGENTS.md (build, test, layout, conventions); the write asks you as any would",
+        values: &[],
+    },
+    Spec {
         name: "permissions",
         args: "",
         help: "the permission mode and every rule in force (deny, ask, allow), with the file and line each came from; the protected paths",
@@ -157,6 +163,7 @@ pub(crate) enum Command {
     Log(usize),
     Verbose(bool),
     Stats,
+    Init,
     Permissions,
     Cost,
     /// What the summary should keep in particular.
@@ -269,6 +276,7 @@ pub(crate) fn parse(line: &str) -> Result<Command, String> {
         "stats" => no_arg(Command::Stats),
         "cost" => no_arg(Command::Cost),
         "permissions" => no_arg(Command::Permissions),
+        "init" => no_arg(Command::Init),
         "compact" => Ok(Command::Compact((!arg.is_empty()).then(|| arg.to_owned()))),
         "reload" => no_arg(Command::Reload),
         "sessions" => no_arg(Command::Sessions),

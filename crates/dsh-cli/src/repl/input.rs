@@ -217,6 +217,15 @@ impl Completer for Completions {
                 .filter(|v| v.starts_with(word))
                 .map(|v| suggestion((*v).to_owned(), None, span, true))
                 .collect()
+        } else if let Some(rest) = word.strip_prefix('@') {
+            // `@path`: the file goes with the prompt; completed as a path, `@` kept.
+            paths(&self.workspace, rest, span)
+                .into_iter()
+                .map(|mut s| {
+                    s.value = format!("@{}", s.value);
+                    s
+                })
+                .collect()
         } else {
             paths(&self.workspace, word, span)
         };
@@ -321,6 +330,8 @@ mod tests {
         assert_eq!(values(&mut c, "/verbose o"), ["on", "off"]);
         assert_eq!(values(&mut c, "look at sr"), ["src/"]);
         assert_eq!(values(&mut c, "look at src/m"), ["src/main.rs"]);
+        assert_eq!(values(&mut c, "explain @src/m"), ["@src/main.rs"]);
+        assert_eq!(values(&mut c, "explain @READ"), ["@README.md"]);
         assert!(values(&mut c, "see ../").is_empty());
         assert!(values(&mut c, "see /etc/").is_empty());
         #[cfg(unix)]

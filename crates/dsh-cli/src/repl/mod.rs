@@ -11,6 +11,7 @@ mod highlight;
 mod input;
 mod keys;
 mod markdown;
+mod mention;
 mod model_pick;
 mod paste;
 mod render;
@@ -313,7 +314,8 @@ pub(crate) async fn repl(
             }
             continue;
         }
-        match actions::prompt(text, &mut live, &mut ui, &signals).await {
+        let with_files = actions::with_mentions(text, &mut live, &mut ui, &signals).await;
+        match actions::prompt(&with_files, &mut live, &mut ui, &signals).await {
             Ok(stop) => {
                 if worst == exit::OK
                     && !matches!(stop, StopReason::FinalAnswer | StopReason::Interrupted)
