@@ -11,8 +11,11 @@ mod highlight;
 mod input;
 mod keys;
 mod markdown;
+mod memory;
 mod mention;
+mod model;
 mod model_pick;
+mod own;
 mod paste;
 mod render;
 mod screen;
@@ -271,7 +274,7 @@ pub(crate) async fn repl(
         }
         // `!command`: the person's own command, through the pipeline.
         if let Some(command) = text.strip_prefix('!') {
-            actions::own_command(command.trim(), &mut live, &mut ui, &signals).await;
+            own::own_command(command.trim(), &mut live, &mut ui, &signals).await;
             ui.screen.flush();
             continue;
         }
@@ -314,7 +317,7 @@ pub(crate) async fn repl(
             }
             continue;
         }
-        let with_files = actions::with_mentions(text, &mut live, &mut ui, &signals).await;
+        let with_files = own::with_mentions(text, &mut live, &mut ui, &signals).await;
         match actions::prompt(&with_files, &mut live, &mut ui, &signals).await {
             Ok(stop) => {
                 if worst == exit::OK
