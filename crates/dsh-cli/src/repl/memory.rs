@@ -85,14 +85,8 @@ pub(crate) async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, s
         "write_file",
         json!({"path": MEMORY, "content": new_text}),
     ));
-    // Typed at a terminal, the command is the person's approval; piped in, nobody typed it
-    // and it is judged like a batch line (the memory file's write is then asked, and
-    // nobody answers).
-    let source = if ui.screen.terminal() {
-        dsh_core::CallSource::User
-    } else {
-        dsh_core::CallSource::Batch
-    };
+    // Piped in, the memory file's write is asked, and nobody answers.
+    let source = super::own::person_or_batch(ui);
     let own = Command::OwnCalls { calls, source };
     let reply = turn::drive(own, &live.runtime, signals, &mut live.stream, ui).await;
     let written = match reply {

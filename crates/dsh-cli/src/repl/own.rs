@@ -10,6 +10,17 @@ use super::actions::ask;
 use super::turn::{self, Ui};
 use crate::signals::Signals;
 
+/// The source of what the person's input asks for: `user` — typing it was the approval —
+/// only when a person typed it at a terminal; piped in, nobody typed it, and it is judged
+/// like a `dsh batch` line (its asks answered by nobody).
+pub(crate) fn person_or_batch(ui: &Ui) -> dsh_core::CallSource {
+    if ui.screen.terminal() {
+        dsh_core::CallSource::User
+    } else {
+        dsh_core::CallSource::Batch
+    }
+}
+
 /// `text` with the content of each workspace file it mentions (`@path`) appended under its
 /// path, each read by the person's own `read_file` call through the pipeline; a refused or
 /// failed read is shown (its line says why) and leaves that file out.
@@ -30,11 +41,7 @@ pub(crate) async fn with_mentions(
         .enumerate()
         .map(|(i, p)| ToolCall::new(format!("mention-{id}-{i}"), "read_file", json!({"path": p})))
         .collect();
-    let source = if ui.screen.terminal() {
-        dsh_core::CallSource::User
-    } else {
-        dsh_core::CallSource::Batch
-    };
+    let source = person_or_batch(ui);
     let own = Command::OwnCalls { calls, source };
     let reply = turn::drive(own, &live.runtime, signals, &mut live.stream, ui).await;
     let Some(Reply::Calls(Ok(outcome))) = reply else {
@@ -75,11 +82,7 @@ pub(crate) async fn own_command(command: &str, live: &mut Live, ui: &mut Ui, sig
     }
     let call_id = format!("user-shell-{}", dsh_agent::new_session_id());
     let call = ToolCall::new(call_id.as_str(), "run_shell", json!({"command": command}));
-    let source = if ui.screen.terminal() {
-        dsh_core::CallSource::User
-    } else {
-        dsh_core::CallSource::Batch
-    };
+    let source = person_or_batch(ui);
     let own = Command::OwnCalls {
         calls: vec![call],
         source,
