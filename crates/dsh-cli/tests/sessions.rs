@@ -996,3 +996,25 @@ fn the_list_shows_control_characters_as_visible_text() {
     );
     assert!(text.contains("evil ^[]52;c;Zm9v^G prompt"), "{text}");
 }
+
+/// `sessions show` makes what the journal quotes visible: an answer cannot retitle the window.
+#[test]
+fn show_makes_control_characters_visible() {
+    let d = Dirs::new();
+    let path = journal_of(
+        &d,
+        "20260101T000000Z-dddd0004",
+        &[
+            (None, session_start(&d)),
+            (None, user("look \u{1b}]0;owned\u{7} here\nsecond line")),
+            (None, assistant("done \u{1b}[2J")),
+        ],
+    );
+    let text = stdout(&run(&d, &["sessions", "show", path.to_str().unwrap()]));
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(text.contains("look ^[]0;owned^G here"), "{text}");
+    assert!(text.contains("second line"), "{text}");
+}

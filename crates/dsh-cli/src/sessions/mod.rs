@@ -227,7 +227,13 @@ fn show(common: &Common, path: &Path) -> Result<u8, Failure> {
     {
         lines.push("(the session did not end: no session_end record)".to_owned());
     }
-    crate::print_lines(lines)?;
+    // What the journal quotes (prompts, answers, outputs) reaches the terminal with its
+    // control characters made visible; `--json` gives the records as written.
+    crate::print_lines(
+        lines
+            .iter()
+            .map(|l| crate::repl::visible::visible(l, true).into_owned()),
+    )?;
     Ok(exit::OK)
 }
 
