@@ -93,7 +93,7 @@ pub(crate) async fn run(
     let screen = &mut ui.screen;
     match command {
         Slash::Exit => return Flow::Exit,
-        Slash::Help(which) => match commands::help(which.as_deref()) {
+        Slash::Help(which) => match commands::help(which.as_deref(), screen.cols()) {
             Ok(lines) => lines.iter().for_each(|l| screen.line(l)),
             Err(e) => screen.line(&st.red(&e)),
         },

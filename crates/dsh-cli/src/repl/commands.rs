@@ -107,13 +107,13 @@ pub(crate) const COMMANDS: &[Spec] = &[
     Spec {
         name: "save",
         args: "[NAME]",
-        help: "name this session (a session_named record) so /load NAME finds it",
+        help: "save this point of the conversation as NAME (a session_named record): /load NAME or dsh --resume NAME comes back to it",
         values: &[],
     },
     Spec {
         name: "load",
         args: "NAME",
-        help: "resume the session saved as NAME (this one ends)",
+        help: "go back to the point saved as NAME, in a new journal (this session ends; a branch when more followed the save)",
         values: &[],
     },
     Spec {
@@ -315,8 +315,9 @@ pub(crate) fn parse(line: &str) -> Result<Command, String> {
     }
 }
 
-/// The `/help` text: every command, or one.
-pub(crate) fn help(which: Option<&str>) -> Result<Vec<String>, String> {
+/// The `/help` text: every command, or one, laid out for `cols` columns (descriptions wrap
+/// at word boundaries under their column).
+pub(crate) fn help(which: Option<&str>, cols: usize) -> Result<Vec<String>, String> {
     let usage = |c: &Spec| {
         if c.args.is_empty() {
             format!("/{}", c.name)
@@ -330,10 +331,36 @@ pub(crate) fn help(which: Option<&str>) -> Result<Vec<String>, String> {
         .map(|c| usage(c).chars().count())
         .max()
         .unwrap_or(0);
-    let line = |c: &Spec| format!("{:<width$}  {}", usage(c), c.help);
+    // The description column, as wide as is left (never under 30 columns).
+    let room = cols.saturating_sub(width + 2).max(30);
+    let line = |c: &Spec| {
+        let mut rows: Vec<String> = Vec::new();
+        let mut row = String::new();
+        for word in c.help.split(' ') {
+            if !row.is_empty() && row.chars().count() + 1 + word.chars().count() > room {
+                rows.push(std::mem::take(&mut row));
+            }
+            if !row.is_empty() {
+                row.push(' ');
+            }
+            row.push_str(word);
+        }
+        rows.push(row);
+        rows.iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let usage = if i == 0 { usage(c) } else { String::new() };
+                format!("{usage:<width$}  {r}")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     match which {
         None => {
-            let mut lines: Vec<String> = COMMANDS.iter().map(line).collect();
+            let mut lines: Vec<String> = COMMANDS
+                .iter()
+                .flat_map(|c| line(c).lines().map(str::to_owned).collect::<Vec<_>>())
+                .collect();
             lines.push(String::new());
             lines.push(
                 "Enter sends; Alt-Enter or a trailing \\ continues on a new line; Ctrl-R searches the history; Tab completes."
@@ -352,7 +379,7 @@ pub(crate) fn help(which: Option<&str>) -> Result<Vec<String>, String> {
         Some(name) => COMMANDS
             .iter()
             .find(|c| c.name == name)
-            .map(|c| vec![line(c)])
+            .map(|c| line(c).lines().map(str::to_owned).collect())
             .ok_or_else(|| match closest(name) {
                 Some(c) => format!("no command /{name}; did you mean /{c}?"),
                 None => format!("no command /{name} (/help lists them)"),
@@ -476,9 +503,21 @@ mod tests {
     /// Every description starts in one column, whatever the usage's width.
     #[test]
     fn help_aligns_every_description_in_one_column() {
-        let lines = help(None).unwrap();
-        let commands: Vec<&String> = lines.iter().take_while(|l| !l.is_empty()).collect();
+        let lines = help(None, 100).unwrap();
+        let commands: Vec<&String> = lines
+            .iter()
+            .take_while(|l| !l.is_empty())
+            .filter(|l| l.starts_with('/'))
+            .collect();
         assert_eq!(commands.len(), COMMANDS.len());
+        // Continuation rows start under the description column, and no row is wider than 100.
+        assert!(
+            lines
+                .iter()
+                .take_while(|l| !l.is_empty())
+                .all(|l| l.chars().count() <= 100),
+            "{lines:#?}"
+        );
         let column = |l: &str| {
             l.find("  ")
                 .map(|i| i + l[i..].len() - l[i..].trim_start().len())
