@@ -932,3 +932,32 @@ fn init_asks_the_model_for_agents_md_and_the_write_is_approved_by_the_person() {
     let first = user_messages(&server.requests()[0]);
     assert!(first[0].starts_with("Survey this project"), "{first:?}");
 }
+
+/// A command's output is shown as head and tail; Ctrl-O (or /expand) shows the last result
+/// whole.
+#[test]
+fn ctrl_o_shows_the_last_result_whole() {
+    let d = world();
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call("c1", "run_shell", r#"{"command":"seq 1 60"}"#).into(),
+        Reply::text("counted"),
+    ]);
+    let pty = pty::PtySpec::from_command(&repl_kit::repl_command(&d, &server, &[]))
+        .size(100, 120)
+        .spawn();
+    pty.wait_for_text(PROMPT);
+    pty.send_line("count");
+    let s = pty.wait_for_text("counted");
+    assert!(s.contains("more lines"), "{}", s.dump());
+    assert!(!s.rows().iter().any(|r| r.trim() == "31"), "{}", s.dump());
+    repl_kit::wait_at_prompt(&pty);
+    pty.send(key::CTRL_O);
+    let s = pty.wait_for_text("── end ──");
+    assert!(s.rows().iter().any(|r| r.trim() == "31"), "{}", s.dump());
+    assert!(
+        s.contains("run_shell") && s.contains("the whole result"),
+        "{}",
+        s.dump()
+    );
+    repl_kit::leave_at_prompt(pty);
+}

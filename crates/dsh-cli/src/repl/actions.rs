@@ -97,6 +97,21 @@ pub(crate) async fn run(
             Ok(lines) => lines.iter().for_each(|l| screen.line(l)),
             Err(e) => screen.line(&st.red(&e)),
         },
+        Slash::Expand => match &ui.render.last_result {
+            None => ui.screen.line(&st.dim("no tool call has finished yet")),
+            Some((call, result)) => {
+                let args = call
+                    .as_ref()
+                    .map(|c| crate::sessions::short_args(c.args()))
+                    .unwrap_or_default();
+                let head = format!("── {} {args} · the whole result ──", result.tool());
+                ui.screen.line(&st.dim(&visible(&head, false)));
+                for l in result.content().lines() {
+                    ui.screen.line(&visible(l, false));
+                }
+                ui.screen.line(&st.dim("── end ──"));
+            }
+        },
         Slash::Init => {
             ui.screen
                 .line(&st.dim("asking the model to survey the project and write AGENTS.md"));

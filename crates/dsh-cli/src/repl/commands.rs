@@ -45,6 +45,12 @@ pub(crate) const COMMANDS: &[Spec] = &[
         values: &[],
     },
     Spec {
+        name: "expand",
+        args: "",
+        help: "the last tool call's result whole (also Ctrl-O at the prompt)",
+        values: &[],
+    },
+    Spec {
         name: "init",
         args: "",
         help: "ask the model to survey the project and write AGENTS.md (build, test, layout, conventions); the write asks you as any would",
@@ -163,6 +169,7 @@ pub(crate) enum Command {
     Log(usize),
     Verbose(bool),
     Stats,
+    Expand,
     Init,
     Permissions,
     Cost,
@@ -277,6 +284,7 @@ pub(crate) fn parse(line: &str) -> Result<Command, String> {
         "cost" => no_arg(Command::Cost),
         "permissions" => no_arg(Command::Permissions),
         "init" => no_arg(Command::Init),
+        "expand" => no_arg(Command::Expand),
         "compact" => Ok(Command::Compact((!arg.is_empty()).then(|| arg.to_owned()))),
         "reload" => no_arg(Command::Reload),
         "sessions" => no_arg(Command::Sessions),

@@ -59,6 +59,12 @@ impl Input {
             KeyCode::BackTab,
             ReedlineEvent::ExecuteHostCommand(MODE_NEXT.to_owned()),
         );
+        // Ctrl-O: the last tool result whole.
+        keys.add_binding(
+            KeyModifiers::CONTROL,
+            KeyCode::Char('o'),
+            ReedlineEvent::ExecuteHostCommand("/expand".to_owned()),
+        );
         keys.add_binding(
             KeyModifiers::ALT,
             KeyCode::Enter,

@@ -62,6 +62,11 @@ pub(crate) struct Render {
     /// The person interrupted the turn: what the model still streams is not shown (it was
     /// cut where the interrupt line is printed; the agent keeps what it had received).
     interrupted: bool,
+    /// The last finished call and its result, shown whole by `/expand` (Ctrl-O).
+    pub(crate) last_result: Option<(
+        Option<dsh_core::ToolCall>,
+        std::sync::Arc<dsh_core::FrozenResult>,
+    )>,
 }
 
 /// Rendering that has taken this long, and this share of the answer's time, is behind.
@@ -86,6 +91,7 @@ impl Render {
             answer_began: None,
             rendering: Duration::ZERO,
             interrupted: false,
+            last_result: None,
         }
     }
 
@@ -178,6 +184,7 @@ impl Render {
                 ) {
                     screen.line(&l);
                 }
+                self.last_result = Some((open.map(|o| o.call), result.clone()));
                 if self.open.is_empty() {
                     self.wait_for_model();
                 }

@@ -64,6 +64,7 @@ pub mod key {
     pub const CTRL_D: &str = "\x04";
     pub const CTRL_E: &str = "\x05";
     pub const CTRL_K: &str = "\x0b";
+    pub const CTRL_O: &str = "\x0f";
     pub const CTRL_L: &str = "\x0c";
     pub const CTRL_R: &str = "\x12";
     pub const CTRL_U: &str = "\x15";
