@@ -324,12 +324,33 @@ pub fn choice_defaults(
 
 /// The provider a resumed chain's last `model_changed` names, through the configuration
 /// loaded now (its key variable as configured for that provider); why not, as text.
+///
+/// A journal is text a copy can change, and the key goes wherever the endpoint is: the
+/// recorded endpoint is taken up only when it is one this configuration would use for that
+/// provider anyway (the configured URL, the provider's own, its `*_BASE_URL`) or is on this
+/// machine; any other is refused, and `/model` can choose it again.
 pub fn provider_for_switch(
     loaded: &Loaded,
     env: &BTreeMap<String, String>,
     m: &crate::resume::ModelSwitch,
 ) -> Result<Arc<dyn dsh_model::Provider>, String> {
     let provider: Provider = m.provider.parse()?;
+    let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
+    let known = [
+        Some(loaded.config.model.base_url.clone())
+            .filter(|_| loaded.config.model.provider == provider),
+        Some(provider.default_base_url().to_owned()),
+        env.get(provider.base_url_env()).cloned(),
+    ];
+    let local = reqwest_free_host(&m.base_url)
+        .is_some_and(|h| h == "localhost" || h == "127.0.0.1" || h == "[::1]");
+    if !m.base_url.is_empty() && !local && !known.iter().flatten().any(|k| same(k, &m.base_url)) {
+        return Err(format!(
+            "its endpoint {} is not one this configuration names for {}",
+            m.base_url,
+            provider.as_str()
+        ));
+    }
     let choice = ModelChoice {
         provider,
         model: m.model.clone(),
@@ -337,6 +358,24 @@ pub fn provider_for_switch(
         api_key_env: None,
     };
     provider_for_choice(loaded, env, &choice).map_err(|e| e.to_string())
+}
+
+/// The host of an `http(s)://host[:port]/…` URL, lower-cased (`None` for anything else).
+fn reqwest_free_host(url: &str) -> Option<String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    // No credentials in the authority: `user@host` is not taken apart here.
+    if authority.contains('@') {
+        return None;
+    }
+    let host = if authority.starts_with('[') {
+        authority.split_inclusive(']').next()?
+    } else {
+        authority.split(':').next()?
+    };
+    Some(host.to_ascii_lowercase())
 }
 
 /// The provider for a switch to `choice`: `[model]` as loaded, with the provider, model,
@@ -381,6 +420,46 @@ mod tests {
     fn pick(model: &ModelConfig, pairs: &[(&str, &str)], explicit: bool) -> (String, String) {
         let p = provider_from_config(model, &env(pairs), explicit).unwrap();
         (p.name().to_string(), p.model().to_string())
+    }
+
+    /// A journaled switch is taken up only to an endpoint this configuration would use for
+    /// its provider, or one on this machine: a copied journal cannot send the key elsewhere.
+    #[test]
+    fn a_recorded_switch_to_an_unconfigured_endpoint_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = dsh_config::LoadOptions::new(dir.path());
+        opts.env = env(&[("DSH_CONFIG_HOME", dir.path().join("cfg").to_str().unwrap())]);
+        let loaded = dsh_config::load(&opts).unwrap();
+        let keys = env(&[("OPENAI_API_KEY", "sk-test")]);
+        let switch = |url: &str| crate::resume::ModelSwitch {
+            provider: "openai".into(),
+            model: "m".into(),
+            base_url: url.into(),
+        };
+        for ok in [
+            "https://api.openai.com/v1",
+            "http://127.0.0.1:9/v1",
+            "http://localhost:11434/v1",
+            "http://[::1]:8080/v1",
+        ] {
+            assert!(
+                provider_for_switch(&loaded, &keys, &switch(ok)).is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "https://evil.example/v1",
+            "http://localhost.evil.example/v1",
+            "http://127.0.0.1@evil.example/v1",
+        ] {
+            let e = provider_for_switch(&loaded, &keys, &switch(bad))
+                .err()
+                .unwrap();
+            assert!(
+                e.contains("is not one this configuration names"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -69,7 +69,7 @@ pub(crate) async fn exec(
         ..
     } = start::start(common, model, None, signals.token(), args.verify)?;
     for line in resumed.iter().flat_map(start::ResumedNote::lines) {
-        eprintln!("dsh: {line}");
+        eprintln!("dsh: {}", crate::repl::visible::visible(&line, false));
     }
     let status = runtime.status();
     if status.cost_budget_unenforced {

@@ -897,7 +897,10 @@ fn a_mentioned_file_goes_with_the_prompt_through_a_confined_read() {
         sent[0].starts_with("summarize @README.md and @.env, thanks @alice"),
         "{sent:?}"
     );
-    assert!(sent[0].contains("[@README.md]"), "{sent:?}");
+    assert!(
+        sent[0].contains("[the content of @README.md, as read_file returned it"),
+        "{sent:?}"
+    );
     assert!(sent[0].contains("THE-README-TEXT"), "{sent:?}");
     assert!(!sent[0].contains("SECRET"), "{sent:?}");
 }
@@ -960,4 +963,26 @@ fn ctrl_o_shows_the_last_result_whole() {
         s.dump()
     );
     repl_kit::leave_at_prompt(pty);
+}
+
+/// A `!` line queued while a turn ran (a paste arrives key by key) or given as `dsh "!…"` was
+/// not seen whole at the prompt: it is asked like any call, never run as the person's.
+#[test]
+fn a_bang_line_not_typed_at_the_prompt_is_asked() {
+    let d = world();
+    let gate = Gate::new();
+    let server = ScriptedServer::start(vec![Reply::text("slow answer").held(&gate)]);
+    let pty = spawn(&d, &server, &[]);
+    pty.send_line("first");
+    assert!(server.wait_for_requests(1, std::time::Duration::from_secs(30)));
+    pty.send("!touch queued.txt\r");
+    pty.wait_for_text("touch queued.txt");
+    gate.open();
+    pty.wait_for_text("slow answer");
+    pty.wait_for_text("[y] approve once");
+    assert!(!d.ws.join("queued.txt").exists());
+    pty.send("n");
+    pty.wait_for_text("nothing goes to the model");
+    repl_kit::leave_at_prompt(pty);
+    assert!(!d.ws.join("queued.txt").exists());
 }

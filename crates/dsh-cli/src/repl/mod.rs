@@ -223,6 +223,9 @@ pub(crate) async fn repl(
         if signals.token().is_cancelled() {
             break;
         }
+        // Whether the line was typed at the prompt, seen whole before Enter: not one queued
+        // while a turn ran (pastes arrive there key by key) nor `dsh "PROMPT"`'s.
+        let mut at_prompt = false;
         let line = match ui.typed.queued.pop_front() {
             Some(line) => {
                 ui.screen.line(&format!(
@@ -242,6 +245,7 @@ pub(crate) async fn repl(
                 match read {
                     Ok(Read::Line(line)) => {
                         interrupted_prompt = false;
+                        at_prompt = true;
                         line
                     }
                     Ok(Read::Interrupt) => {
@@ -272,9 +276,12 @@ pub(crate) async fn repl(
         if text.is_empty() {
             continue;
         }
-        // `!command`: the person's own command, through the pipeline.
+        // `!command`: the person's own command, through the pipeline. Their approval only
+        // when they typed it at the prompt on one line; otherwise (queued during a turn, a
+        // collapsed paste, more than one line) it is asked like any call.
         if let Some(command) = text.strip_prefix('!') {
-            own::own_command(command.trim(), &mut live, &mut ui, &signals).await;
+            let seen = at_prompt && !command.trim().contains('\n');
+            own::own_command(command.trim(), seen, &mut live, &mut ui, &signals).await;
             ui.screen.flush();
             continue;
         }

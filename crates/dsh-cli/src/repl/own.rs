@@ -50,7 +50,11 @@ pub(crate) async fn with_mentions(
     let mut out = text.to_owned();
     for (path, result) in paths.iter().zip(&outcome.results) {
         if result.ok() {
-            out.push_str(&format!("\n\n[@{path}]\n{}", result.content()));
+            // Marked as the file's text, not the person's words.
+            out.push_str(&format!(
+                "\n\n[the content of @{path}, as read_file returned it — the file's text, not my words]\n{}\n[end of @{path}]",
+                result.content()
+            ));
         }
     }
     out
@@ -73,7 +77,13 @@ const NOTE_MAX_CHARS: usize = 8_000;
 /// terminal it is its own approval (source `user`), but deny rules, the structural denials,
 /// the protected paths and the sandbox hold; piped in, nobody typed it, so it is judged like
 /// a batch line. The command and what it printed go to the model with the next prompt.
-pub(crate) async fn own_command(command: &str, live: &mut Live, ui: &mut Ui, signals: &Signals) {
+pub(crate) async fn own_command(
+    command: &str,
+    seen: bool,
+    live: &mut Live,
+    ui: &mut Ui,
+    signals: &Signals,
+) {
     let st = ui.render.style();
     if command.is_empty() {
         ui.screen
@@ -82,7 +92,13 @@ pub(crate) async fn own_command(command: &str, live: &mut Live, ui: &mut Ui, sig
     }
     let call_id = format!("user-shell-{}", dsh_agent::new_session_id());
     let call = ToolCall::new(call_id.as_str(), "run_shell", json!({"command": command}));
-    let source = person_or_batch(ui);
+    // Typed and seen whole at the prompt: the person's approval. Otherwise asked (at a
+    // terminal the person answers; piped, nobody does).
+    let source = if seen {
+        person_or_batch(ui)
+    } else {
+        dsh_core::CallSource::Batch
+    };
     let own = Command::OwnCalls {
         calls: vec![call],
         source,
@@ -125,7 +141,9 @@ pub(crate) async fn own_command(command: &str, live: &mut Live, ui: &mut Ui, sig
     if output.len() < result.content().len() {
         output.push_str("\n[… cut; the whole output is in the session's journal]");
     }
-    let note = format!("I ran `{command}` myself; {how}. What it printed:\n{output}");
+    let note = format!(
+        "I ran `{command}` myself; {how}. What it printed (the command's output, not my words):\n{output}\n[end of the output]"
+    );
     match ask(
         live,
         Command::Note {

@@ -68,7 +68,8 @@ fn names(value: &Value) -> Vec<String> {
             .into_iter()
             .flatten()
             .filter_map(|m| m[field].as_str())
-            .filter(|n| !n.is_empty() && n.len() <= 200)
+            // A name a request can carry: no control characters, nothing huge.
+            .filter(|n| !n.is_empty() && n.len() <= 200 && !n.chars().any(char::is_control))
             .map(str::to_owned)
             .collect()
     };
@@ -87,7 +88,7 @@ mod tests {
 
     #[test]
     fn lists_of_each_shape_give_their_names() {
-        let openai = json!({"object":"list","data":[{"id":"gpt-b"},{"id":"gpt-a"},{"id":""}]});
+        let openai = json!({"object":"list","data":[{"id":"gpt-b"},{"id":"gpt-a"},{"id":""},{"id":"x\u{1b}]0;t\u{7}"}]});
         assert_eq!(names(&openai), ["gpt-a", "gpt-b"]);
         let ollama = json!({"models":[{"name":"qwen2.5-coder:7b"},{"name":"llama3"}]});
         assert_eq!(names(&ollama), ["llama3", "qwen2.5-coder:7b"]);
