@@ -342,8 +342,7 @@ pub fn provider_for_switch(
         Some(provider.default_base_url().to_owned()),
         env.get(provider.base_url_env()).cloned(),
     ];
-    let local = reqwest_free_host(&m.base_url)
-        .is_some_and(|h| h == "localhost" || h == "127.0.0.1" || h == "[::1]");
+    let local = dsh_model::is_loopback(&m.base_url);
     if !m.base_url.is_empty() && !local && !known.iter().flatten().any(|k| same(k, &m.base_url)) {
         return Err(format!(
             "its endpoint {} is not one this configuration names for {}",
@@ -358,24 +357,6 @@ pub fn provider_for_switch(
         api_key_env: None,
     };
     provider_for_choice(loaded, env, &choice).map_err(|e| e.to_string())
-}
-
-/// The host of an `http(s)://host[:port]/…` URL, lower-cased (`None` for anything else).
-fn reqwest_free_host(url: &str) -> Option<String> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    // No credentials in the authority: `user@host` is not taken apart here.
-    if authority.contains('@') {
-        return None;
-    }
-    let host = if authority.starts_with('[') {
-        authority.split_inclusive(']').next()?
-    } else {
-        authority.split(':').next()?
-    };
-    Some(host.to_ascii_lowercase())
 }
 
 /// The provider for a switch to `choice`: `[model]` as loaded, with the provider, model,

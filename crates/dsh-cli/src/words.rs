@@ -29,12 +29,7 @@ pub(crate) fn ago(then: std::time::SystemTime, now: std::time::SystemTime) -> St
 /// `text` on one line, cut to `max` characters with `…`.
 pub(crate) fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        return flat;
-    }
-    let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
+    crate::sessions::shorten(&flat, max)
 }
 
 #[cfg(test)]

@@ -483,20 +483,9 @@ fn save_clear_load_restores_the_saved_turns_and_the_name_works_everywhere() {
     assert!(out.status.success(), "{shown}{}", common::stderr(&out));
     assert!(shown.contains("the word is kumquat"), "{shown}");
     assert!(shown.contains("named: fruit"), "{shown}");
-    let mut exec = d.dsh(&[
-        "--provider",
-        "openai",
-        "--base-url",
-        &server.url,
-        "--model",
-        "scripted",
-        "exec",
-        "--resume",
-        "fruit",
-        "and now?",
-    ]);
-    exec.env("OPENAI_API_KEY", "sk-test");
-    let out = exec.output().unwrap();
+    let out = common::scripted_exec(&d, &server.url, &["--resume", "fruit"], "and now?")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", common::stderr(&out));
     assert_eq!(
         user_messages(&server.requests()[4]),
@@ -517,10 +506,10 @@ fn save_clear_load_restores_the_saved_turns_and_the_name_works_everywhere() {
     }
 }
 
-/// A port nothing listens on (a server started and dropped).
+/// A port nothing listens on: port 1, below the ephemeral range, so no server another test
+/// starts can take it (a dropped server's port can be handed out again at once).
 fn dead_url() -> String {
-    let server = ScriptedServer::start(vec![]);
-    server.url.clone()
+    "http://127.0.0.1:1/v1".to_owned()
 }
 
 /// `c` with no model configured and no key: a local "Ollama" at `ollama` is the fallback.

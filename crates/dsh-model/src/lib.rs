@@ -20,7 +20,7 @@ mod select;
 mod types;
 
 pub use anthropic::AnthropicProvider;
-pub use http::{ProviderConfig, ProviderOptions};
+pub use http::{ProviderConfig, ProviderOptions, is_loopback};
 pub use openai::OpenAiProvider;
 pub use select::{
     Endpoint, ModelSettings, ProviderKind, Route, default_model, how_to_configure, route, select,

@@ -130,36 +130,53 @@ pub fn by_name(dsh_home: &Path, name: &str, workspace: Option<&Path>) -> Option<
     None
 }
 
-/// The point the last `session_named` of `name` in the journal at `path` names, if any.
-pub fn saved_point(path: &Path, name: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(path).ok()?;
+/// One `session_named` record of a journal: its name, the point it saves, where it stands.
+struct Save {
+    name: String,
+    point: u64,
+    /// The record's own seq.
+    at: u64,
+    /// Written for the main agent.
+    main: bool,
+}
+
+/// The `session_named` records of the journal at `path`, in order (none if it is unreadable).
+fn saves(path: &Path) -> Vec<Save> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
     text.lines()
-        .rev()
         .filter(|l| l.contains("\"session_named\""))
         .filter_map(|l| parse(l.as_bytes()))
-        .find_map(|(env, r)| match r {
-            Record::SessionNamed { name: n, point } if n == name => {
-                Some(point.unwrap_or(env.seq.saturating_sub(1)))
-            }
+        .filter_map(|(env, r)| match r {
+            Record::SessionNamed { name, point } => Some(Save {
+                name: name.into_owned(),
+                // Older journals name no point: the record before the save.
+                point: point.unwrap_or(env.seq.saturating_sub(1)),
+                at: env.seq,
+                main: env.agent.is_none(),
+            }),
             _ => None,
         })
+        .collect()
+}
+
+/// The point the last `session_named` of `name` in the journal at `path` names, if any.
+pub fn saved_point(path: &Path, name: &str) -> Option<u64> {
+    saves(path)
+        .into_iter()
+        .rev()
+        .find(|s| s.name == name)
+        .map(|s| s.point)
 }
 
 /// Whether the journal at `path` saved the point `seq` under some name: a resume may branch
-/// from it although more records follow.
+/// from it although more records follow. Only the main agent's save, naming a record before
+/// itself.
 fn is_saved_point(path: &Path, seq: u64) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return false;
-    };
-    // The main agent's save, naming a record before itself.
-    text.lines()
-        .filter(|l| l.contains("\"session_named\""))
-        .filter_map(|l| parse(l.as_bytes()))
-        .filter(|(env, _)| env.agent.is_none())
-        .any(|(env, r)| {
-            matches!(r, Record::SessionNamed { point, .. }
-                if point.unwrap_or(env.seq.saturating_sub(1)) == seq && seq < env.seq)
-        })
+    saves(path)
+        .iter()
+        .any(|s| s.main && s.point == seq && seq < s.at)
 }
 
 /// The ids (file stems) of every `*.jsonl` in `dir`.

@@ -1,14 +1,14 @@
 //! `/memory`: shows, adds a line to or empties the project memory file (`.dsh/memory.md`),
 //! through the pipeline as the person's own calls.
 
-use dsh_agent::{Command, Reply};
+use dsh_agent::Command;
 use dsh_core::ToolCall;
 use serde_json::json;
 
 use super::Live;
 use super::actions::ask;
 use super::commands::MemoryAction;
-use super::turn::{self, Ui};
+use super::turn::Ui;
 use super::visible::visible;
 use crate::signals::Signals;
 
@@ -87,12 +87,9 @@ pub(crate) async fn memory(action: MemoryAction, live: &mut Live, ui: &mut Ui, s
     ));
     // Piped in, the memory file's write is asked, and nobody answers.
     let source = super::own::person_or_batch(ui);
-    let own = Command::OwnCalls { calls, source };
-    let reply = turn::drive(own, &live.runtime, signals, &mut live.stream, ui).await;
-    let written = match reply {
-        Some(Reply::Calls(Ok(o))) => o.results.last().is_some_and(|r| r.ok()),
-        _ => false,
-    };
+    let written = super::own::run_own(calls, source, live, ui, signals)
+        .await
+        .is_some_and(|o| o.results.last().is_some_and(|r| r.ok()));
     if written {
         ask(live, Command::ReloadPrompt).await;
         ui.screen.line(&st.dim(&format!(

@@ -21,6 +21,22 @@ pub(crate) fn person_or_batch(ui: &Ui) -> dsh_core::CallSource {
     }
 }
 
+/// Runs `calls` through the pipeline from `source`, driven like a turn (their lines show,
+/// Esc cancels them); what they returned, or `None` when they could not be run.
+pub(crate) async fn run_own(
+    calls: Vec<ToolCall>,
+    source: dsh_core::CallSource,
+    live: &mut Live,
+    ui: &mut Ui,
+    signals: &Signals,
+) -> Option<dsh_core::BatchOutcome> {
+    let own = Command::OwnCalls { calls, source };
+    match turn::drive(own, &live.runtime, signals, &mut live.stream, ui).await {
+        Some(Reply::Calls(Ok(outcome))) => Some(outcome),
+        _ => None,
+    }
+}
+
 /// `text` with the content of each workspace file it mentions (`@path`) appended under its
 /// path, each read by the person's own `read_file` call through the pipeline; a refused or
 /// failed read is shown (its line says why) and leaves that file out.
@@ -42,9 +58,7 @@ pub(crate) async fn with_mentions(
         .map(|(i, p)| ToolCall::new(format!("mention-{id}-{i}"), "read_file", json!({"path": p})))
         .collect();
     let source = person_or_batch(ui);
-    let own = Command::OwnCalls { calls, source };
-    let reply = turn::drive(own, &live.runtime, signals, &mut live.stream, ui).await;
-    let Some(Reply::Calls(Ok(outcome))) = reply else {
+    let Some(outcome) = run_own(calls, source, live, ui, signals).await else {
         return text.to_owned();
     };
     let mut out = text.to_owned();
@@ -99,12 +113,7 @@ pub(crate) async fn own_command(
     } else {
         dsh_core::CallSource::Batch
     };
-    let own = Command::OwnCalls {
-        calls: vec![call],
-        source,
-    };
-    let reply = turn::drive(own, &live.runtime, signals, &mut live.stream, ui).await;
-    let Some(Reply::Calls(Ok(outcome))) = reply else {
+    let Some(outcome) = run_own(vec![call], source, live, ui, signals).await else {
         ui.screen
             .line(&st.red("!: the command did not run (the session ended)"));
         return;

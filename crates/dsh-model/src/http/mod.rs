@@ -71,7 +71,8 @@ pub(crate) fn client(
         .map_err(|e| ModelError::Config(format!("cannot set up the HTTP client: {}", chain(&e))))
 }
 
-fn is_loopback(url: &str) -> bool {
+/// Whether `url`'s host is this machine (`localhost`, a loopback address).
+pub fn is_loopback(url: &str) -> bool {
     let Ok(url) = reqwest::Url::parse(url) else {
         return false;
     };
