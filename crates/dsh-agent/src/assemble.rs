@@ -262,6 +262,8 @@ pub struct Session {
     pub(crate) mode: dsh_policy::ModeSwitch,
     /// Whether `auto`'s hardened sandbox is enforced here.
     pub(crate) hardened: dsh_policy::SandboxCheck,
+    /// Which files each turn changed, for `/undo`.
+    pub(crate) checkpoints: Arc<crate::checkpoint::Checkpoints>,
 }
 
 impl std::fmt::Debug for Session {
@@ -362,7 +364,10 @@ impl Session {
         );
 
         let mut registry = Registry::new();
-        let seam = Arc::new(dsh_tools::FileSeam::new());
+        // Each change's pre-image, for `/undo`, under DSH_HOME like the spill store.
+        let seam = Arc::new(dsh_tools::FileSeam::with_pre_images(
+            dsh_tools::PreImages::new(settings.dsh_home.join("checkpoints").join(&id)),
+        ));
         let tools = dsh_tools::session_tools(
             workspace.clone(),
             &settings.limits,
@@ -471,6 +476,7 @@ impl Session {
         let protected = ProtectedPaths::new(workspace.clone(), &settings.protected)?
             .with_memory_exemption(person_answers);
 
+        let checkpoints = Arc::new(crate::checkpoint::Checkpoints::default());
         let mut builder = Pipeline::builder(registry, journal)
             .pre_policy(dsh_policy::ModePolicy::new(mode.clone(), shell.clone()).with_kept(kept))
             .pre_policy(confinement.clone())
@@ -484,6 +490,7 @@ impl Session {
             .wrapper(Timeout::new(settings.tool_timeout))
             .wrapper(Retry::new(3, Duration::from_millis(100)))
             .disposition(Spill::new(spill.clone(), settings.spill_chars))
+            .observer(checkpoints.clone())
             .config(PipelineConfig {
                 max_parallel: settings.max_parallel,
                 unavailable_hint: unavailable_hint(&shell, &workspace),
@@ -511,6 +518,7 @@ impl Session {
             profiles,
             mode,
             hardened: hardened_sandbox,
+            checkpoints,
         })
     }
 }

@@ -37,6 +37,7 @@ mod agent;
 mod allow_rule;
 mod always;
 mod assemble;
+pub mod checkpoint;
 pub mod context;
 mod ending;
 pub mod events;

@@ -26,6 +26,8 @@ pub enum Reply {
     Done,
     /// Not done, and why (e.g. verify turned on with no command configured).
     Refused(String),
+    /// What `/undo` put back, or why it could not run.
+    Undone(Result<crate::runtime::UndoReport, String>),
     /// The models the endpoint lists, or why it could not list them.
     Models(Result<Vec<String>, String>),
     /// The session ended (its `session_end` written, or why not).

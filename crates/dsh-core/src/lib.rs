@@ -29,6 +29,7 @@
 
 mod builder;
 mod call;
+mod change;
 mod check;
 mod clearance;
 mod decision;
@@ -53,6 +54,7 @@ mod wrappers;
 
 pub use builder::PipelineBuilder;
 pub use call::{CallSource, ToolCall};
+pub use change::FileChange;
 pub use check::{CheckReport, CheckVote};
 pub use clearance::Clearance;
 pub use decision::Decision;

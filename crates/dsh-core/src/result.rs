@@ -151,6 +151,10 @@ pub struct Candidate {
     pub(crate) elapsed_ms: u64,
     pub(crate) exit_code: Option<i32>,
     pub(crate) sandbox: Option<SandboxState>,
+    /// The files the call changed (journaled as `checkpoint` records, not in the §4 object):
+    /// kept whatever the result says, since the files changed either way.
+    #[serde(skip)]
+    pub(crate) changes: Vec<crate::FileChange>,
 }
 
 impl Candidate {
@@ -171,6 +175,7 @@ impl Candidate {
             elapsed_ms: 0,
             exit_code: None,
             sandbox: None,
+            changes: Vec::new(),
         }
     }
 
@@ -203,6 +208,10 @@ impl Candidate {
     }
     pub fn sandbox(&self) -> Option<SandboxState> {
         self.sandbox
+    }
+    /// The files the call changed through the file seam.
+    pub fn changes(&self) -> &[crate::FileChange] {
+        &self.changes
     }
 }
 

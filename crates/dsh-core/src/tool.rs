@@ -149,6 +149,8 @@ pub struct ToolOutput {
     pub exit_code: Option<i32>,
     /// Whether the work ran inside an OS sandbox, for tools that run commands.
     pub sandbox: Option<SandboxState>,
+    /// The files the call changed through the file seam, each with its pre-image kept.
+    pub changes: Vec<crate::FileChange>,
 }
 
 impl ToolOutput {
@@ -158,6 +160,7 @@ impl ToolOutput {
             value,
             exit_code: None,
             sandbox: None,
+            changes: Vec::new(),
         }
     }
 
@@ -170,6 +173,13 @@ impl ToolOutput {
     #[must_use]
     pub fn with_sandbox(mut self, sandbox: SandboxState) -> Self {
         self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// The call changed a file (through the file seam, which kept its pre-image).
+    #[must_use]
+    pub fn with_change(mut self, change: crate::FileChange) -> Self {
+        self.changes.push(change);
         self
     }
 }

@@ -1149,6 +1149,12 @@ fn one_of_every_kind(
             model: "llama3".into(),
             base_url: "http://localhost:11434/v1".into(),
         },
+        Record::Checkpoint {
+            call_id: "c1".into(),
+            path: "src/lib.rs".into(),
+            before: Some("ab".repeat(32).into()),
+            after: None,
+        },
     ]
 }
 
@@ -1184,9 +1190,10 @@ async fn every_record_kind_round_trips_through_the_file() {
         Record::SessionNamed { .. } => 15,
         Record::ModeChanged { .. } => 16,
         Record::ModelChanged { .. } => 17,
+        Record::Checkpoint { .. } => 18,
     };
     let indices: Vec<usize> = records.iter().map(index).collect();
-    assert_eq!(indices, (0..18).collect::<Vec<_>>());
+    assert_eq!(indices, (0..19).collect::<Vec<_>>());
 
     let dir = tempfile::tempdir().unwrap();
     let path = journal_path(&dir);

@@ -46,7 +46,9 @@ use serde_json::Value;
 
 pub use fs::edit::EditFile;
 pub use fs::list::ListDir;
+pub use fs::pre_images::{MAX_PRE_IMAGE_BYTES, PreImages};
 pub use fs::read::ReadFile;
+pub use fs::restore::{RESTORE_FILE, RestoreFile};
 pub use fs::seam::{FileSeam, Version};
 pub use fs::sweep::sweep_stale_temp_files;
 pub use fs::write::WriteFile;
@@ -100,7 +102,8 @@ pub fn session_tools(
         Arc::new(Grep::new(ws.clone(), limits)),
         Arc::new(FindFiles::new(ws.clone(), limits)),
         Arc::new(WriteFile::new(ws.clone(), seam.clone())),
-        Arc::new(EditFile::new(ws, seam)),
+        Arc::new(EditFile::new(ws.clone(), seam.clone())),
+        Arc::new(RestoreFile::new(ws, seam)),
         Arc::new(ReadOutput::new(spill, spill_chars)),
     ]
 }

@@ -18,12 +18,16 @@ pub struct AgentSpec {
 }
 
 impl AgentSpec {
-    /// The main agent: every tool of the session.
+    /// The main agent: every tool of the session but the person's `restore_file` (`/undo`),
+    /// which no model is offered (nor, through it, any sub-agent).
     pub fn main() -> Self {
         AgentSpec {
             id: MAIN.into(),
             profile: None,
-            tools: ToolSet::all(),
+            tools: ToolSet::all().withholding(
+                dsh_tools::RESTORE_FILE,
+                "restore_file is the person's /undo; models do not call it (use write_file or edit_file)",
+            ),
             system: None,
         }
     }

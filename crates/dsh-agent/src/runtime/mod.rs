@@ -9,9 +9,11 @@
 //! not queued: [`Runtime::interrupt`] cancels every command sent before it at once (running
 //! calls are cancelled and recorded), none sent after.
 //!
+//! - `undo.rs`: `/undo`, the last turns' file changes put back as the person's calls.
 //! - `verify.rs`: after a turn that changed files, the configured check, and its failure
 //!   handed back to the model.
 
+mod undo;
 mod verify;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +25,7 @@ use dsh_model::Provider;
 use tokio::sync::mpsc;
 
 pub use crate::reply::{CommandId, Reply, VerifyStep};
+pub use undo::{UndoReport, Undone};
 pub use verify::VerifyConfig;
 
 use crate::events::{EventKind, MAIN};
@@ -41,6 +44,9 @@ pub enum Command {
         calls: Vec<ToolCall>,
         source: CallSource,
     },
+    /// Put back the files the last `turns` turns that changed files changed through the
+    /// file tools (`/undo N`), as `source`'s own calls; the model is told.
+    Undo { turns: usize, source: CallSource },
     /// Put what a person's own call showed in the conversation for the next request
     /// (`!command`; journaled as `context_attached` from `user`).
     Note { call_id: String, text: String },
@@ -203,7 +209,14 @@ impl Serving {
     async fn run(&mut self, command: Command, cancel: &CancellationToken) -> Reply {
         match command {
             Command::Prompt(text) => {
-                Reply::Turn(verify::prompt(&mut self.agent, &self.verify, &text, cancel).await)
+                let checkpoints = self.agent.session().checkpoints.clone();
+                checkpoints.begin(&text);
+                let outcome = verify::prompt(&mut self.agent, &self.verify, &text, cancel).await;
+                checkpoints.end();
+                Reply::Turn(outcome)
+            }
+            Command::Undo { turns, source } => {
+                Reply::Undone(undo::undo(&mut self.agent, turns, source, cancel).await)
             }
             Command::OwnCalls { calls, source } => Reply::Calls(
                 self.agent

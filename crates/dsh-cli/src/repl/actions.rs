@@ -253,6 +253,7 @@ pub(crate) async fn run(
                 ui.screen.line(&l);
             }
         }
+        Slash::Undo(n) => super::undo::undo(n, live, ui, signals).await,
         Slash::Compact(focus) => {
             // Driven like a turn: the summary request's events show, Esc interrupts it.
             let reply = turn::drive(

@@ -69,6 +69,12 @@ pub(crate) const COMMANDS: &[Spec] = &[
         values: &[],
     },
     Spec {
+        name: "undo",
+        args: "[N]",
+        help: "put back the files the last N turns that changed files changed with the file tools (default 1); a file changed since is left alone; what commands changed is not covered",
+        values: &[],
+    },
+    Spec {
         name: "compact",
         args: "[FOCUS]",
         help: "summarize the older turns now (all but the last two), keeping FOCUS in particular; journaled as context_compacted",
@@ -173,6 +179,8 @@ pub(crate) enum Command {
     Init,
     Permissions,
     Cost,
+    /// How many turns that changed files to undo.
+    Undo(usize),
     /// What the summary should keep in particular.
     Compact(Option<String>),
     /// `None`: every turn.
@@ -285,6 +293,13 @@ pub(crate) fn parse(line: &str) -> Result<Command, String> {
         "permissions" => no_arg(Command::Permissions),
         "init" => no_arg(Command::Init),
         "expand" => no_arg(Command::Expand),
+        "undo" if arg.is_empty() => Ok(Command::Undo(1)),
+        "undo" => arg
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0)
+            .map(Command::Undo)
+            .ok_or_else(|| bad(&format!("{arg:?} is not a positive number"))),
         "compact" => Ok(Command::Compact((!arg.is_empty()).then(|| arg.to_owned()))),
         "reload" => no_arg(Command::Reload),
         "sessions" => no_arg(Command::Sessions),

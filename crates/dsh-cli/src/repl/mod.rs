@@ -24,6 +24,7 @@ pub(crate) mod style;
 mod table;
 pub(crate) mod toolline;
 mod turn;
+mod undo;
 pub(crate) mod visible;
 
 use std::io::IsTerminal;

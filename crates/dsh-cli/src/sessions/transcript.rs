@@ -260,6 +260,19 @@ fn record_texts(records: &[Entry]) -> Vec<Option<String>> {
                 model,
                 base_url,
             } => Some(format!("model: {provider}/{model} at {base_url}")),
+            Record::Checkpoint {
+                path,
+                before,
+                after,
+                ..
+            } => Some(format!(
+                "checkpoint: {path} ({})",
+                match (before, after) {
+                    (None, _) => "created; /undo removes it",
+                    (Some(_), None) => "removed",
+                    (Some(_), Some(_)) => "pre-image kept for /undo",
+                }
+            )),
             Record::AssistantMessage { .. }
             | Record::LlmCall { .. }
             | Record::ToolStarted { .. }

@@ -161,6 +161,15 @@ pub enum Record<'a> {
         model: Cow<'a, str>,
         base_url: Cow<'a, str>,
     },
+    /// A call changed `path` through the file seam, which kept the pre-image (content
+    /// addressed, under the session's state) for `/undo`: `before` is its SHA-256, `after` the
+    /// new content's; `None` — the file did not exist before, or was removed.
+    Checkpoint {
+        call_id: Cow<'a, str>,
+        path: Cow<'a, str>,
+        before: Option<Cow<'a, str>>,
+        after: Option<Cow<'a, str>>,
+    },
 }
 
 /// Where a resumed session left off: the old file's last intact record.

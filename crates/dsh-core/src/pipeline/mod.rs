@@ -15,7 +15,7 @@
 //! 6 normalization                      P7  every Err and panic → one failure kind
 //! 5 dispositions, registration order   P6  reshape the result, never flip `ok`
 //! 7 freeze → Arc<FrozenResult>         P8  the journal and every observer share it
-//! journal tool_result; observers
+//! journal checkpoints, tool_result; observers
 //! ```
 //!
 //! Gates keep SPEC's numbers; they run in the order above: normalization (6) comes before
@@ -27,8 +27,8 @@
 //! `gates.rs` (gate 2 asks through `policy::ask_once`). A batch starts a call with
 //! `Pipeline::start` — `record_call`, `admit`, `record_started` — runs gate 4 and
 //! normalizes (gate 6) in the scheduler, and commits
-//! it with `Pipeline::commit` — `settle` (gates 5 and 7), `record_result`, observers. Those
-//! three `record_*` functions are the only writers of a call's own records; gate 2 writes its
+//! it with `Pipeline::commit` — `settle` (gates 5 and 7), `record_checkpoints`, `record_result`,
+//! observers. Those four `record_*` functions are the only writers of a call's own records; gate 2 writes its
 //! `approval`.
 //!
 //! Why the boundaries sit where they do: gate 1 cannot rewrite arguments because they were
@@ -377,6 +377,7 @@ impl Pipeline {
         attached: &mut Vec<AttachedContext>,
     ) -> Result<Arc<FrozenResult>, JournalError> {
         let result = self.settle(call, candidate, attached).await;
+        self.record_checkpoints(call, &result)?;
         self.record_result(call, &result)?;
         self.notify(&result);
         scope.finished(call, &result);
@@ -466,6 +467,27 @@ impl Pipeline {
                 call_id: call.id().into(),
             },
         )?;
+        Ok(())
+    }
+
+    /// `checkpoint`: one for each file the call changed through the file seam, with the
+    /// digests of its content before and after (DESIGN §6), before its `tool_result`.
+    pub(crate) fn record_checkpoints(
+        &self,
+        call: &ToolCall,
+        result: &FrozenResult,
+    ) -> Result<(), JournalError> {
+        for change in result.changes() {
+            self.journal.append_as(
+                call.agent(),
+                &Record::Checkpoint {
+                    call_id: call.id().into(),
+                    path: change.path.as_str().into(),
+                    before: change.before.as_deref().map(Into::into),
+                    after: change.after.as_deref().map(Into::into),
+                },
+            )?;
+        }
         Ok(())
     }
 

@@ -484,17 +484,23 @@ fn normalize(
                 elapsed_ms: millis(elapsed),
                 exit_code: output.exit_code,
                 sandbox: output.sandbox,
+                changes: output.changes,
             },
-            Err(why) => fail(
-                FailureKind::InvalidOutput,
-                Gate::Normalize,
-                None,
-                format!(
-                    "`{}` returned output that does not match its declared schema ({why}); its content is withheld",
-                    call.name()
-                ),
-                elapsed,
-            ),
+            Err(why) => {
+                let mut c = fail(
+                    FailureKind::InvalidOutput,
+                    Gate::Normalize,
+                    None,
+                    format!(
+                        "`{}` returned output that does not match its declared schema ({why}); its content is withheld",
+                        call.name()
+                    ),
+                    elapsed,
+                );
+                // What it changed is changed all the same.
+                c.changes = output.changes;
+                c
+            }
         },
         Ok((Err(e), elapsed)) => {
             let mut c = if cancelled && e.kind != ToolErrorKind::Crashed {

@@ -181,7 +181,8 @@ impl Tool for EditFile {
             Ok(ToolOutput::new(
                 format!("edited {rel}: {n} replacement{plural}{kept}\n{shown}"),
                 json!({"path": rel, "replacements": n, "diff": shown, "encoding": encoding.name()}),
-            ))
+            )
+            .with_change(changed.change))
         })
         .await
     }

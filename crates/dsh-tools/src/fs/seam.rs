@@ -35,15 +35,17 @@
 
 use std::collections::HashMap;
 use std::fs::{File, Metadata};
-use std::io::{Cursor, Read, Write};
+use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use dsh_core::{CancellationToken, ResolvedPath, ToolError, ToolErrorKind, Workspace};
 
-use crate::fs::dir_lock;
+use dsh_core::FileChange;
+
 use crate::fs::encoding::{Detected, Encoding, Unencodable, decode_all, detect, encode};
-use crate::fs::temp_name;
+use crate::fs::parent_dir::ParentDir;
+use crate::fs::pre_images::{self, MAX_PRE_IMAGE_BYTES, PreImages};
 
 /// A file's identity at one moment. Opaque.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,12 +91,14 @@ impl Version {
     }
 }
 
-/// The observed versions of one session (shared by its tools), and the lock that makes
-/// check-then-change one critical section.
+/// The observed versions of one session (shared by its tools), the lock that makes
+/// check-then-change one critical section, and the store where each change's pre-image is
+/// kept (`/undo`).
 #[derive(Debug, Default)]
 pub struct FileSeam {
     observed: Mutex<HashMap<PathBuf, Version>>,
     change: Mutex<()>,
+    pre_images: Option<PreImages>,
 }
 
 /// What the seam requires of a change.
@@ -117,7 +121,7 @@ pub(crate) struct Current {
 }
 
 /// What a change did.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Changed {
     /// The file did not exist.
     pub(crate) created: bool,
@@ -125,11 +129,23 @@ pub(crate) struct Changed {
     pub(crate) encoding: Encoding,
     /// The bytes written.
     pub(crate) bytes: usize,
+    /// The change, for the call's checkpoint.
+    pub(crate) change: FileChange,
 }
 
 impl FileSeam {
+    /// A seam that keeps no pre-images (changes are still reported with their digests).
     pub fn new() -> Self {
         FileSeam::default()
+    }
+
+    /// A seam that keeps each change's pre-image in `store` before making it: a change whose
+    /// pre-image cannot be kept is not made.
+    pub fn with_pre_images(store: PreImages) -> Self {
+        FileSeam {
+            pre_images: Some(store),
+            ..FileSeam::default()
+        }
     }
 
     /// Records that the session has seen `abs` at `version` (by reading it).
@@ -143,11 +159,38 @@ impl FileSeam {
         self.observed.lock().ok()?.get(abs).copied()
     }
 
+    fn forget(&self, abs: &Path) {
+        if let Ok(mut map) = self.observed.lock() {
+            map.remove(abs);
+        }
+    }
+
+    /// Keeps `bytes` as a pre-image (when this seam keeps them) and returns their digest.
+    fn keep(&self, given: &str, bytes: &[u8]) -> Result<String, ToolError> {
+        match &self.pre_images {
+            Some(store) => store
+                .keep(bytes)
+                .map_err(|e| ToolError::failed(format!("`{given}`: {e}; nothing was changed"))),
+            None => Ok(pre_images::digest(bytes)),
+        }
+    }
+
+    /// The pre-image kept under `digest`.
+    pub(crate) fn pre_image(&self, digest: &str) -> Result<Vec<u8>, ToolError> {
+        let store = self.pre_images.as_ref().ok_or_else(|| {
+            ToolError::failed("this session keeps no checkpoints; nothing can be restored")
+        })?;
+        store
+            .get(digest)
+            .map_err(|e| ToolError::failed(e.to_string()))
+    }
+
     /// Checks `intent` against the session's observations, lets `change` compute the new
-    /// content from what is there, encodes it as the file was encoded, and writes it atomically
-    /// — all under this session's lock and the directory's lock across processes (waiting for
-    /// the latter at most five seconds, or until `cancel`). Returns what `change`
-    /// returned besides the content, and what was done.
+    /// content from what is there, encodes it as the file was encoded, keeps the old content
+    /// as the change's pre-image, and writes the new one atomically — all under this
+    /// session's lock and the directory's lock across processes (waiting for the latter at
+    /// most five seconds, or until `cancel`). Returns what `change` returned besides the
+    /// content, and what was done.
     pub(crate) fn change<T>(
         &self,
         ws: &Workspace,
@@ -165,18 +208,21 @@ impl FileSeam {
         let given = &resolved.given;
         let _held = dir.lock(cancel)?;
         let found = dir.stat_target()?;
-        let current = match (&found, intent) {
+        let (current, old) = match (&found, intent) {
             (None, Intent::Edit) => {
                 return Err(ToolError::new(
                     ToolErrorKind::NotFound,
                     format!("`{given}` does not exist; create it with write_file"),
                 ));
             }
-            (None, Intent::Write) => Current {
-                text: None,
-                mode: None,
-                encoding: Encoding::Utf8,
-            },
+            (None, Intent::Write) => (
+                Current {
+                    text: None,
+                    mode: None,
+                    encoding: Encoding::Utf8,
+                },
+                None,
+            ),
             (Some((version, _)), _) => {
                 match self.observed(&resolved.abs) {
                     None => {
@@ -197,23 +243,36 @@ impl FileSeam {
                     }
                     Some(_) => {}
                 }
-                let (file, mode) = dir.open_target(max_bytes)?;
-                let (text, encoding) = match intent {
+                let (file, mode) = dir.open_target()?;
+                let (text, encoding, old) = match intent {
                     Intent::Edit => {
-                        let (text, encoding) = read_text(file, given, max_bytes)?;
-                        (Some(text), encoding)
+                        let old = read_all(file, given, max_bytes, "edit_file does not change")?;
+                        let (text, encoding) = decode_text(&old, given)?;
+                        (Some(text), encoding, old)
                     }
-                    Intent::Write => (None, encoding_of(file, given)?),
+                    Intent::Write => {
+                        let old = read_all(
+                            file,
+                            given,
+                            max_bytes.min(MAX_PRE_IMAGE_BYTES),
+                            "its content could not be kept for /undo, so write_file does not replace",
+                        )?;
+                        (None, encoding_of(&old, given)?, old)
+                    }
                 };
-                Current {
-                    text,
-                    mode: Some(mode),
-                    encoding,
-                }
+                (
+                    Current {
+                        text,
+                        mode: Some(mode),
+                        encoding,
+                    },
+                    Some(old),
+                )
             }
         };
         let (content, extra) = change(&current)?;
         let bytes = encode(current.encoding, content).map_err(|e| unencodable(given, &e))?;
+        let before = old.map(|old| self.keep(given, &old)).transpose()?;
         let version = dir.replace(&bytes, current.mode, found.map(|(v, _)| v))?;
         self.observe(&resolved.abs, version);
         Ok((
@@ -222,8 +281,72 @@ impl FileSeam {
                 created: found.is_none(),
                 encoding: current.encoding,
                 bytes: bytes.len(),
+                change: FileChange {
+                    path: resolved.rel.display().to_string(),
+                    before,
+                    after: Some(pre_images::digest(&bytes)),
+                },
             },
         ))
+    }
+
+    /// Puts `path` back as a checkpoint had it: `to` its content then (`None`: it did not
+    /// exist, so it is removed), only if its content now is `expect` — the content the change
+    /// being undone left. A file changed since by anything else is left alone and the call
+    /// fails `stale_version`. The content replaced is kept as a pre-image like any change's,
+    /// and the session's observation of the file is forgotten: whoever changes it next reads
+    /// it first.
+    pub(crate) fn restore(
+        &self,
+        ws: &Workspace,
+        resolved: &ResolvedPath,
+        to: Option<&[u8]>,
+        expect: &str,
+        cancel: &CancellationToken,
+    ) -> Result<FileChange, ToolError> {
+        let _guard = self
+            .change
+            .lock()
+            .map_err(|_| ToolError::failed("the file seam is unusable after a crash"))?;
+        let given = &resolved.given;
+        let changed_since = |what: &str| {
+            ToolError::new(
+                ToolErrorKind::StaleVersion,
+                format!("`{given}` {what} since that change; it is left alone"),
+            )
+        };
+        let dir = ParentDir::open(ws, resolved, Intent::Edit).map_err(|e| match e.kind {
+            ToolErrorKind::NotFound => changed_since("was removed"),
+            _ => e,
+        })?;
+        let _held = dir.lock(cancel)?;
+        let Some((version, mode)) = dir.stat_target()? else {
+            return Err(changed_since("was removed"));
+        };
+        let (file, _) = dir.open_target()?;
+        let now = read_all(
+            file,
+            given,
+            MAX_PRE_IMAGE_BYTES,
+            "it is not what that change left, so /undo does not restore",
+        )
+        .map_err(|_| changed_since("changed"))?;
+        if pre_images::digest(&now) != expect {
+            return Err(changed_since("changed"));
+        }
+        let before = self.keep(given, &now)?;
+        match to {
+            Some(bytes) => {
+                dir.replace(bytes, Some(mode), Some(version))?;
+            }
+            None => dir.remove(version)?,
+        }
+        self.forget(&resolved.abs);
+        Ok(FileChange {
+            path: resolved.rel.display().to_string(),
+            before: Some(before),
+            after: to.map(pre_images::digest),
+        })
     }
 }
 
@@ -241,29 +364,38 @@ fn unencodable(given: &str, e: &Unencodable) -> ToolError {
 
 /// The encoding of an existing file about to be replaced whole; a file that does not look
 /// like text is replaced with UTF-8, as any new content is.
-fn encoding_of(mut file: File, given: &str) -> Result<Encoding, ToolError> {
-    match detect(&mut file) {
+fn encoding_of(bytes: &[u8], given: &str) -> Result<Encoding, ToolError> {
+    match detect(&mut Cursor::new(bytes)) {
         Ok(Detected::Text(encoding)) => Ok(encoding),
         Ok(Detected::Binary(_)) => Ok(Encoding::Utf8),
         Err(e) => Err(ToolError::failed(format!("cannot read `{given}`: {e}"))),
     }
 }
 
-/// The whole text of a file to edit, decoded exactly, and its encoding.
-fn read_text(mut file: File, given: &str, max_bytes: u64) -> Result<(String, Encoding), ToolError> {
+/// The whole content of an existing file, of at most `max_bytes` (larger: refused, `refusal`
+/// saying what is not done to files that large).
+fn read_all(
+    mut file: File,
+    given: &str,
+    max_bytes: u64,
+    refusal: &str,
+) -> Result<Vec<u8>, ToolError> {
     let mut bytes = Vec::new();
     (&mut file)
-        .take(max_bytes + 1)
+        .take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| ToolError::failed(format!("cannot read `{given}`: {e}")))?;
     if bytes.len() as u64 > max_bytes {
         return Err(ToolError::new(
             ToolErrorKind::InvalidArgs,
-            format!(
-                "`{given}` is larger than {max_bytes} bytes; edit_file does not change files that large"
-            ),
+            format!("`{given}` is larger than {max_bytes} bytes; {refusal} files that large"),
         ));
     }
+    Ok(bytes)
+}
+
+/// A file's whole text to edit, decoded exactly, and its encoding.
+fn decode_text(bytes: &[u8], given: &str) -> Result<(String, Encoding), ToolError> {
     let refuse = |why: &str| {
         ToolError::new(
             ToolErrorKind::InvalidArgs,
@@ -272,300 +404,11 @@ fn read_text(mut file: File, given: &str, max_bytes: u64) -> Result<(String, Enc
             ),
         )
     };
-    let encoding = match detect(&mut Cursor::new(bytes.as_slice())) {
+    let encoding = match detect(&mut Cursor::new(bytes)) {
         Ok(Detected::Text(encoding)) => encoding,
         Ok(Detected::Binary(why)) => return Err(refuse(&format!("it looks binary ({why})"))),
         Err(e) => return Err(ToolError::failed(format!("cannot read `{given}`: {e}"))),
     };
-    let text = decode_all(encoding, bytes).map_err(|e| refuse(&e.to_string()))?;
+    let text = decode_all(encoding, bytes.to_vec()).map_err(|e| refuse(&e.to_string()))?;
     Ok((text, encoding))
-}
-
-fn denied(given: &str, why: &str) -> ToolError {
-    ToolError::new(ToolErrorKind::Denied, format!("`{given}`: {why}"))
-}
-
-fn io_failed(given: &str, what: &str, e: std::io::Error) -> ToolError {
-    ToolError::failed(format!("cannot {what} `{given}`: {e}"))
-}
-
-/// The target's parent directory, opened and checked on its handle.
-struct ParentDir<'a> {
-    resolved: &'a ResolvedPath,
-    name: std::ffi::OsString,
-    /// The directory's handle, which every operation on the target goes through (and which
-    /// carries the lock across processes).
-    #[cfg(unix)]
-    dir: File,
-    #[cfg(not(unix))]
-    path: PathBuf,
-}
-
-impl<'a> ParentDir<'a> {
-    fn open(ws: &Workspace, resolved: &'a ResolvedPath, intent: Intent) -> Result<Self, ToolError> {
-        let given = &resolved.given;
-        let root = resolved.rel.as_os_str().is_empty();
-        let (Some(parent), Some(name), false) =
-            (resolved.abs.parent(), resolved.abs.file_name(), root)
-        else {
-            return Err(ToolError::new(
-                ToolErrorKind::InvalidArgs,
-                format!("`{given}` names the workspace root, not a file"),
-            ));
-        };
-        if !ws.contains(parent) {
-            return Err(denied(given, "its directory is outside the workspace"));
-        }
-        match intent {
-            // Only a write creates missing directories; an edit of a file whose directory
-            // does not exist is simply not found.
-            Intent::Write => std::fs::create_dir_all(parent)
-                .map_err(|e| io_failed(given, "create the directory of", e))?,
-            Intent::Edit if !parent.is_dir() => {
-                return Err(ToolError::new(
-                    ToolErrorKind::NotFound,
-                    format!("`{given}` does not exist; create it with write_file"),
-                ));
-            }
-            Intent::Edit => {}
-        }
-        #[cfg(unix)]
-        {
-            use rustix::fs::{Mode, OFlags};
-            let fd = rustix::fs::open(
-                parent,
-                OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| match e {
-                // The directory was there a moment ago (resolved, or just created) and is now
-                // a symlink or not a directory: the path changed under the call.
-                rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => {
-                    crate::confine::path_error(resolved.changed(), crate::confine::Want::File)
-                }
-                e => io_failed(given, "open the directory of", e.into()),
-            })?;
-            #[cfg(target_os = "linux")]
-            {
-                use std::os::fd::AsRawFd;
-                let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-                    .map_err(|e| io_failed(given, "check the directory of", e))?;
-                if !ws.contains(&real) {
-                    return Err(denied(
-                        given,
-                        &format!(
-                            "its directory now resolves to {} outside the workspace",
-                            real.display()
-                        ),
-                    ));
-                }
-            }
-            Ok(ParentDir {
-                resolved,
-                name: name.to_owned(),
-                dir: File::from(fd),
-            })
-        }
-        #[cfg(not(unix))]
-        {
-            Ok(ParentDir {
-                resolved,
-                name: name.to_owned(),
-                path: parent.to_path_buf(),
-            })
-        }
-    }
-
-    /// Takes the lock across processes on this directory, waiting at most five seconds.
-    fn lock(&self, cancel: &CancellationToken) -> Result<dir_lock::Held<'_>, ToolError> {
-        #[cfg(unix)]
-        {
-            dir_lock::lock(&self.dir, &self.resolved.given, cancel)
-        }
-        #[cfg(not(unix))]
-        {
-            dir_lock::lock(&self.resolved.given, cancel)
-        }
-    }
-
-    /// The target's version and whether it is a regular file; `None` if absent. A symlink or
-    /// anything else but a regular file with one link is refused.
-    fn stat_target(&self) -> Result<Option<(Version, u32)>, ToolError> {
-        let given = &self.resolved.given;
-        #[cfg(unix)]
-        let meta = {
-            use rustix::fs::{Mode, OFlags};
-            // O_PATH: a handle to stat, opening nothing (a FIFO or device is not opened).
-            match rustix::fs::openat(
-                &self.dir,
-                self.name.as_os_str(),
-                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            ) {
-                Ok(fd) => File::from(fd).metadata(),
-                Err(rustix::io::Errno::NOENT) => return Ok(None),
-                Err(e) => Err(e.into()),
-            }
-        };
-        #[cfg(not(unix))]
-        let meta = match std::fs::symlink_metadata(self.path.join(&self.name)) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            other => other,
-        };
-        let meta = meta.map_err(|e| io_failed(given, "inspect", e))?;
-        let t = meta.file_type();
-        if t.is_symlink() {
-            return Err(denied(given, "it was replaced by a symlink; it is refused"));
-        }
-        if !t.is_file() {
-            return Err(ToolError::new(
-                ToolErrorKind::InvalidArgs,
-                format!("`{given}` is not a regular file; only regular files can be written"),
-            ));
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            if meta.nlink() > 1 {
-                return Err(denied(
-                    given,
-                    "it has more than one hard link, which can reach outside the workspace; it is refused",
-                ));
-            }
-            Ok(Some((Version::of(&meta), meta.mode() & 0o7777)))
-        }
-        #[cfg(not(unix))]
-        Ok(Some((Version::of(&meta), 0o644)))
-    }
-
-    /// Opens the existing target for reading (never following a symlink, never blocking).
-    fn open_target(&self, _max_bytes: u64) -> Result<(File, u32), ToolError> {
-        let given = &self.resolved.given;
-        #[cfg(unix)]
-        {
-            use rustix::fs::{Mode, OFlags};
-            let fd = rustix::fs::openat(
-                &self.dir,
-                self.name.as_os_str(),
-                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| io_failed(given, "open", e.into()))?;
-            let file = File::from(fd);
-            let mode = {
-                use std::os::unix::fs::MetadataExt;
-                file.metadata().map(|m| m.mode() & 0o7777).unwrap_or(0o644)
-            };
-            Ok((file, mode))
-        }
-        #[cfg(not(unix))]
-        {
-            let file =
-                File::open(self.path.join(&self.name)).map_err(|e| io_failed(given, "open", e))?;
-            Ok((file, 0o644))
-        }
-    }
-
-    /// Writes `content` to a temporary file in the directory, checks that the target is still
-    /// at `expected` (still absent, for `None`), and renames the temporary file over it.
-    /// Returns the new version.
-    fn replace(
-        &self,
-        content: &[u8],
-        mode: Option<u32>,
-        expected: Option<Version>,
-    ) -> Result<Version, ToolError> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let given = &self.resolved.given;
-        let tmp = temp_name::make(
-            &self.name,
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed),
-        );
-        #[cfg(unix)]
-        {
-            use rustix::fs::{AtFlags, Mode, OFlags};
-            let mode = mode.unwrap_or(0o644);
-            let fd = rustix::fs::openat(
-                &self.dir,
-                tmp.as_str(),
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(mode),
-            )
-            .map_err(|e| io_failed(given, "create a temporary file for", e.into()))?;
-            let mut file = File::from(fd);
-            let written = (|| {
-                file.write_all(content)?;
-                // The umask may have narrowed the mode: set it exactly.
-                rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
-                file.sync_all()
-            })();
-            let unlink = || {
-                let _ = rustix::fs::unlinkat(&self.dir, tmp.as_str(), AtFlags::empty());
-            };
-            if let Err(e) = written {
-                unlink();
-                return Err(io_failed(given, "write", e));
-            }
-            if let Err(e) = self.still_at(expected) {
-                unlink();
-                return Err(e);
-            }
-            if let Err(e) =
-                rustix::fs::renameat(&self.dir, tmp.as_str(), &self.dir, self.name.as_os_str())
-            {
-                unlink();
-                return Err(io_failed(given, "replace", e.into()));
-            }
-            let meta = file
-                .metadata()
-                .map_err(|e| io_failed(given, "inspect", e))?;
-            Ok(Version::of(&meta))
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = mode;
-            let tmp_path = self.path.join(&tmp);
-            let target = self.path.join(&self.name);
-            let mut file = File::create_new(&tmp_path)
-                .map_err(|e| io_failed(given, "create a temporary file for", e))?;
-            let written = file
-                .write_all(content)
-                .and_then(|()| file.sync_all())
-                .map_err(|e| io_failed(given, "write", e))
-                .and_then(|()| self.still_at(expected))
-                .and_then(|()| {
-                    std::fs::rename(&tmp_path, &target).map_err(|e| io_failed(given, "replace", e))
-                });
-            if let Err(e) = written {
-                let _ = std::fs::remove_file(&tmp_path);
-                return Err(e);
-            }
-            let meta = std::fs::metadata(&target).map_err(|e| io_failed(given, "inspect", e))?;
-            Ok(Version::of(&meta))
-        }
-    }
-
-    /// The second version check, just before the rename: under the lock no dsh process can
-    /// have changed the target since the first, so a difference is another program's change.
-    fn still_at(&self, expected: Option<Version>) -> Result<(), ToolError> {
-        let given = &self.resolved.given;
-        match (expected, self.stat_target()?) {
-            (None, None) => Ok(()),
-            (Some(then), Some((now, _))) if then == now => Ok(()),
-            (None, Some(_)) => Err(ToolError::new(
-                ToolErrorKind::NotObserved,
-                format!(
-                    "`{given}` was created by another program while this write was being made; nothing was changed; read it with read_file, then change it"
-                ),
-            )),
-            (Some(_), _) => Err(ToolError::new(
-                ToolErrorKind::StaleVersion,
-                format!(
-                    "`{given}` was changed by another program while this change was being made; nothing was changed; read it again before changing it"
-                ),
-            )),
-        }
-    }
 }

@@ -120,14 +120,16 @@ impl Tool for WriteFile {
             let rel = resolved.rel.display().to_string();
             let verb = if changed.created { "created" } else { "replaced" };
             let (bytes, encoding) = (changed.bytes, changed.encoding);
+            let created = changed.created;
             let written = match encoding {
                 Encoding::Utf8 => String::new(),
                 other => format!(", written in {other}"),
             };
             Ok(ToolOutput::new(
                 format!("{verb} {rel} ({bytes} bytes{written})"),
-                json!({"path": rel, "bytes": bytes, "created": changed.created, "encoding": encoding.name()}),
-            ))
+                json!({"path": rel, "bytes": bytes, "created": created, "encoding": encoding.name()}),
+            )
+            .with_change(changed.change))
         })
         .await
     }
