@@ -63,6 +63,9 @@ pub enum EventKind {
     ToolProposed { call: ToolCall },
     /// The call passed gates 1–3 and executes.
     ToolStarted { call_id: String },
+    /// The latest lines a running call printed (a command's output), a few times a second
+    /// at most: for a live view; the result holds what counts.
+    ToolOutput { call_id: String, text: String },
     /// Gate 2 asks a person. Answer through `reply`; dropping it is `cancelled`.
     ApprovalAsked {
         request: ApprovalAsk,
@@ -173,6 +176,15 @@ impl CallEvents for CallBridge {
             &self.agent,
             EventKind::ToolStarted {
                 call_id: call.id().to_owned(),
+            },
+        );
+    }
+    fn output(&self, call: &ToolCall, text: &str) {
+        self.sink.send(
+            &self.agent,
+            EventKind::ToolOutput {
+                call_id: call.id().to_owned(),
+                text: text.to_owned(),
             },
         );
     }

@@ -87,12 +87,15 @@ impl ToolSet {
 }
 
 /// What a batch reports about each call as it goes, in order for each call: proposed (its
-/// `tool_call` is journaled), started (it passed gates 1–3 and executes), finished (its result
-/// is journaled). Reports only: nothing a listener does changes a decision or a record, and
+/// `tool_call` is journaled), started (it passed gates 1–3 and executes), output while it
+/// runs (if it prints), finished (its result is journaled). Reports only: nothing a listener does changes a decision or a record, and
 /// a panicking listener is ignored.
 pub trait CallEvents: Send + Sync {
     fn proposed(&self, _call: &ToolCall) {}
     fn started(&self, _call: &ToolCall) {}
+    /// While it runs, the latest lines the call printed (bounded, at most a few times a
+    /// second): for a live view only — the result holds what counts.
+    fn output(&self, _call: &ToolCall, _text: &str) {}
     fn finished(&self, _call: &ToolCall, _result: &Arc<FrozenResult>) {}
 }
 

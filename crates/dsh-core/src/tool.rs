@@ -314,6 +314,15 @@ impl ExecContext {
             None => Err(SubmitError::Detached),
         }
     }
+
+    /// Reports the latest lines of what the call is printing as it runs (a command's
+    /// output), for a front end's live view. A report only: nothing is recorded or changed by
+    /// it, and outside a pipeline it goes nowhere.
+    pub fn report_output(&self, text: &str) {
+        if let Some(d) = &self.dispatch {
+            d.report_output(text);
+        }
+    }
 }
 
 /// A submission that could not run.

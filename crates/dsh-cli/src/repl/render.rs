@@ -33,7 +33,12 @@ pub(crate) type Ask = (ApprovalAsk, oneshot::Sender<ApprovalAnswer>);
 struct Open {
     call: ToolCall,
     started: Option<Instant>,
+    /// The latest lines it printed while running.
+    output: String,
 }
+
+/// How many of a running command's latest lines the live region shows.
+const LIVE_OUTPUT_LINES: usize = 5;
 
 /// The rendering state of one REPL.
 pub(crate) struct Render {
@@ -159,6 +164,7 @@ impl Render {
                 self.open.push(Open {
                     call,
                     started: None,
+                    output: String::new(),
                 });
             }
             EventKind::ToolStarted { call_id } => {
@@ -168,6 +174,15 @@ impl Render {
                     .find(|o| o.call.id() == call_id && mine(o))
                 {
                     o.started = Some(Instant::now());
+                }
+            }
+            EventKind::ToolOutput { call_id, text } => {
+                if let Some(o) = self
+                    .open
+                    .iter_mut()
+                    .find(|o| o.call.id() == call_id && mine(o))
+                {
+                    o.output = text;
                 }
             }
             EventKind::ToolFinished { result } => {
@@ -349,6 +364,10 @@ impl Render {
         for o in &self.open {
             let line = toolline::running(&o.call, o.started.map(|s| s.elapsed()), frame, self.st);
             live.push(screen::fit(&line, cols));
+            live.extend(latest_lines(&o.output, LIVE_OUTPUT_LINES).map(|l| {
+                let shown = format!("  │ {}", visible(l, false));
+                self.st.dim(&screen::fit(&shown, cols))
+            }));
         }
         if self.waiting && self.line.is_empty() && self.last_output.elapsed() >= QUIET {
             let what = if self.reasoning.is_empty() {
@@ -372,6 +391,18 @@ impl Render {
         }
         live
     }
+}
+
+/// The last `n` lines of `text` that show something (a carriage return's overwrite shows
+/// its last part, as a terminal would).
+fn latest_lines(text: &str, n: usize) -> impl Iterator<Item = &str> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| l.rsplit('\r').find(|p| !p.trim().is_empty()).unwrap_or(""))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let from = lines.len().saturating_sub(n);
+    lines.into_iter().skip(from)
 }
 
 #[cfg(test)]

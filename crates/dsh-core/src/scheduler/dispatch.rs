@@ -74,6 +74,13 @@ impl Dispatch {
         self.scope.host.as_ref()
     }
 
+    /// Reports what the parent call has printed lately to its scope's listener
+    /// ([`crate::CallEvents::output`]); a report only.
+    pub fn report_output(&self, text: &str) {
+        let events = &self.scope.events;
+        crate::panic::quietly(|| events.output(&self.parent, text));
+    }
+
     /// Runs `calls` as a batch in the parent's scope (Code Mode: the same agent's tools),
     /// cancelled with `cancel` — pass the parent's [`crate::ExecContext::cancel`], so a
     /// timeout or an interrupt of the parent reaches its sub-calls.

@@ -57,6 +57,26 @@ impl Capture {
         text
     }
 
+    /// The last `max` bytes written at most, as text (invalid UTF-8 replaced), from the
+    /// start of a line when one starts within them.
+    pub(crate) fn last(&self, max: usize) -> String {
+        // The tail, once anything is in it, holds the latest bytes (the head ended before).
+        let bytes: Vec<u8> = if self.tail.is_empty() {
+            self.head[self.head.len().saturating_sub(max)..].to_vec()
+        } else {
+            let from = self.tail.len().saturating_sub(max);
+            self.tail.range(from..).copied().collect()
+        };
+        let mut shown = bytes.as_slice();
+        if (self.total as usize) > bytes.len()
+            && let Some(nl) = memchr::memchr(b'\n', shown)
+            && nl + 1 < shown.len()
+        {
+            shown = &shown[nl + 1..];
+        }
+        String::from_utf8_lossy(shown).into_owned()
+    }
+
     /// Bytes written in all.
     pub(crate) fn total_bytes(&self) -> u64 {
         self.total
@@ -135,5 +155,22 @@ mod tests {
         c.push("héllo ".as_bytes());
         c.push(b"world");
         assert_eq!(c.text(), "héllo world");
+    }
+
+    #[test]
+    fn the_latest_output_starts_at_a_line_and_comes_from_the_tail_in_a_flood() {
+        let mut c = Capture::default();
+        c.push(b"one\ntwo\nthree\n");
+        assert_eq!(
+            c.last(100),
+            "one\ntwo\nthree\n",
+            "all of it, from its start"
+        );
+        assert_eq!(c.last(8), "three\n", "a cut first line is left out");
+        for _ in 0..5 {
+            c.push(&vec![b'x'; 1 << 20]);
+        }
+        c.push(b"\nlast line\n");
+        assert_eq!(c.last(64), "last line\n");
     }
 }

@@ -26,6 +26,10 @@ use crate::sandbox::{self, ExecSpec, Probe, StatusPipe};
 /// How long to wait for the output pipe to close once the command's tree has stopped. Only
 /// a process that escaped the tree (possible without the sandbox) can hold it longer.
 const DRAIN: Duration = Duration::from_secs(2);
+/// How often a running command's latest output is reported for a live view, and how much
+/// of it.
+const LIVE_EVERY: Duration = Duration::from_millis(100);
+const LIVE_BYTES: usize = 2048;
 
 /// The `run_shell` tool of one session.
 #[derive(Debug)]
@@ -465,13 +469,32 @@ impl Tool for RunShell {
             })?;
         let mut guard = TreeGuard(spawned.pgid);
 
-        let end = tokio::select! {
-            status = spawned.child.wait() => match status {
-                Ok(s) => End::Exited(s),
-                Err(e) => return Err(ToolError::failed(format!("waiting for the command: {e}"))),
-            },
-            () = tokio::time::sleep(timeout) => End::TimedOut,
-            () = cx.cancel.cancelled() => End::Cancelled,
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut live = tokio::time::interval(LIVE_EVERY);
+        live.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut reported = 0;
+        let end = loop {
+            tokio::select! {
+                status = spawned.child.wait() => break match status {
+                    Ok(s) => End::Exited(s),
+                    Err(e) => {
+                        return Err(ToolError::failed(format!("waiting for the command: {e}")));
+                    }
+                },
+                () = &mut deadline => break End::TimedOut,
+                () = cx.cancel.cancelled() => break End::Cancelled,
+                _ = live.tick() => {
+                    let latest = {
+                        let c = capture.lock().unwrap_or_else(PoisonError::into_inner);
+                        (c.total_bytes() != reported).then(|| (c.total_bytes(), c.last(LIVE_BYTES)))
+                    };
+                    if let Some((total, text)) = latest {
+                        reported = total;
+                        cx.report_output(&text);
+                    }
+                }
+            }
         };
         if !matches!(end, End::Exited(_)) {
             let _ = spawned.child.start_kill();
