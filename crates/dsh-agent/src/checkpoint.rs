@@ -12,7 +12,9 @@
 //! else (a command, an editor), so that one change's result is not the next one's start, is
 //! named and left alone. What commands changed is not covered: nothing records it.
 //!
-//! The log lives in this process: a resumed session's earlier turns are not in it.
+//! A restore that was refused or failed (not one left alone) is put back in the log, so a
+//! later `/undo` tries it again. The log lives in this process: a resumed session's earlier
+//! turns are not in it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -80,6 +82,26 @@ impl Checkpoints {
         let mut log = lock(&self.log);
         let keep = log.turns.len().saturating_sub(n);
         log.turns.split_off(keep)
+    }
+
+    /// Puts back, as the last turns, what [`Checkpoints::take_last`] took and could not be
+    /// undone (each turn's changes to the files `left`), so a later `/undo` tries it again.
+    pub(crate) fn put_back(&self, taken: &[TurnChanges], left: &[&str]) {
+        let mut log = lock(&self.log);
+        for turn in taken {
+            let changes: Vec<FileChange> = turn
+                .changes
+                .iter()
+                .filter(|c| left.contains(&c.path.as_str()))
+                .cloned()
+                .collect();
+            if !changes.is_empty() {
+                log.turns.push(TurnChanges {
+                    prompt: turn.prompt.clone(),
+                    changes,
+                });
+            }
+        }
     }
 }
 

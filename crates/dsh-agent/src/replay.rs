@@ -85,7 +85,9 @@ pub struct Row {
 
 /// The tool set the agent that made a call has today: the one place that chooses it.
 ///
-/// The main agent (`agent` `None`) has every tool of the session. A sub-agent has its
+/// The main agent (`agent` `None`) has every tool of the session but those withheld from
+/// models (the person's `restore_file`), for the calls its model made; the calls no model
+/// made had every tool. A sub-agent has its
 /// profile's set as `profiles` define it today (a profile whose tools changed is judged by
 /// its new list); a sub-agent whose profile is unknown — no `sub_agent_start` for it in the
 /// file, or a profile no longer configured — has no tool at all, as the loop could not start
@@ -93,10 +95,18 @@ pub struct Row {
 pub fn tool_set_for(
     agent: Option<&str>,
     profile: Option<&str>,
+    source: dsh_core::CallSource,
     profiles: &crate::subagent::Profiles,
 ) -> ToolSet {
     if agent.is_none() {
-        return ToolSet::all();
+        // The main agent's model (and its programs) had its tool set; the calls no model
+        // made — a person's, a batch line, a configured command — had every tool.
+        return match source {
+            CallSource::Model | CallSource::Code | CallSource::SubAgent => {
+                crate::AgentSpec::main().tools
+            }
+            CallSource::User | CallSource::Batch | CallSource::Config => ToolSet::all(),
+        };
     }
     match profile.and_then(|p| profiles.get(p)) {
         Some(p) => p.tool_set(),
@@ -244,6 +254,7 @@ pub async fn replay(calls: Vec<RecordedCall>, session: &Session) -> Vec<Row> {
         let tools = tool_set_for(
             call.agent.as_deref(),
             call.profile.as_deref(),
+            call.source,
             &session.profiles,
         );
         let probe = ToolCall::new(call.call_id.as_str(), call.tool.as_str(), call.args.clone())
@@ -332,6 +343,19 @@ mod tests {
             .into_iter()
             .map(|c| c.recorded.map(|r| (r.decision, r.gate)))
             .collect()
+    }
+
+    /// The main agent's model was never offered the person's `restore_file`; a person's own
+    /// calls (and a batch's) had every tool.
+    #[test]
+    fn the_main_agents_model_never_had_the_restore_a_person_has() {
+        let profiles = crate::subagent::Profiles::default();
+        let set = |source| tool_set_for(None, None, source, &profiles);
+        assert!(!set(CallSource::Model).contains(dsh_tools::RESTORE_FILE));
+        assert!(!set(CallSource::Code).contains(dsh_tools::RESTORE_FILE));
+        assert!(set(CallSource::Model).contains("write_file"));
+        assert!(set(CallSource::User).contains(dsh_tools::RESTORE_FILE));
+        assert!(set(CallSource::Batch).contains(dsh_tools::RESTORE_FILE));
     }
 
     /// A call a person typed is replayed as theirs: the probe carries the recorded source.

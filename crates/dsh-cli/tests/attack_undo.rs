@@ -364,7 +364,6 @@ fn a_change_whose_pre_image_cannot_be_kept_is_not_made() {
 /// model can read it first); after the turn `decoy.txt` becomes a symlink to `victim.txt`.
 /// `/undo` must not remove `victim.txt`, a file the turn never created.
 #[test]
-#[ignore = "finding: restore_file follows a final symlink inside the workspace (Workspace::resolve canonicalizes the path, seam.rs restore then acts on the target), so /undo removes a file the turn did not create and reports it removed the decoy"]
 fn undo_does_not_remove_the_target_of_a_symlink_swapped_in_for_a_created_file() {
     let d = world();
     let victim = d.ws.join("victim.txt");
@@ -391,7 +390,6 @@ fn undo_does_not_remove_the_target_of_a_symlink_swapped_in_for_a_created_file() 
 /// `a.txt` becomes a symlink to `victim.txt`. `/undo` must not write `a.txt`'s old content
 /// (which the repository chose) into `victim.txt`.
 #[test]
-#[ignore = "finding: restore_file follows a final symlink inside the workspace, so /undo writes one file's pre-image into another file whose content happens to match (seam.rs restore after Workspace::resolve)"]
 fn undo_does_not_write_a_pre_image_through_a_symlink_swapped_in_for_a_changed_file() {
     let d = world();
     let victim = d.ws.join("victim.txt");
@@ -565,7 +563,6 @@ fn a_tampered_pre_image_is_never_restored() {
 /// and `/undo` cannot put it back. Safe: the store checks (or replaces) what it finds, so the
 /// undo restores the content the turn replaced.
 #[test]
-#[ignore = "finding: PreImages::keep (pre_images.rs) trusts any existing file named by the digest (`target.is_file()`), so a planted or damaged pre-image makes the change go ahead without its content being kept, and /undo then cannot restore it"]
 fn a_pre_image_planted_before_the_change_does_not_lose_the_content() {
     let d = world();
     std::fs::write(d.ws.join("notes.txt"), "version zero\n").unwrap();
@@ -593,7 +590,6 @@ fn a_pre_image_planted_before_the_change_does_not_lose_the_content() {
 /// An undo whose restore fails for a passing reason (here the store is briefly out of
 /// reach) must stay possible: once the store is back, `/undo` again puts the file back.
 #[test]
-#[ignore = "finding: runtime/undo.rs takes the turns out of the log (Checkpoints::take_last) before their restores run, so a restore that failed (store unreachable, the person declined or pressed Esc, a lock timeout, a piped /undo refused as a batch call) can never be retried: the next /undo says nothing to undo"]
 fn an_undo_that_failed_can_be_retried() {
     let d = world();
     std::fs::write(d.ws.join("notes.txt"), "version zero\n").unwrap();
@@ -627,7 +623,6 @@ fn an_undo_that_failed_can_be_retried() {
 /// them as visible escapes, like every other line from a model or a tool, never send them
 /// raw (they could retitle the window, write the clipboard or hide the rest of the line).
 #[test]
-#[ignore = "finding: repl/undo.rs lines() prints each path (and each failure reason) without visible::visible, so a model-chosen file name's control sequences reach the terminal raw"]
 fn undo_shows_a_file_name_with_control_characters_visibly() {
     let d = world();
     d.write_user_config(ALLOW_FILE_TOOLS);

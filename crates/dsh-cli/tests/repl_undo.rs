@@ -158,6 +158,31 @@ fn undo_puts_back_each_turns_files_and_removes_the_files_a_turn_created() {
         .find(|p| p.exists())
         .expect("the pre-image is kept under its digest");
     assert_eq!(std::fs::read_to_string(kept).unwrap(), "version zero\n");
+
+    // Replayed, the person's restores are judged as theirs: nothing changed.
+    let path = common::journals(&d.home)[0].clone();
+    let replay = |journal: &std::path::Path| {
+        let out = d
+            .dsh(&["replay", journal.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .collect::<Vec<Value>>()
+    };
+    let rows = replay(&path);
+    let restores: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["tool"] == "restore_file")
+        .collect();
+    assert_eq!(restores.len(), 3, "{rows:#?}");
+    assert_eq!(rows.last().unwrap()["summary"]["changed"], 0, "{rows:#?}");
 }
 
 /// `/undo 2` goes back two turns at once; a file someone else changed after the turn is

@@ -91,7 +91,6 @@ async fn a_change_whose_output_is_invalid_keeps_its_checkpoint() {
 /// A disposition that crashes on the result of a change withholds the result — and must not
 /// withhold the change: the file changed, so `/undo` must know it.
 #[tokio::test]
-#[ignore = "finding: pipeline/mod.rs settle replaces the candidate with Candidate::failure when a disposition panics, dropping `changes`, so the file's change gets no checkpoint record and /undo never sees it"]
 async fn a_change_whose_disposition_crashes_keeps_its_checkpoint() {
     let (r, lines) = run(changing(json!({"n": 1})), true).await;
     assert_eq!(r.failure_kind(), Some(FailureKind::Crashed));

@@ -8,6 +8,9 @@
 //!   edit, where the seam's fixed costs (opening the directory, its lock, the version checks,
 //!   the temporary file, `fsync`, rename) are most of the time.
 //! * `edit_1mb` — the same on a 1 MiB file, where reading, matching and writing dominate.
+//! * `…/edit_file_checkpointed` — each of those through a seam that keeps pre-images (as a
+//!   session's does, for `/undo`), every edit's pre-image new to the store: the cost of a
+//!   checkpoint is the difference to `…/edit_file`.
 //!
 //! Each file is read once through `read_file`, so the seam has observed it; every iteration
 //! then replaces a unique marker, flipping between two markers, so that each one really
@@ -27,7 +30,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use dsh_core::{CancellationToken, ExecContext, Tool, ToolCall, Workspace};
-use dsh_tools::{EditFile, FileSeam, ReadCaps, ReadFile};
+use dsh_tools::{EditFile, FileSeam, PreImages, ReadCaps, ReadFile};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -57,11 +60,16 @@ fn body(lines: usize) -> String {
     text
 }
 
-fn bench_edit(c: &mut Criterion, rt: &Runtime, group: &str, lines: usize) {
-    let dir = match std::env::var_os("DSH_BENCH_DIR") {
+/// Where the files (and the pre-images) live.
+fn bench_dir() -> tempfile::TempDir {
+    match std::env::var_os("DSH_BENCH_DIR") {
         Some(base) => tempfile::tempdir_in(base).unwrap(),
         None => tempfile::tempdir().unwrap(),
-    };
+    }
+}
+
+fn bench_edit(c: &mut Criterion, rt: &Runtime, group: &str, lines: usize) {
+    let dir = bench_dir();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir(root.join("src")).unwrap();
     std::fs::write(root.join("src/lib.rs"), body(lines)).unwrap();
@@ -97,10 +105,55 @@ fn bench_edit(c: &mut Criterion, rt: &Runtime, group: &str, lines: usize) {
     g.finish();
 }
 
+/// The same edits through a seam that keeps each change's pre-image, as a session's does:
+/// the content before every edit is new to the store (each iteration's marker is unique), so
+/// every edit writes a pre-image; the bench removes it again (one `unlink`, timed with it) so
+/// the store does not grow with the iterations.
+fn bench_checkpointed(c: &mut Criterion, rt: &Runtime, group: &str, lines: usize) {
+    let dir = bench_dir();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(
+        root.join("src/lib.rs"),
+        body(lines).replace(MARKS[0], "MARKER_0"),
+    )
+    .unwrap();
+    let store = tempfile::tempdir_in(dir.path()).unwrap();
+    let ws = Arc::new(Workspace::new(&root).unwrap());
+    let seam = Arc::new(FileSeam::with_pre_images(PreImages::new(store.path())));
+    let read = ReadFile::new(ws.clone(), &ReadCaps::default()).with_seam(seam.clone());
+    let args = json!({"path": "src/lib.rs", "limit": 1});
+    rt.block_on(read.run(&args, &cx("read_file", &args, &read)))
+        .unwrap();
+    let edit = EditFile::new(ws, seam);
+    let mut g = c.benchmark_group(group);
+    g.sample_size(50).measurement_time(Duration::from_secs(10));
+    let mut n = 0u64;
+    g.bench_function("edit_file_checkpointed", |b| {
+        b.iter(|| {
+            let args = json!({
+                "path": "src/lib.rs",
+                "old_string": format!("MARKER_{n}\n"),
+                "new_string": format!("MARKER_{}\n", n + 1),
+            });
+            n += 1;
+            let out = rt
+                .block_on(edit.run(&args, &cx("edit_file", &args, &edit)))
+                .unwrap();
+            let before = out.changes[0].before.as_deref().unwrap();
+            std::fs::remove_file(store.path().join(before)).unwrap();
+            out
+        })
+    });
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
     let rt = Runtime::new().unwrap();
     bench_edit(c, &rt, "edit_4k", 100);
+    bench_checkpointed(c, &rt, "edit_4k", 100);
     bench_edit(c, &rt, "edit_1mb", 25_000);
+    bench_checkpointed(c, &rt, "edit_1mb", 25_000);
 }
 
 criterion_group!(seam, benches);

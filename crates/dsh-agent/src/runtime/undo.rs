@@ -65,10 +65,14 @@ pub(super) async fn undo(
         return Ok(report);
     }
     let first_id = calls[0].id().to_owned();
-    let outcome = session
-        .run_own_calls(calls, source, cancel)
-        .await
-        .map_err(|e| e.to_string())?;
+    let outcome = match session.run_own_calls(calls, source, cancel).await {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            let all: Vec<&str> = paths.iter().map(String::as_str).collect();
+            session.checkpoints.put_back(&taken, &all);
+            return Err(e.to_string());
+        }
+    };
     for (path, result) in paths.into_iter().zip(&outcome.results) {
         let undone = match result.failure_kind() {
             None if result.value().and_then(|v| v["removed"].as_bool()) == Some(true) => {
@@ -82,6 +86,14 @@ pub(super) async fn undo(
         };
         report.files.push((path, undone));
     }
+    // What was refused or failed stays to undo; what was left alone does not.
+    let not_run: Vec<&str> = report
+        .files
+        .iter()
+        .filter(|(_, u)| matches!(u, Undone::NotRun(_)))
+        .map(|(p, _)| p.as_str())
+        .collect();
+    session.checkpoints.put_back(&taken, &not_run);
     if let Some(note) = note(&report) {
         report.note_error = agent
             .attach_note(&first_id, &note)

@@ -4,7 +4,7 @@
 //! replies.
 
 use dsh_agent::{AgentError, Command, Reply, StopReason};
-use dsh_core::{Decision, ToolSet};
+use dsh_core::Decision;
 
 use super::Live;
 use super::commands::{self, Command as Slash, Setting};
@@ -133,7 +133,11 @@ pub(crate) async fn run(
                 .line(&st.red("cannot clear the history: the session has ended")),
         },
         Slash::Tools => {
-            let specs = live.runtime.session().pipeline.specs(&ToolSet::all());
+            let specs = live
+                .runtime
+                .session()
+                .pipeline
+                .specs(&dsh_agent::AgentSpec::main().tools);
             screen.line(&st.dim(&format!(
                 "{:<16} {:<10} {:<14} {}",
                 "tool", "read-only", "parallel-safe", "from"

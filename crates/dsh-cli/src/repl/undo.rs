@@ -8,6 +8,7 @@ use dsh_agent::{Command, Reply};
 use super::Live;
 use super::own::person_or_batch;
 use super::turn::{self, Ui};
+use super::visible::visible;
 use crate::signals::Signals;
 use crate::words::{one_line, plural};
 
@@ -65,20 +66,22 @@ fn lines(report: &UndoReport) -> Vec<(Tone, String)> {
         return out;
     };
     let earlier = report.turns.len() - 1;
-    let mut head = format!("undo of the turn “{}”", one_line(last, 60));
+    let mut head = format!("undo of the turn “{}”", visible(&one_line(last, 60), false));
     if earlier > 0 {
         head.push_str(&format!(" and {} before it", plural(earlier, "turn")));
     }
     out.push((Tone::Plain, head));
     for (path, undone) in &report.files {
+        let path = visible(path, false);
+        let why = |w: &str| visible(w, false).into_owned();
         out.push(match undone {
             Undone::Restored => (Tone::Good, format!("  restored {path}")),
             Undone::Removed => (
                 Tone::Good,
                 format!("  removed {path} (the turn created it)"),
             ),
-            Undone::LeftAlone(why) => (Tone::Warn, format!("  left {path} alone: {why}")),
-            Undone::NotRun(why) => (Tone::Warn, format!("  did not restore {path}: {why}")),
+            Undone::LeftAlone(w) => (Tone::Warn, format!("  left {path} alone: {}", why(w))),
+            Undone::NotRun(w) => (Tone::Warn, format!("  did not restore {path}: {}", why(w))),
         });
     }
     if report.files.is_empty() {
@@ -91,6 +94,16 @@ fn lines(report: &UndoReport) -> Vec<(Tone, String)> {
         out.push((
             Tone::Warn,
             format!("the model could not be told (the journal refused it: {e})"),
+        ));
+    }
+    if report
+        .files
+        .iter()
+        .any(|(_, u)| matches!(u, Undone::NotRun(_)))
+    {
+        out.push((
+            Tone::Dim,
+            "what was not restored stays to undo: /undo tries it again".to_owned(),
         ));
     }
     out.push((Tone::Dim, NOT_COVERED.to_owned()));

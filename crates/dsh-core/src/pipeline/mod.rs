@@ -432,6 +432,8 @@ impl Pipeline {
                         DecidedBy::new(Gate::Disposition, Some(d.name()), reason),
                     );
                     c.elapsed_ms = candidate.elapsed_ms;
+                    // What the call changed is changed all the same.
+                    c.changes = std::mem::take(&mut candidate.changes);
                     candidate = c;
                     break;
                 }

@@ -1,6 +1,6 @@
 //! The pre-images the file seam keeps before each change (checkpoints, for `/undo`): a file's
-//! content as it was, stored under its SHA-256 in the session's own directory, so the same
-//! content is kept once however often it is written over.
+//! content as it was, stored under its SHA-256 in the session's own directory (the same
+//! content is stored once, however often it is written over).
 //!
 //! A pre-image is written to a temporary name and renamed into place, so a reader never sees
 //! half of one; it is not flushed to the disk (the journal's checkpoint record is flushed with
@@ -60,13 +60,11 @@ impl PreImages {
         &self.dir
     }
 
-    /// Keeps `bytes` and returns their digest; content kept already is not written again.
+    /// Keeps `bytes` and returns their digest. Always written (and renamed over whatever
+    /// has the name): a file already under the digest is not trusted to hold it.
     pub fn keep(&self, bytes: &[u8]) -> Result<String, PreImageError> {
         let name = digest(bytes);
         let target = self.dir.join(&name);
-        if target.is_file() {
-            return Ok(name);
-        }
         self.write(&target, bytes)
             .map_err(|source| PreImageError::Keep {
                 dir: self.dir.display().to_string(),
@@ -148,6 +146,13 @@ mod tests {
         assert_eq!(store.get(&d).unwrap(), b"hello\n");
         std::fs::write(store.dir().join(&d), b"tampered").unwrap();
         assert!(matches!(store.get(&d), Err(PreImageError::Corrupt(_))));
+        store.keep(b"hello\n").unwrap();
+        assert_eq!(
+            store.get(&d).unwrap(),
+            b"hello\n",
+            "kept again over the damage"
+        );
+        std::fs::write(store.dir().join(&d), b"tampered").unwrap();
         assert!(matches!(
             store.get("../../etc/passwd"),
             Err(PreImageError::BadDigest(_))

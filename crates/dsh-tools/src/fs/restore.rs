@@ -5,13 +5,16 @@
 //! created the file, so restoring removes it); `expect` is the digest of the content that
 //! change left. Only a file whose content is still `expect` is restored: one changed since by
 //! anything else is left alone (`stale_version`), so an undo never throws away work it did
-//! not make. The restore goes through the seam like any change: confined to the workspace,
+//! not make; so is a path that now leads elsewhere (a symlink put in its way), so an undo
+//! never acts on a file the change did not touch. The restore goes through the seam like any change: confined to the workspace,
 //! its own pre-image kept, and its path judged by every policy as a write.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use dsh_core::{Access, ExecContext, Parallel, Tool, ToolError, ToolOutput, ToolSpec, Workspace};
+use dsh_core::{
+    Access, ExecContext, Parallel, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec, Workspace,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -87,6 +90,19 @@ impl Tool for RestoreFile {
             let resolved = ws
                 .resolve(&args.path)
                 .map_err(|e| path_error(e, Want::File))?;
+            // Only the very file the change was made to: a path that now resolves elsewhere
+            // (a symlink swapped in for the file or a directory on its way) is left alone, or
+            // the restore would act on a file the change never touched.
+            if resolved.rel != std::path::Path::new(&args.path) {
+                return Err(ToolError::new(
+                    ToolErrorKind::StaleVersion,
+                    format!(
+                        "`{}` now leads to `{}` (a symlink was put in its way) since that change; it is left alone",
+                        args.path,
+                        resolved.rel.display()
+                    ),
+                ));
+            }
             let content = args.to.as_deref().map(|d| seam.pre_image(d)).transpose()?;
             let change = seam.restore(&ws, &resolved, content.as_deref(), &args.expect, &cancel)?;
             let rel = change.path.clone();
