@@ -320,7 +320,7 @@ fn help_lines_up_its_descriptions() {
         .collect();
     assert!(columns.len() > 10, "{}", s.contents());
     assert!(columns.iter().all(|c| *c == columns[0]), "{}", s.contents());
-    leave(pty, 2);
+    repl_kit::leave_at_prompt(pty);
 }
 
 /// After each turn, one dim line: elapsed, tokens in and out (the provider's usage).

@@ -71,7 +71,7 @@ pub(crate) const COMMANDS: &[Spec] = &[
     Spec {
         name: "undo",
         args: "[N]",
-        help: "put back the files the last N turns that changed files changed with the file tools (default 1); a file changed since is left alone; what commands changed is not covered",
+        help: "put back what the last N turns (default 1) changed with the file tools; a file changed since is left alone; commands' changes are not covered",
         values: &[],
     },
     Spec {
