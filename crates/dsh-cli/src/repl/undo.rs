@@ -60,7 +60,7 @@ fn lines(report: &UndoReport) -> Vec<(Tone, String)> {
     let Some(last) = report.turns.last() else {
         out.push((
             Tone::Dim,
-            "nothing to undo: no turn in this run changed a file with the file tools".to_owned(),
+            "nothing to undo: no turn since dsh started (or since the last /reload or /load) changed a file with the file tools".to_owned(),
         ));
         out.push((Tone::Dim, NOT_COVERED.to_owned()));
         return out;

@@ -74,6 +74,11 @@ impl Dispatch {
         self.scope.host.as_ref()
     }
 
+    /// The declarations of the tools a submission may reach: the parent's scope's.
+    pub fn tool_specs(&self) -> Vec<Arc<crate::ToolSpec>> {
+        self.pipeline.specs(&self.scope.tools)
+    }
+
     /// Reports what the parent call has printed lately to its scope's listener
     /// ([`crate::CallEvents::output`]); a report only.
     pub fn report_output(&self, text: &str) {
