@@ -121,6 +121,10 @@ pub struct SessionSettings {
     /// The configured sub-agent profiles (`[agents.NAME]`); the built-in four are always
     /// there.
     pub agents: Vec<crate::subagent::ProfileSpec>,
+    /// How the models call tools (`[tools] mode`, `--tools-mode`).
+    pub tools_mode: dsh_config::ToolsMode,
+    /// What a `run_code` program may use.
+    pub code: dsh_code::CodeLimits,
 }
 
 impl SessionSettings {
@@ -166,6 +170,11 @@ impl SessionSettings {
             earlier_sessions: Vec::new(),
             rule_target: None,
             agents: Vec::new(),
+            tools_mode: c.tools.mode,
+            code: dsh_code::CodeLimits {
+                wall: Duration::from_secs(c.tools.code_timeout_s),
+                ..dsh_code::CodeLimits::default()
+            },
         }
     }
 }
@@ -189,6 +198,10 @@ pub enum AssemblyError {
     },
     #[error(transparent)]
     SubAgents(#[from] crate::subagent::SubAgentConfigError),
+    #[error(
+        "{at}: `{tool}` is reserved (Code Mode's program runner): no rule names it; its programs' calls are judged by the rules of the tools they call"
+    )]
+    ReservedRule { at: String, tool: String },
     #[error("protected path: {0}")]
     Protected(#[from] dsh_policy::PatternError),
     #[error("a built-in tool failed to register: {0}")]
@@ -264,6 +277,8 @@ pub struct Session {
     pub(crate) hardened: dsh_policy::SandboxCheck,
     /// Which files each turn changed, for `/undo`.
     pub(crate) checkpoints: Arc<crate::checkpoint::Checkpoints>,
+    /// How the models call tools.
+    pub tools_mode: dsh_config::ToolsMode,
 }
 
 impl std::fmt::Debug for Session {
@@ -330,6 +345,7 @@ impl Session {
             config_digest: settings.config_digest.as_str().into(),
             resumed_from: settings.resumed_from.clone(),
             mode: Some(session.mode().as_str().into()),
+            tools_mode: Some(session.tools_mode.as_str().into()),
         };
         journal
             .append(&start)
@@ -411,6 +427,14 @@ impl Session {
             dsh_policy::KeptCheck(Arc::new(move |path: &Path| tool.keeps(path)))
         };
         registry.register_arc(run_shell)?;
+        // Code Mode's reserved tool: every session has it; the tools mode says who may call it.
+        registry.register(dsh_code::RunCode::new(settings.code.clone()))?;
+        if let Some(r) = settings.rules.iter().find(|r| r.tool == dsh_code::RUN_CODE) {
+            return Err(AssemblyError::ReservedRule {
+                at: r.origin.location(),
+                tool: r.tool.clone(),
+            });
+        }
         // Sub-agents last: a profile may name any tool registered before it.
         let names: std::collections::BTreeSet<String> =
             registry.specs().map(|s| s.name.clone()).collect();
@@ -519,11 +543,55 @@ impl Session {
             mode,
             hardened: hardened_sandbox,
             checkpoints,
+            tools_mode: settings.tools_mode,
         })
     }
 }
 
 impl Session {
+    /// The main agent's tools: every tool of the session but the person's `restore_file`,
+    /// its model calling directly what the tools mode lets it.
+    pub fn main_tools(&self) -> dsh_core::ToolSet {
+        crate::AgentSpec::main()
+            .tools
+            .with_direct(self.direct(false))
+    }
+
+    /// The tools a `dsh batch` line or `dsh check` may name: every tool of the session, but
+    /// `run_code` only in the `code` and `both` tools modes.
+    pub fn batch_tools(&self) -> dsh_core::ToolSet {
+        let all = dsh_core::ToolSet::all();
+        match self.direct(false) {
+            dsh_core::Direct::Except(names, why) => names
+                .iter()
+                .fold(all, |set, n| set.withholding(n.as_str(), &*why)),
+            _ => all,
+        }
+    }
+
+    /// What an agent's model may call itself under the tools mode: in `native`, every tool but
+    /// `run_code` (unless the agent's profile names it); in `code`, only `run_code`; in
+    /// `both`, every tool.
+    pub(crate) fn direct(&self, names_run_code: bool) -> dsh_core::Direct {
+        use dsh_config::ToolsMode;
+        let run_code = || {
+            Arc::new(std::collections::BTreeSet::from([
+                dsh_code::RUN_CODE.to_owned()
+            ]))
+        };
+        match self.tools_mode {
+            ToolsMode::Native if !names_run_code => dsh_core::Direct::Except(
+                run_code(),
+                "run_code is Code Mode's tool, and this session's tools mode is native ([tools] mode, --tools-mode)".into(),
+            ),
+            ToolsMode::Code => dsh_core::Direct::Only(
+                run_code(),
+                "in the code tools mode tools are called from a program: call run_code with code that does `await tools.NAME(args)`".into(),
+            ),
+            _ => dsh_core::Direct::Any,
+        }
+    }
+
     /// Closes the calls a resumed session's old process never finished: their results are
     /// the new journal's first records after `session_start` (DESIGN §6), the main agent's
     /// first, then its sub-agents', each in its agent's name.

@@ -62,6 +62,8 @@ pub use assemble::{
     Approval, AssemblyError, Session, SessionSettings, UNAVAILABLE_HINT, YoloApprover,
 };
 pub use context::estimate_tokens;
+/// Code Mode's reserved tool, by name.
+pub use dsh_code::RUN_CODE;
 pub use ending::{Ending, Totals};
 pub use events::{AgentId, Event, EventKind, EventSink, EventStream};
 pub use mode::{ModeError, next_mode};

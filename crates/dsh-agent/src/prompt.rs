@@ -35,6 +35,29 @@ pub fn system_prompt(workspace: &Workspace) -> String {
     p
 }
 
+/// The Code Mode part of an agent's system prompt, when its model is offered `run_code` (the
+/// `code` and `both` tools modes, or a profile naming it): how a program calls tools, and the
+/// TypeScript declarations of the tools its programs may call, from their input and output
+/// schemas.
+pub fn code_mode(session: &crate::Session, tools: &dsh_core::ToolSet) -> Option<String> {
+    if !tools.offered().contains(dsh_code::RUN_CODE) {
+        return None;
+    }
+    let specs = session.pipeline.specs(tools);
+    let callable = specs.iter().filter(|s| !s.reserved).map(|s| &**s);
+    Some(format!(
+        "\n\nCode Mode: call run_code with a JavaScript program (the body of an async \
+         function) to make many tool calls in one step: `const r = await tools.NAME(args)` \
+         gives the tool's output value, calls made together (`Promise.all`) run together \
+         where the tools allow, a refused or failed call throws a ToolCallError (kind, gate, \
+         policy, reason), `console.log` output comes back with the result, and `return` gives \
+         the result's value. Every call still passes the policies, and a refusal stands \
+         whatever the program does next. The program has no files, network or timers of its \
+         own. The tools a program may call:\n```ts\n{}```",
+        dsh_code::declarations(callable)
+    ))
+}
+
 /// What a sub-agent's system prompt says after its profile's own text: the workspace, how
 /// the gates answer, where its answer goes, and the project notes.
 pub fn sub_agent_facts(workspace: &Workspace) -> String {

@@ -96,20 +96,24 @@ pub fn tool_set_for(
     agent: Option<&str>,
     profile: Option<&str>,
     source: dsh_core::CallSource,
-    profiles: &crate::subagent::Profiles,
+    session: &Session,
 ) -> ToolSet {
     if agent.is_none() {
         // The main agent's model (and its programs) had its tool set; the calls no model
         // made — a person's, a batch line, a configured command — had every tool.
         return match source {
-            CallSource::Model | CallSource::Code | CallSource::SubAgent => {
-                crate::AgentSpec::main().tools
-            }
+            CallSource::Model | CallSource::Code | CallSource::SubAgent => session.main_tools(),
             CallSource::User | CallSource::Batch | CallSource::Config => ToolSet::all(),
         };
     }
-    match profile.and_then(|p| profiles.get(p)) {
-        Some(p) => p.tool_set(),
+    match profile.and_then(|p| session.profiles.get(p)) {
+        Some(p) => {
+            let names_run_code = p
+                .tools
+                .as_ref()
+                .is_some_and(|t| t.iter().any(|n| n == dsh_code::RUN_CODE));
+            p.tool_set().with_direct(session.direct(names_run_code))
+        }
         None => ToolSet::only(std::iter::empty::<String>()),
     }
 }
@@ -255,7 +259,7 @@ pub async fn replay(calls: Vec<RecordedCall>, session: &Session) -> Vec<Row> {
             call.agent.as_deref(),
             call.profile.as_deref(),
             call.source,
-            &session.profiles,
+            session,
         );
         let probe = ToolCall::new(call.call_id.as_str(), call.tool.as_str(), call.args.clone())
             .with_agent(call.agent.as_deref().map(Into::into))
@@ -349,8 +353,10 @@ mod tests {
     /// calls (and a batch's) had every tool.
     #[test]
     fn the_main_agents_model_never_had_the_restore_a_person_has() {
-        let profiles = crate::subagent::Profiles::default();
-        let set = |source| tool_set_for(None, None, source, &profiles);
+        let dir = tempfile::tempdir().unwrap();
+        let settings = crate::SessionSettings::new(dir.path(), dir.path().join("home"));
+        let session = Session::assemble_dry(&settings).unwrap();
+        let set = |source| tool_set_for(None, None, source, &session);
         assert!(!set(CallSource::Model).contains(dsh_tools::RESTORE_FILE));
         assert!(!set(CallSource::Code).contains(dsh_tools::RESTORE_FILE));
         assert!(set(CallSource::Model).contains("write_file"));

@@ -85,6 +85,8 @@ impl SessionSettings {
                 at: p.origin.location(),
             })
             .collect();
+        s.tools_mode = c.tools.mode;
+        s.code.wall = std::time::Duration::from_secs(c.tools.code_timeout_s);
         s.mode = if yolo {
             dsh_config::PermissionMode::Yolo
         } else {

@@ -119,6 +119,7 @@ fn write_journal(path: &Path, ws: &Path, calls: usize) {
             config_digest: "bench".into(),
             resumed_from: None,
             mode: None,
+            tools_mode: None,
         })
         .unwrap();
     for i in 0..calls {

@@ -39,7 +39,7 @@ pub(crate) async fn check(common: &Common, tool: &str, args_json: &str) -> Resul
     crate::start::say_mode(&session);
     let report = session
         .pipeline
-        .check(&ToolCall::new("check", tool, args))
+        .check_in(&session.batch_tools(), &ToolCall::new("check", tool, args))
         .await;
     let line = serde_json::to_string(&report).map_err(Failure::harness)?;
     crate::print_lines([line])?;
@@ -56,7 +56,14 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
     let session =
         Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::assembly)?;
     crate::start::say_mode(&session);
-    let outcome = session.pipeline.run_batch(calls, signals.token()).await;
+    let scope = dsh_core::Scope {
+        tools: session.batch_tools(),
+        ..dsh_core::Scope::default()
+    };
+    let outcome = session
+        .pipeline
+        .run_batch_in(&scope, calls, signals.token())
+        .await;
     let (results, error) = match outcome {
         Ok(out) => (out.results, Ok(())),
         Err(e) => (e.committed.clone(), Err(e)),

@@ -88,6 +88,11 @@ pub(crate) struct Common {
     /// required (refuse to run commands unsandboxed), off (no sandbox). Overrides sandbox.mode.
     #[arg(long, global = true, value_name = "auto|required|off")]
     sandbox: Option<dsh_config::SandboxMode>,
+    /// How the model calls tools: native (its own tool calls; the default), code (Code Mode:
+    /// one run_code tool whose JavaScript program calls the tools, each call still through
+    /// every gate) or both. Overrides [tools] mode.
+    #[arg(long, global = true, value_name = "native|code|both")]
+    tools_mode: Option<dsh_config::ToolsMode>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -66,7 +66,18 @@ pub(crate) async fn replay(common: &Common, given: &str) -> Result<u8, Failure> 
         crate::workspace::for_recorded(common, recorded_workspace.as_deref(), "replaying")?;
     // Nobody is asked: an approver would change nothing, so none is mounted.
     chosen.yolo = false;
-    let settings = settings::load(&chosen)?;
+    let mut settings = settings::load(&chosen)?;
+    // Judged under the tools mode the session ran in, unless the flag names one.
+    let recorded_tools_mode = transcript.records.iter().find_map(|e| match &e.record {
+        Record::SessionStart { tools_mode, .. } => tools_mode.as_deref()?.parse().ok(),
+        _ => None,
+    });
+    if common.tools_mode.is_none()
+        && let Some(m) = recorded_tools_mode
+    {
+        settings.tools_mode = m;
+    }
+    let tools_mode = settings.tools_mode;
     let session = Session::assemble_dry(&settings).map_err(Failure::usage)?;
     let calls = replay::recorded_calls(&transcript.records);
     let rows = replay::replay(calls, &session).await;
@@ -77,12 +88,16 @@ pub(crate) async fn replay(common: &Common, given: &str) -> Result<u8, Failure> 
             .map(|r| serde_json::to_string(r).map_err(Failure::harness))
             .collect::<Result<Vec<_>, _>>()?;
         lines.push(
-            serde_json::json!({"summary": {"calls": rows.len(), "changed": changed}}).to_string(),
+            serde_json::json!({"summary": {"calls": rows.len(), "changed": changed, "tools_mode": tools_mode.as_str()}})
+                .to_string(),
         );
         lines
     } else {
         let mut lines: Vec<String> = rows.iter().map(row_line).collect();
-        lines.push(summary_line(&rows, changed));
+        lines.push(format!(
+            "{} (tools mode {tools_mode})",
+            summary_line(&rows, changed)
+        ));
         lines
     };
     crate::print_lines(lines)?;

@@ -21,6 +21,7 @@ pub(crate) fn load_config_with(
     opts.user_config.clone_from(&common.config);
     opts.overrides = overrides;
     opts.overrides.sandbox = common.sandbox;
+    opts.overrides.tools_mode = common.tools_mode;
     opts.overrides.mode = match (common.yolo, common.mode) {
         (true, Some(m)) if m != dsh_config::PermissionMode::Yolo => {
             return Err(Failure::usage(anyhow::anyhow!(

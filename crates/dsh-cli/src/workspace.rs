@@ -27,6 +27,7 @@ pub(crate) fn for_recorded(
         mode: common.mode,
         json: common.json,
         sandbox: common.sandbox,
+        tools_mode: common.tools_mode,
     })
 }
 

@@ -72,7 +72,10 @@ fn the_shipped_session_replays_unchanged_under_the_config_it_was_recorded_with()
     let out = replay_example(&d, "same.toml", true);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let (rows, summary) = rows_and_summary(&out);
-    assert_eq!(summary, json!({"summary":{"calls":10,"changed":0}}));
+    assert_eq!(
+        summary,
+        json!({"summary":{"calls":10,"changed":0,"tools_mode":"native"}})
+    );
     assert_eq!(rows.len(), 10);
     // DESIGN §4's object: these fields, in this order.
     let fields = ["seq", "call_id", "tool", "recorded", "today", "changed"];
@@ -123,7 +126,7 @@ fn the_shipped_session_replays_unchanged_under_the_config_it_was_recorded_with()
     assert!(!text.contains("CHANGED"), "{text}");
     assert!(
         text.trim_end()
-            .ends_with("10 calls replayed, 0 changed, 1 never reached gate 1"),
+            .ends_with("10 calls replayed, 0 changed, 1 never reached gate 1 (tools mode native)"),
         "{text}"
     );
 }
@@ -134,7 +137,10 @@ fn a_tightened_config_lists_the_changed_calls_and_exits_4() {
     let out = replay_example(&d, "tightened.toml", true);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let (rows, summary) = rows_and_summary(&out);
-    assert_eq!(summary, json!({"summary":{"calls":10,"changed":3}}));
+    assert_eq!(
+        summary,
+        json!({"summary":{"calls":10,"changed":3,"tools_mode":"native"}})
+    );
     assert_eq!(
         changed(&rows),
         [
@@ -173,7 +179,7 @@ fn a_tightened_config_lists_the_changed_calls_and_exits_4() {
     );
     assert!(
         text.trim_end()
-            .ends_with("10 calls replayed, 3 changed, 1 never reached gate 1"),
+            .ends_with("10 calls replayed, 3 changed, 1 never reached gate 1 (tools mode native)"),
         "{text}"
     );
 }

@@ -419,6 +419,7 @@ fn resuming(d: &Dirs, id: &str, old: &str, seq: u64, hash: &str) -> PathBuf {
                 hash: hash.into(),
             }),
             mode: None,
+            tools_mode: None,
         })
         .unwrap();
     for record in [
@@ -520,6 +521,7 @@ fn session_start(d: &Dirs) -> Record<'static> {
         config_digest: "test".into(),
         resumed_from: None,
         mode: None,
+        tools_mode: None,
     }
 }
 

@@ -23,6 +23,12 @@ pub fn declarations<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> String
             .output_schema
             .as_ref()
             .map_or_else(|| "unknown".to_owned(), |s| ts_type(s, 1));
+        // An object result also carries its text (see `ToolText`).
+        let output = if output.starts_with('{') && !output.contains("\n    content") {
+            format!("{output} & ToolText")
+        } else {
+            output
+        };
         let _ = writeln!(
             out,
             "  {}(args: {input}): Promise<{output}>;",
@@ -44,6 +50,10 @@ declare class ToolCallError extends Error {
   policy: string | null;
   /** Why, in words. */
   reason: string;
+}
+/** A result's text, as a model would see it (a file's numbered lines, a command's output). */
+interface ToolText {
+  content: string;
 }
 /** What the program prints; returned with its result (bounded). */
 declare const console: { log(...values: unknown[]): void };

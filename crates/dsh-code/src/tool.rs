@@ -161,7 +161,7 @@ impl Tool for RunCode {
                             match r.failure_kind() {
                                 None => {
                                     counts.ok += 1;
-                                    Settled::Value(r.value().cloned().unwrap_or(Value::Null))
+                                    Settled::Value(with_text(r.value(), r.content()))
                                 }
                                 Some(kind) => {
                                     *counts.failed.entry(kind.as_str().to_owned()).or_default() += 1;
@@ -191,6 +191,22 @@ impl Tool for RunCode {
             }
         };
         finish(outcome, counts)
+    }
+}
+
+/// What a program gets from a call that succeeded: the tool's output value, with the result's
+/// text (what a model would see: a file's lines, a command's output) as `content` when the
+/// value is an object without one.
+fn with_text(value: Option<&Value>, content: &str) -> Value {
+    match value {
+        Some(Value::Object(map)) => {
+            let mut map = map.clone();
+            map.entry("content")
+                .or_insert_with(|| Value::String(content.to_owned()));
+            Value::Object(map)
+        }
+        Some(v) => v.clone(),
+        None => Value::Null,
     }
 }
 

@@ -64,6 +64,7 @@ impl Default for Config {
             },
             tools: ToolsConfig {
                 mode: ToolsMode::Native,
+                code_timeout_s: 0,
             },
             verify: VerifyConfig {
                 command: None,

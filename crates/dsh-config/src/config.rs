@@ -291,6 +291,8 @@ dsh_core::spelled_enum! {
 pub struct ToolsConfig {
     /// Default native.
     pub mode: ToolsMode,
+    /// A `run_code` program's wall time, seconds.
+    pub code_timeout_s: u64,
 }
 
 /// `[verify]`.

@@ -128,6 +128,8 @@ pub struct Overrides {
     pub sandbox: Option<SandboxMode>,
     /// `--mode` (`--yolo` is `--mode yolo`).
     pub mode: Option<PermissionMode>,
+    /// `--tools-mode`.
+    pub tools_mode: Option<ToolsMode>,
 }
 
 /// What [`load`] reads.
@@ -354,6 +356,11 @@ fn flags_part(o: &Overrides) -> Result<Part, ConfigError> {
             "--mode",
             "permissions.mode",
             o.mode.map(|m| Scalar::Choice(m.as_str())),
+        ),
+        (
+            "--tools-mode",
+            "tools.mode",
+            o.tools_mode.map(|m| Scalar::Choice(m.as_str())),
         ),
     ];
     for (flag, name, value) in values {

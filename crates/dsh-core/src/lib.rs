@@ -72,7 +72,7 @@ pub use result::{
 };
 pub use rule::Rule;
 pub use scheduler::Dispatch;
-pub use scope::{CallEvents, Host, NoEvents, Scope, ToolSet};
+pub use scope::{CallEvents, Direct, Host, NoEvents, Scope, ToolSet};
 pub use slots::Slots;
 pub use spill::{SpillError, SpillPage, SpillStore};
 pub use tool::{

@@ -17,6 +17,23 @@ pub struct ToolSet {
     /// A set this one is confined to (a sub-agent's, to its parent's): a name must be in
     /// both.
     within: Option<Arc<ToolSet>>,
+    /// Which of its tools the agent's model may call itself (Code Mode); the others only its
+    /// programs may call. The set's own: [`ToolSet::within`] does not carry it over.
+    direct: Direct,
+}
+
+/// Which tools of a set its agent's model may call directly (and is offered); the rest only
+/// the agent's programs (`run_code`) may call. A direct call to any other is refused at the
+/// registry step, before any policy, with the reason given.
+#[derive(Clone, Debug, Default)]
+pub enum Direct {
+    /// Every tool of the set.
+    #[default]
+    Any,
+    /// Every tool but these (the `native` tools mode: all but `run_code`).
+    Except(Arc<BTreeSet<String>>, Arc<str>),
+    /// Only these (the `code` tools mode: `run_code`).
+    Only(Arc<BTreeSet<String>>, Arc<str>),
 }
 
 #[derive(Clone, Debug, Default)]
@@ -44,6 +61,42 @@ impl ToolSet {
             members: Members::Only(Arc::new(names.into_iter().map(Into::into).collect())),
             withheld: Arc::default(),
             within: None,
+            direct: Direct::Any,
+        }
+    }
+
+    /// This set with `direct` saying which of its tools the model may call itself.
+    #[must_use]
+    pub fn with_direct(mut self, direct: Direct) -> Self {
+        self.direct = direct;
+        self
+    }
+
+    /// Why the agent's model may not call `name` itself, when it may not (only its programs
+    /// may); `None` when it may, or when `name` is not in the set at all.
+    pub fn not_direct(&self, name: &str) -> Option<&str> {
+        match &self.direct {
+            Direct::Any => None,
+            Direct::Except(names, why) => names.contains(name).then_some(&**why),
+            Direct::Only(names, why) => (!names.contains(name)).then_some(&**why),
+        }
+    }
+
+    /// The set as the agent's model is offered it: the tools it may call itself.
+    #[must_use]
+    pub fn offered(&self) -> ToolSet {
+        match &self.direct {
+            Direct::Any => self.clone(),
+            Direct::Except(names, why) => {
+                let mut set = self.clone().with_direct(Direct::Any);
+                for n in names.iter() {
+                    set = set.withholding(n.as_str(), &**why);
+                }
+                set
+            }
+            Direct::Only(names, _) => {
+                ToolSet::only(names.iter().cloned()).within(&self.clone().with_direct(Direct::Any))
+            }
         }
     }
 

@@ -1061,6 +1061,7 @@ fn one_of_every_kind(
                 hash: GENESIS.into(),
             }),
             mode: Some("read-only".into()),
+            tools_mode: Some("both".into()),
         },
         Record::UserMessage { text: "hi".into() },
         Record::LlmCall {

@@ -104,7 +104,11 @@ impl std::fmt::Debug for Agent {
 impl Agent {
     /// The main agent of `session`: every tool, the workspace's system prompt.
     pub fn new(session: Arc<Session>, provider: Arc<dyn Provider>, config: LoopConfig) -> Self {
-        Agent::with_spec(session, AgentSpec::main(), provider, config)
+        let spec = AgentSpec {
+            tools: session.main_tools(),
+            ..AgentSpec::main()
+        };
+        Agent::with_spec(session, spec, provider, config)
     }
 
     /// An agent over `session`'s shared resources, as `spec` describes it, heading a tree of
@@ -136,10 +140,11 @@ impl Agent {
                 sink: events.clone(),
             }),
         );
-        let system = spec
+        let mut system = spec
             .system
             .clone()
             .unwrap_or_else(|| crate::prompt::system_prompt(&session.workspace));
+        system.push_str(&crate::prompt::code_mode(&session, &spec.tools).unwrap_or_default());
         let price = crate::spend::price_for(config.price, provider.name(), provider.model());
         family.ledger.open(&spec.id, price.is_some());
         Agent {
@@ -247,7 +252,7 @@ impl Agent {
     pub fn tools(&self) -> Vec<ToolSchema> {
         self.session
             .pipeline
-            .specs(&self.spec.tools)
+            .specs(&self.spec.tools.offered())
             .iter()
             .map(|s| ToolSchema {
                 name: s.name.clone(),
@@ -334,6 +339,9 @@ impl Agent {
     pub fn reload_system_prompt(&mut self) {
         if self.spec.system.is_none() {
             self.system = crate::prompt::system_prompt(&self.session.workspace);
+            self.system.push_str(
+                &crate::prompt::code_mode(&self.session, &self.spec.tools).unwrap_or_default(),
+            );
         }
     }
 

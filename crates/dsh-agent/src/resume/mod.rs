@@ -437,6 +437,7 @@ mod tests {
             config_digest: "d".into(),
             resumed_from: None,
             mode: None,
+            tools_mode: None,
         }
     }
 
@@ -568,6 +569,7 @@ mod tests {
                     hash: "0".into(),
                 }),
                 mode: None,
+                tools_mode: None,
             })
             .unwrap();
         }

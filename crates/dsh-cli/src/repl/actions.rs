@@ -133,11 +133,13 @@ pub(crate) async fn run(
                 .line(&st.red("cannot clear the history: the session has ended")),
         },
         Slash::Tools => {
-            let specs = live
-                .runtime
-                .session()
-                .pipeline
-                .specs(&dsh_agent::AgentSpec::main().tools);
+            let session = live.runtime.session();
+            let tools = session.main_tools();
+            screen.line(&st.dim(&format!(
+                "tools mode {} ([tools] mode, --tools-mode)",
+                session.tools_mode
+            )));
+            let specs = session.pipeline.specs(&tools.offered());
             screen.line(&st.dim(&format!(
                 "{:<16} {:<10} {:<14} {}",
                 "tool", "read-only", "parallel-safe", "from"
@@ -150,6 +152,19 @@ pub(crate) async fn run(
                     s.parallel.as_str(),
                     "built-in"
                 ));
+            }
+            if tools.offered().contains(dsh_agent::RUN_CODE) {
+                let programs: Vec<String> = session
+                    .pipeline
+                    .specs(&tools)
+                    .iter()
+                    .filter(|s| !s.reserved)
+                    .map(|s| s.name.clone())
+                    .collect();
+                screen.line(&st.dim(&format!(
+                    "run_code's programs may call: {}",
+                    programs.join(", ")
+                )));
             }
             screen.line(&st.dim(&format!(
                 "{:<16} {:<10} {}",

@@ -46,6 +46,8 @@ pub(crate) struct Question {
     pub(crate) error: Option<String>,
     /// `a` was pressed once: a second `a` confirms the policy change.
     confirm_always: bool,
+    /// The call comes from a program (Code Mode): what its `run_code` call says it does.
+    pub(crate) program: Option<String>,
 }
 
 impl Question {
@@ -57,6 +59,7 @@ impl Question {
             discarded: 0,
             error: None,
             confirm_always: false,
+            program: None,
         }
     }
 
@@ -125,6 +128,13 @@ impl Question {
             st.bold(&format!("agent {who}")),
             st.bold(&visible(call.name(), false))
         )];
+        if let Some(description) = &self.program {
+            out.push(format!(
+                "  {} {}",
+                st.yellow("from a program (run_code), which says it will:"),
+                visible(description, false)
+            ));
+        }
         let args = call.args();
         match args.get("command").and_then(Value::as_str) {
             Some(command) => {

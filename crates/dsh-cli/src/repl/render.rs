@@ -343,6 +343,21 @@ impl Render {
         screen.set_live(Vec::new());
     }
 
+    /// What the open `run_code` call `parent` says its program does (for a question about
+    /// one of its calls).
+    pub(crate) fn program_description(&self, parent: &str) -> Option<String> {
+        self.open
+            .iter()
+            .find(|o| o.call.id() == parent && o.call.name() == dsh_agent::RUN_CODE)
+            .and_then(|o| {
+                o.call
+                    .args()
+                    .get("description")?
+                    .as_str()
+                    .map(str::to_owned)
+            })
+    }
+
     /// Advances the spinner.
     pub(crate) fn tick(&mut self) {
         self.frame = (self.frame + 1) % FRAMES.len();

@@ -261,7 +261,14 @@ pub(crate) async fn drive(
             let (ask, reply) = ask;
             // Computed by the runtime (a dry check with the rule added); shown here.
             let always = session.always_allow_for(&ask.call, &ask.accesses).await;
+            let program = match ask.call.parent() {
+                Some(parent) if ask.call.source() == dsh_core::CallSource::Code => {
+                    Some(render.program_description(parent).unwrap_or_default())
+                }
+                _ => None,
+            };
             let mut question = Question::new(ask, always);
+            question.program = program;
             question.discarded = discarded;
             if keys.is_none() {
                 // No key can answer it (the terminal cannot be read): nobody is asked.

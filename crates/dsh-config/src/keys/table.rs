@@ -482,6 +482,17 @@ pub static KEYS: &[Key] = &[
         "How the model calls tools: native tool calls, Code Mode (one run_code tool) or both.",
         |c, v| c.tools.mode = choice(v, c.tools.mode),
     ),
+    Key {
+        trust: Trust::Tightens,
+        group: Group::Raise,
+        ..scalar(
+            "tools.code_timeout_s",
+            POSITIVE,
+            Some(Fixed::Count(60)),
+            "A run_code program's wall time, seconds, counting the time its tool calls take.",
+            |c, v| c.tools.code_timeout_s = count(v),
+        )
+    },
     // [verify]
     Key {
         group: Group::Table,

@@ -38,6 +38,10 @@ pub enum Record<'a> {
         /// absent in journals older than the modes: `ask`, or `yolo` for a `--yolo` run).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mode: Option<Cow<'a, str>>,
+        /// How the models called tools (`native | code | both`; absent in journals older
+        /// than Code Mode: `native`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tools_mode: Option<Cow<'a, str>>,
     },
     UserMessage {
         text: Cow<'a, str>,

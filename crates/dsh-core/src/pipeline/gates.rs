@@ -117,7 +117,8 @@ impl Pipeline {
     }
 
     /// Registry checks: the tool is not withheld from the agent (refused with the set's
-    /// reason), exists and is in the agent's set, the arguments match its
+    /// reason), a model's own call is to a tool its model may call itself (not one only its
+    /// programs may: Code Mode), exists and is in the agent's set, the arguments match its
     /// schema, its access declaration can be computed, and no declared path is longer than
     /// [`crate::PATH_MAX`].
     pub(super) fn registry_check(
@@ -134,6 +135,14 @@ impl Pipeline {
             ))
         };
         if let Some(why) = tools.withheld(call.name()) {
+            return Err(fail(FailureKind::UnknownTool, why.to_owned()));
+        }
+        // A model's own call to a tool only its programs may call (Code Mode).
+        let from_a_model = matches!(
+            call.source(),
+            crate::CallSource::Model | crate::CallSource::SubAgent
+        );
+        if from_a_model && let Some(why) = tools.not_direct(call.name()) {
             return Err(fail(FailureKind::UnknownTool, why.to_owned()));
         }
         let entry = self
