@@ -557,6 +557,20 @@ impl Session {
             .with_direct(self.direct(false))
     }
 
+    /// A sub-agent's tools as its profile gives them under the tools mode: with `run_code`
+    /// too in the `code` and `both` modes (every agent has it there), its model calling
+    /// directly what the mode lets it.
+    pub fn profile_tools(&self, profile: &crate::subagent::Profile) -> dsh_core::ToolSet {
+        use dsh_config::ToolsMode;
+        let extra: &[&str] = match self.tools_mode {
+            ToolsMode::Native => &[],
+            _ => &[dsh_code::RUN_CODE],
+        };
+        profile
+            .tool_set_adding(extra)
+            .with_direct(self.direct(profile.names(dsh_code::RUN_CODE)))
+    }
+
     /// The tools a `dsh batch` line or `dsh check` may name: every tool of the session, but
     /// `run_code` only in the `code` and `both` tools modes.
     pub fn batch_tools(&self) -> dsh_core::ToolSet {

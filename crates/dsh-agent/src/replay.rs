@@ -107,13 +107,7 @@ pub fn tool_set_for(
         };
     }
     match profile.and_then(|p| session.profiles.get(p)) {
-        Some(p) => {
-            let names_run_code = p
-                .tools
-                .as_ref()
-                .is_some_and(|t| t.iter().any(|n| n == dsh_code::RUN_CODE));
-            p.tool_set().with_direct(session.direct(names_run_code))
-        }
+        Some(p) => session.profile_tools(p),
         None => ToolSet::only(std::iter::empty::<String>()),
     }
 }

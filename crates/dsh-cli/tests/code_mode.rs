@@ -234,3 +234,57 @@ fn a_programs_call_is_asked_with_what_the_program_says_it_does() {
         "by a program"
     );
 }
+
+/// In the native mode a profile may name `run_code`: its agent is offered it, and its
+/// programs reach only that profile's tools (`tools.*` holds no write to call).
+#[test]
+fn a_profile_naming_run_code_gets_programs_confined_to_its_tools() {
+    let d = world();
+    d.write_user_config(
+        "[agents.scripter]\ndescription = \"reads with programs\"\ntools = [\"read_file\", \"run_code\"]\n",
+    );
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call(
+            "s1",
+            "call_sub_agent",
+            &json!({"profile": "scripter", "task": "read f1"}).to_string(),
+        )
+        .into(),
+        run_code(
+            "p1",
+            "const a = await tools.read_file({path: 'f1.txt'});\n\
+             try { await tools.write_file({path: 'w.txt', content: 'x'}); return 'wrote'; }\n\
+             catch (e) { return [a.path, e.name, Object.keys(tools).sort()]; }",
+        ),
+        Reply::text("child done"),
+        Reply::text("all done"),
+    ]);
+    let out = scripted_exec(&d, &server.url, &[], "go").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!d.ws.join("w.txt").exists());
+    let requests = server.requests();
+    let offered = |i: usize| -> Vec<String> {
+        requests[i]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(
+        !offered(0).contains(&"run_code".to_owned()),
+        "{:?}",
+        offered(0)
+    );
+    assert_eq!(offered(1), ["read_file", "run_code"]);
+    let recs = records(&journals(&d.home)[0]);
+    let result = recs
+        .iter()
+        .find(|r| r["kind"] == "tool_result" && r["call_id"] == "p1")
+        .unwrap();
+    assert_eq!(
+        result["value"]["value"],
+        json!(["f1.txt", "TypeError", ["read_file"]]),
+        "{result}"
+    );
+}

@@ -190,14 +190,7 @@ async fn run_child(
     }
     let max_steps = config.max_steps;
     // Never more tools than the parent may call itself.
-    let names_run_code = profile
-        .tools
-        .as_ref()
-        .is_some_and(|t| t.iter().any(|n| n == dsh_code::RUN_CODE));
-    let tools = profile
-        .tool_set()
-        .within(dispatch.tools())
-        .with_direct(session.direct(names_run_code));
+    let tools = session.profile_tools(profile).within(dispatch.tools());
     let spec = AgentSpec {
         system: Some(child_system(session, profile)),
         ..AgentSpec::sub(parent.family.next_child(), &profile.name, tools)

@@ -61,11 +61,29 @@ impl Profile {
     /// What the child's model is offered and the only tools its calls may dispatch:
     /// `call_sub_agent` is withheld with the reason a child is told.
     pub fn tool_set(&self) -> ToolSet {
+        self.tool_set_adding(&[])
+    }
+
+    /// [`Profile::tool_set`] with `extra` tools beside the profile's own (Code Mode's
+    /// `run_code`, which every agent has in the `code` and `both` tools modes).
+    pub fn tool_set_adding(&self, extra: &[&str]) -> ToolSet {
         let set = match &self.tools {
-            Some(names) => ToolSet::only(names.iter().cloned()),
+            Some(names) => ToolSet::only(
+                names
+                    .iter()
+                    .cloned()
+                    .chain(extra.iter().map(|s| (*s).to_owned())),
+            ),
             None => ToolSet::all(),
         };
         set.withholding(CALL_SUB_AGENT, NO_NESTING)
+    }
+
+    /// Whether the profile names `tool` among its tools.
+    pub fn names(&self, tool: &str) -> bool {
+        self.tools
+            .as_ref()
+            .is_some_and(|t| t.iter().any(|n| n == tool))
     }
 
     /// Whether children of this profile may run beside other calls: only when every tool
