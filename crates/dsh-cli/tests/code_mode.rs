@@ -288,3 +288,43 @@ fn a_profile_naming_run_code_gets_programs_confined_to_its_tools() {
         "{result}"
     );
 }
+
+/// The program's time stands still while a person is asked: with a one-second limit, an
+/// answer given after longer still lets the program finish.
+#[test]
+fn a_programs_clock_stops_while_a_person_is_asked() {
+    let d = world();
+    d.write_user_config("[tools]\ncode_timeout_s = 1\n");
+    let server = ScriptedServer::start(vec![
+        Turn::tool_call(
+            "p1",
+            "run_code",
+            &json!({
+                "code": "await tools.write_file({path: 'slow.txt', content: 'answered late'}); return 'ok';",
+                "description": "write after a slow answer"
+            })
+            .to_string(),
+        )
+        .into(),
+        Reply::text("program finished"),
+    ]);
+    let pty = repl_kit::spawn(&d, &server, &["--tools-mode", "code"]);
+    pty.send_line("make it");
+    pty.wait_for_text("[y] approve once");
+    // The person takes longer than the program's whole limit to answer (time passing is
+    // what is tested here, not a synchronization).
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    pty.send("y");
+    pty.wait_for_text("program finished");
+    repl_kit::leave_at_prompt(pty);
+    assert_eq!(
+        std::fs::read_to_string(d.ws.join("slow.txt")).unwrap(),
+        "answered late"
+    );
+    let recs = records(&journals(&d.home)[0]);
+    let result = recs
+        .iter()
+        .find(|r| r["kind"] == "tool_result" && r["call_id"] == "p1")
+        .unwrap();
+    assert_eq!(result["ok"], true, "{result}");
+}

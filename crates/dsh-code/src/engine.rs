@@ -18,14 +18,13 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 use rquickjs::function::{Opt, Rest};
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Exception, Function, Object, Promise, Runtime, Value};
 
 use crate::CodeLimits;
-use crate::program::{Batch, Ending, Failure, Outcome, Request, Settled};
+use crate::program::{Batch, Clock, Ending, Failure, Outcome, Request, Settled};
 
 /// The script's name in stack traces; the program starts on its second line.
 const SCRIPT: &str = "eval_script";
@@ -53,13 +52,14 @@ enum Trip {
     Output,
 }
 
-/// Runs `code` with `tools` (the names `tools.*` holds) under `limits` until `deadline`;
+/// Runs `code` with `tools` (the names `tools.*` holds) under `limits` until `clock` says
+/// its time is up;
 /// `stop` set (the call was cancelled) interrupts it. Calls go out through `batches`.
 pub(crate) fn run(
     code: &str,
     tools: &[String],
     limits: &CodeLimits,
-    deadline: Instant,
+    clock: Arc<Clock>,
     stop: Arc<AtomicBool>,
     batches: tokio::sync::mpsc::UnboundedSender<Batch>,
 ) -> Outcome {
@@ -70,11 +70,9 @@ pub(crate) fn run(
     rt.set_memory_limit(limits.memory_bytes);
     rt.set_max_stack_size(limits.stack_bytes);
     {
-        let (halt, stop) = (halt.clone(), stop.clone());
+        let (halt, stop, clock) = (halt.clone(), stop.clone(), clock.clone());
         rt.set_interrupt_handler(Some(Box::new(move || {
-            halt.load(Ordering::Relaxed)
-                || stop.load(Ordering::Relaxed)
-                || Instant::now() >= deadline
+            halt.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) || clock.passed()
         })));
     }
     let Ok(context) = Context::full(&rt) else {
@@ -101,7 +99,7 @@ pub(crate) fn run(
     if matches!(outcome.ending, Ending::Interrupted) {
         outcome.ending = if stop.load(Ordering::Relaxed) {
             Ending::Cancelled
-        } else if Instant::now() >= deadline {
+        } else if clock.passed() {
             Ending::TimedOut
         } else {
             Ending::Interrupted

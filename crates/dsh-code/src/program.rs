@@ -88,3 +88,66 @@ impl Outcome {
         }
     }
 }
+
+/// A program's time: its wall-time limit runs while it computes and while its calls run,
+/// and stands still while one of its calls waits for a person's answer.
+#[derive(Debug)]
+pub(crate) struct Clock {
+    start: std::time::Instant,
+    wall: std::time::Duration,
+    waits: std::sync::Mutex<Waits>,
+}
+
+#[derive(Debug, Default)]
+struct Waits {
+    /// Time spent waiting for a person, finished waits.
+    past: std::time::Duration,
+    /// Calls waiting now, and since when the first of them has.
+    now: usize,
+    since: Option<std::time::Instant>,
+}
+
+impl Clock {
+    pub(crate) fn new(wall: std::time::Duration) -> Self {
+        Clock {
+            start: std::time::Instant::now(),
+            wall,
+            waits: std::sync::Mutex::new(Waits::default()),
+        }
+    }
+
+    fn waits(&self) -> std::sync::MutexGuard<'_, Waits> {
+        self.waits
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// When the program's time is up, as things stand (later while a person is asked).
+    pub(crate) fn deadline(&self) -> std::time::Instant {
+        let w = self.waits();
+        let waiting = w.since.map_or(std::time::Duration::ZERO, |s| s.elapsed());
+        self.start + self.wall + w.past + waiting
+    }
+
+    pub(crate) fn passed(&self) -> bool {
+        std::time::Instant::now() >= self.deadline()
+    }
+
+    /// A call starts (`true`) or stops (`false`) waiting for a person.
+    pub(crate) fn person(&self, waiting: bool) {
+        let mut w = self.waits();
+        if waiting {
+            if w.now == 0 {
+                w.since = Some(std::time::Instant::now());
+            }
+            w.now += 1;
+        } else if w.now > 0 {
+            w.now -= 1;
+            if w.now == 0
+                && let Some(since) = w.since.take()
+            {
+                w.past += since.elapsed();
+            }
+        }
+    }
+}

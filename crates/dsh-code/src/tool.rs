@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 use async_trait::async_trait;
 use dsh_core::{
@@ -18,7 +17,36 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::CodeLimits;
-use crate::program::{Batch, Ending, Failure, Outcome, Settled};
+use crate::program::{Batch, Clock, Ending, Failure, Outcome, Settled};
+
+/// The longest a `run_code` call may take, waits for a person included.
+const OVERALL_CAP: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// Reports a program's calls to its agent's listener as they go, and stops the program's
+/// clock while one waits for a person.
+struct PersonClock {
+    inner: Arc<dyn dsh_core::CallEvents>,
+    clock: Arc<Clock>,
+}
+
+impl dsh_core::CallEvents for PersonClock {
+    fn proposed(&self, call: &ToolCall) {
+        self.inner.proposed(call);
+    }
+    fn started(&self, call: &ToolCall) {
+        self.inner.started(call);
+    }
+    fn output(&self, call: &ToolCall, text: &str) {
+        self.inner.output(call, text);
+    }
+    fn person(&self, call: &ToolCall, waiting: bool) {
+        self.clock.person(waiting);
+        self.inner.person(call, waiting);
+    }
+    fn finished(&self, call: &ToolCall, result: &Arc<dsh_core::FrozenResult>) {
+        self.inner.finished(call, result);
+    }
+}
 
 /// The reserved tool's name.
 pub const RUN_CODE: &str = "run_code";
@@ -93,7 +121,8 @@ impl Tool for RunCode {
         .read_only(true)
         .reserved(true)
         .parallel(Parallel::Never)
-        .timeout(self.limits.wall + std::time::Duration::from_secs(30 * 60))
+        // The overall cap, past any waits for a person; the program's own limit is its clock.
+        .timeout(self.limits.wall.max(OVERALL_CAP))
     }
 
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {
@@ -115,7 +144,16 @@ impl Tool for RunCode {
             .filter(|s| !s.reserved)
             .map(|s| s.name.clone())
             .collect();
-        let deadline = Instant::now() + self.limits.wall;
+        let clock = Arc::new(Clock::new(self.limits.wall));
+        // The program's calls go out in its agent's scope, with their waits for a person
+        // stopping the program's clock.
+        let scope = dsh_core::Scope {
+            events: Arc::new(PersonClock {
+                inner: dispatch.scope().events.clone(),
+                clock: clock.clone(),
+            }),
+            ..dispatch.scope().clone()
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let (batches, mut incoming) = tokio::sync::mpsc::unbounded_channel::<Batch>();
         let (done_tx, done) = tokio::sync::oneshot::channel::<Outcome>();
@@ -123,7 +161,7 @@ impl Tool for RunCode {
             args.code,
             names,
             self.limits.clone(),
-            deadline,
+            clock.clone(),
             stop.clone(),
             batches,
             done_tx,
@@ -147,13 +185,18 @@ impl Tool for RunCode {
                     // The program's time runs while its calls do: past the deadline they are
                     // cancelled, and the program stops.
                     let sub = cx.cancel.child_token();
-                    let submitted = dispatch.submit(CallSource::Code, calls, &sub);
+                    let submitted = dispatch.submit_in(&scope, CallSource::Code, calls, &sub);
                     let mut submitted = std::pin::pin!(submitted);
-                    let result = tokio::select! {
-                        r = &mut submitted => r,
-                        () = tokio::time::sleep_until(deadline.into()) => {
-                            sub.cancel();
-                            submitted.await
+                    let result = loop {
+                        tokio::select! {
+                            r = &mut submitted => break r,
+                            () = tokio::time::sleep_until(clock.deadline().into()) => {
+                                // The deadline moves while a person is asked.
+                                if clock.passed() {
+                                    sub.cancel();
+                                    break submitted.await;
+                                }
+                            }
                         }
                     };
                     let settled = match result {
@@ -216,7 +259,7 @@ fn start(
     code: String,
     names: Vec<String>,
     limits: CodeLimits,
-    deadline: Instant,
+    clock: Arc<Clock>,
     stop: Arc<AtomicBool>,
     batches: tokio::sync::mpsc::UnboundedSender<Batch>,
     done: tokio::sync::oneshot::Sender<Outcome>,
@@ -224,7 +267,7 @@ fn start(
     std::thread::Builder::new()
         .name("dsh-run-code".to_owned())
         .spawn(move || {
-            let outcome = crate::engine::run(&code, &names, &limits, deadline, stop, batches);
+            let outcome = crate::engine::run(&code, &names, &limits, clock, stop, batches);
             let _ = done.send(outcome);
         })
         .map(|_| ())
@@ -236,7 +279,7 @@ fn start(
     _code: String,
     _names: Vec<String>,
     _limits: CodeLimits,
-    _deadline: Instant,
+    _clock: Arc<Clock>,
     _stop: Arc<AtomicBool>,
     _batches: tokio::sync::mpsc::UnboundedSender<Batch>,
     done: tokio::sync::oneshot::Sender<Outcome>,

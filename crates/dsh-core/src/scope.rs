@@ -149,6 +149,8 @@ pub trait CallEvents: Send + Sync {
     /// While it runs, the latest lines the call printed (bounded, at most a few times a
     /// second): for a live view only — the result holds what counts.
     fn output(&self, _call: &ToolCall, _text: &str) {}
+    /// Gate 2 waits for a person's answer about the call (`true`), or no longer (`false`).
+    fn person(&self, _call: &ToolCall, _waiting: bool) {}
     fn finished(&self, _call: &ToolCall, _result: &Arc<FrozenResult>) {}
 }
 

@@ -59,7 +59,7 @@ impl Pipeline {
         if let Some(c) = self.guards(call, cx) {
             return Ok(Err(Admit::Refused(c)));
         }
-        let Mode::Run { cancel, .. } = mode else {
+        let Mode::Run { cancel, events, .. } = mode else {
             return Ok(Err(Admit::WouldAsk(decided)));
         };
         // A display for the person, when the approver shows one: computed off the runtime (it
@@ -87,14 +87,16 @@ impl Pipeline {
             preview: preview.as_deref(),
             cancel: cancel.clone(),
         };
+        crate::panic::quietly(|| events.person(call, true));
         let asked = crate::policy::ask_once(
             self.approver.as_ref(),
             &request,
             self.journal.as_ref(),
             &self.config.unavailable_hint.for_call(call, cx.accesses),
         )
-        .await?;
-        Ok(asked.map_err(Admit::Refused))
+        .await;
+        crate::panic::quietly(|| events.person(call, false));
+        Ok(asked?.map_err(Admit::Refused))
     }
 
     /// Gate 3, the authoritative guard check: after approval, just before execution.

@@ -200,6 +200,8 @@ pub(crate) enum Mode<'c> {
     Run {
         tools: &'c ToolSet,
         cancel: &'c CancellationToken,
+        /// Told while gate 2 waits for a person.
+        events: &'c dyn crate::scope::CallEvents,
     },
 }
 
@@ -348,6 +350,7 @@ impl Pipeline {
         let mode = Mode::Run {
             tools: &scope.tools,
             cancel,
+            events: scope.events.as_ref(),
         };
         match self.admit(call, mode).await?.verdict {
             Admit::Admitted(admitted) => {

@@ -74,6 +74,11 @@ impl Dispatch {
         self.scope.host.as_ref()
     }
 
+    /// The parent's scope: its tools, listener and host.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
     /// The declarations of the tools a submission may reach: the parent's scope's.
     pub fn tool_specs(&self) -> Vec<Arc<crate::ToolSpec>> {
         self.pipeline.specs(&self.scope.tools)
