@@ -30,19 +30,23 @@ use crate::program::{Batch, Clock, Ending, Failure, Outcome, Request, Settled};
 const SCRIPT: &str = "eval_script";
 
 /// Defined before the program runs: the error a failed call throws.
+/// The class lives in a closure: the program may replace the global name, never the class
+/// its failed calls throw.
 const PRELUDE: &str = r"
-class ToolCallError extends Error {
-  constructor(kind, gate, policy, reason) {
-    super(reason);
-    this.name = 'ToolCallError';
-    this.kind = kind;
-    this.gate = gate;
-    this.policy = policy;
-    this.reason = reason;
+(() => {
+  class ToolCallError extends Error {
+    constructor(kind, gate, policy, reason) {
+      super(reason);
+      this.name = 'ToolCallError';
+      this.kind = kind;
+      this.gate = gate;
+      this.policy = policy;
+      this.reason = reason;
+    }
   }
-}
-globalThis.ToolCallError = ToolCallError;
-(kind, gate, policy, reason) => new ToolCallError(kind, gate, policy, reason)
+  globalThis.ToolCallError = ToolCallError;
+  return (kind, gate, policy, reason) => new ToolCallError(kind, gate, policy, reason);
+})()
 ";
 
 /// Why the interrupt handler stops the program.
@@ -50,6 +54,7 @@ globalThis.ToolCallError = ToolCallError;
 enum Trip {
     Calls,
     Output,
+    Arguments,
 }
 
 /// Runs `code` with `tools` (the names `tools.*` holds) under `limits` until `clock` says
@@ -81,7 +86,7 @@ pub(crate) fn run(
         ));
     };
     let mut outcome = context.with(|ctx| {
-        let state = State::new(limits, halt.clone());
+        let state = State::new(limits, halt.clone(), stop.clone(), clock.clone());
         let ending = match drive(&ctx, code, tools, &state, &batches) {
             Ok(ending) => ending,
             Err(e) => Ending::Broken(e.to_string()),
@@ -95,8 +100,12 @@ pub(crate) fn run(
             calls: state.made.get(),
         }
     });
-    // What stopped it, when the interpreter only saw an interrupt.
-    if matches!(outcome.ending, Ending::Interrupted) {
+    // What stopped it, when the interpreter only saw an interrupt (or found nothing left to
+    // run because its jobs were cut off).
+    if matches!(outcome.ending, Ending::Interrupted | Ending::Stuck)
+        && (stop.load(Ordering::Relaxed) || clock.passed())
+        || matches!(outcome.ending, Ending::Interrupted)
+    {
         outcome.ending = if stop.load(Ordering::Relaxed) {
             Ending::Cancelled
         } else if clock.passed() {
@@ -112,6 +121,10 @@ pub(crate) fn run(
 struct State<'js> {
     limits: CodeLimits,
     halt: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    clock: Arc<Clock>,
+    /// Bytes of arguments the program's calls have carried out of the interpreter.
+    args_bytes: Cell<usize>,
     trip: Cell<Option<Trip>>,
     made: Cell<usize>,
     log: RefCell<String>,
@@ -121,16 +134,34 @@ struct State<'js> {
 }
 
 impl<'js> State<'js> {
-    fn new(limits: &CodeLimits, halt: Arc<AtomicBool>) -> Rc<Self> {
+    fn new(
+        limits: &CodeLimits,
+        halt: Arc<AtomicBool>,
+        stop: Arc<AtomicBool>,
+        clock: Arc<Clock>,
+    ) -> Rc<Self> {
         Rc::new(State {
             limits: limits.clone(),
             halt,
+            stop,
+            clock,
+            args_bytes: Cell::new(0),
             trip: Cell::new(None),
             made: Cell::new(0),
             log: RefCell::new(String::new()),
             log_cut: Cell::new(false),
             pending: RefCell::new(Vec::new()),
         })
+    }
+
+    /// Whether the program must stop now: a limit tripped, the call cancelled, or its time
+    /// up. Checked between jobs and by every function the program calls, since the
+    /// interpreter asks its interrupt handler only every so many steps and never inside a
+    /// built-in.
+    fn stopped(&self) -> bool {
+        self.halt.load(Ordering::Relaxed)
+            || self.stop.load(Ordering::Relaxed)
+            || self.clock.passed()
     }
 
     fn trip(&self, why: Trip) {
@@ -152,14 +183,26 @@ fn drive<'js>(
     let program: Promise = match ctx.eval(wrapped) {
         Ok(p) => p,
         Err(rquickjs::Error::Exception) => return Ok(thrown(ctx, ctx.catch(), state, true)),
+        // The text closed the function it is wrapped in: the program's doing.
+        Err(rquickjs::Error::FromJs { .. }) => {
+            return Ok(Ending::Threw {
+                syntax: true,
+                name: "SyntaxError".to_owned(),
+                message: "the program closes the async function it is the body of".to_owned(),
+                line: None,
+                column: None,
+                failure: None,
+            });
+        }
         Err(e) => return Err(e),
     };
     loop {
-        while ctx.execute_pending_job() {}
-        if state.halt.load(Ordering::Relaxed) {
+        while !state.stopped() && ctx.execute_pending_job() {}
+        if state.stopped() {
             return Ok(match state.trip.get() {
                 Some(Trip::Calls) => Ending::TooManyCalls,
                 Some(Trip::Output) => Ending::TooMuchOutput,
+                Some(Trip::Arguments) => Ending::OutOfMemory,
                 None => Ending::Interrupted,
             });
         }
@@ -222,12 +265,20 @@ fn install<'js>(ctx: &Ctx<'js>, tools: &[String], state: &Rc<State<'js>>) -> rqu
         Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>, values: Rest<Value<'js>>| {
+                if s.stopped() {
+                    return Err(Exception::throw_internal(&ctx, "the program is stopped"));
+                }
+                let room = s.limits.max_log_bytes.saturating_sub(s.log.borrow().len());
                 let mut line = String::new();
                 for (i, v) in values.0.iter().enumerate() {
                     if i > 0 {
                         line.push(' ');
                     }
                     line.push_str(&shown(&ctx, v));
+                    // Past the room left, the rest is not shown anyway.
+                    if line.len() > room {
+                        break;
+                    }
                 }
                 line.push('\n');
                 let mut log = s.log.borrow_mut();
@@ -258,6 +309,9 @@ fn install<'js>(ctx: &Ctx<'js>, tools: &[String], state: &Rc<State<'js>>) -> rqu
         object.set(
             name.as_str(),
             Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Opt<Value<'js>>| {
+                if s.stopped() {
+                    return Err(Exception::throw_internal(&ctx, "the program is stopped"));
+                }
                 if s.made.get() >= s.limits.max_calls {
                     s.trip(Trip::Calls);
                     return Err(Exception::throw_internal(
@@ -282,6 +336,17 @@ fn install<'js>(ctx: &Ctx<'js>, tools: &[String], state: &Rc<State<'js>>) -> rqu
                         })?
                     }
                 };
+                // Arguments leave the interpreter's heap: they count against its memory
+                // limit all the same.
+                let bytes = s.args_bytes.get() + args.to_string().len();
+                if bytes > s.limits.memory_bytes {
+                    s.trip(Trip::Arguments);
+                    return Err(Exception::throw_internal(
+                        &ctx,
+                        "the program's tool calls carried more bytes of arguments than its memory limit",
+                    ));
+                }
+                s.args_bytes.set(bytes);
                 s.made.set(s.made.get() + 1);
                 let (promise, resolve, reject) = ctx.promise()?;
                 s.pending.borrow_mut().push((
@@ -337,19 +402,30 @@ fn returned<'js>(ctx: &Ctx<'js>, value: Value<'js>, state: &State<'js>) -> Endin
     }
     match serde_json::from_str(&text) {
         Ok(v) => Ending::Returned(v),
-        Err(e) => Ending::Broken(format!("the returned value is not JSON: {e}")),
+        Err(e) => Ending::Threw {
+            syntax: false,
+            name: "RangeError".to_owned(),
+            message: format!("the returned value cannot be read as JSON: {e}"),
+            line: None,
+            column: None,
+            failure: None,
+        },
     }
 }
 
 /// What a thrown value says, with the program's line and column.
 fn thrown<'js>(ctx: &Ctx<'js>, value: Value<'js>, state: &State<'js>, syntax: bool) -> Ending {
-    let _ = ctx;
-    if state.halt.load(Ordering::Relaxed) {
+    if state.stopped() {
         return match state.trip.get() {
             Some(Trip::Calls) => Ending::TooManyCalls,
             Some(Trip::Output) => Ending::TooMuchOutput,
+            Some(Trip::Arguments) => Ending::OutOfMemory,
             None => Ending::Interrupted,
         };
+    }
+    // No room left even for the error object: the heap is full.
+    if value.is_null() {
+        return Ending::OutOfMemory;
     }
     let (name, message, stack) = match value.as_object() {
         Some(o) => {

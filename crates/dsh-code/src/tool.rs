@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use dsh_core::{
@@ -18,6 +19,19 @@ use serde_json::{Value, json};
 
 use crate::CodeLimits;
 use crate::program::{Batch, Clock, Ending, Failure, Outcome, Settled};
+
+/// How long past its deadline a program's thread gets to notice it before the call ends
+/// without it.
+const THREAD_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Sets the program's stop flag when dropped.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
 
 /// The longest a `run_code` call may take, waits for a person included.
 const OVERALL_CAP: std::time::Duration = std::time::Duration::from_secs(30 * 60);
@@ -155,6 +169,9 @@ impl Tool for RunCode {
             ..dispatch.scope().clone()
         };
         let stop = Arc::new(AtomicBool::new(false));
+        // However this call ends — returned, failed, or dropped by a timeout — its program
+        // is told to stop.
+        let _stop_on_drop = StopOnDrop(stop.clone());
         let (batches, mut incoming) = tokio::sync::mpsc::unbounded_channel::<Batch>();
         let (done_tx, done) = tokio::sync::oneshot::channel::<Outcome>();
         start(
@@ -176,6 +193,15 @@ impl Tool for RunCode {
                 outcome = &mut done => break outcome.unwrap_or_else(|_| {
                     Outcome::ending(Ending::Broken("the interpreter's thread ended without a word".to_owned()))
                 }),
+                // The interpreter asks whether to stop only every so many steps and never
+                // inside a built-in: past the deadline and a grace, the call ends without
+                // waiting for it (its thread is told to stop and does at its next check).
+                () = tokio::time::sleep_until((clock.deadline() + THREAD_GRACE).into()) => {
+                    if clock.passed() && Instant::now() >= clock.deadline() + THREAD_GRACE {
+                        stop.store(true, Ordering::Relaxed);
+                        break Outcome::ending(Ending::TimedOut);
+                    }
+                }
                 batch = incoming.recv() => {
                     let Some(batch) = batch else { continue };
                     let calls: Vec<ToolCall> = batch.requests.iter().map(|r| {

@@ -338,7 +338,6 @@ async fn a_forged_tool_call_error_cannot_fake_the_record() {
 /// fail; the safe behaviour is that the program sees (or ends on) the refusal, and the
 /// result never blames the interpreter for the program's doing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "finding: the prelude's ToolCallError binding is the program's to replace; a throwing constructor makes engine.rs drive() fail settling (`fail.call(..)?`) and the result says 'the interpreter failed'"]
 async fn replacing_tool_call_error_does_not_break_the_runtime() {
     let w = world(CodeLimits::default());
     let r = run(
@@ -530,7 +529,6 @@ async fn a_huge_thrown_message_is_bounded() {
 /// call past the memory limit (with the defaults, 200 calls × ~25 MB). The safe behaviour:
 /// what a program's calls carry out of the interpreter is bounded by its memory limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "finding: engine.rs install() copies each call's arguments out of the heap (json_stringify → serde_json::Value in `pending`) with no bound but max_calls, so the memory limit does not hold for arguments"]
 async fn arguments_copied_out_of_the_heap_are_bounded_by_the_memory_limit() {
     let limits = CodeLimits {
         memory_bytes: 8 << 20,
@@ -581,7 +579,6 @@ async fn stuck_programs_and_endless_jobs_end() {
 /// behaviour is a timeout at the wall-time limit; the finding is a call that never ends and
 /// an interpreter thread spinning for the life of the process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "finding: engine.rs drive() drains the job queue with `while ctx.execute_pending_job() {}` without checking halt/stop/deadline, and tool.rs run() has no deadline of its own while it waits for the thread"]
 async fn self_healing_job_chains_are_stopped_at_the_time_limit() {
     let w = world(CodeLimits {
         wall: Duration::from_secs(1),
@@ -626,7 +623,6 @@ async fn self_healing_job_chains_are_stopped_at_the_time_limit() {
 /// — runs on ~10,000 turns past the deadline. The safe behaviour: the call ends near its
 /// wall-time limit whatever the program does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "finding: the wall-time limit rests only on QuickJS's interrupt counter (polled every 10,000 branches, never inside a builtin); tool.rs run() waits for the thread with no deadline of its own, and console.log/tools.* do not refuse once halted"]
 async fn expensive_builtins_in_a_loop_are_stopped_near_the_time_limit() {
     let w = world(CodeLimits {
         wall: Duration::from_secs(1),
@@ -653,7 +649,6 @@ async fn expensive_builtins_in_a_loop_are_stopped_near_the_time_limit() {
 /// evaluates to no promise, a value nested too deep for the runtime's JSON reader — is not
 /// blamed on the interpreter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "finding (low): engine.rs thrown() takes a null exception (out of memory with no room for the error) as a thrown value; drive() checks only `halt` after the job queue drains, not the deadline or stop; drive()/returned() report the program's own conditions as Ending::Broken"]
 async fn endings_are_told_as_what_they_are() {
     let w = world(CodeLimits {
         memory_bytes: 16 << 20,

@@ -132,7 +132,7 @@ impl Question {
             out.push(format!(
                 "  {} {}",
                 st.yellow("from a program (run_code), which says it will:"),
-                visible(description, false)
+                visible(&crate::sessions::shorten(description, 300), false)
             ));
         }
         let args = call.args();
