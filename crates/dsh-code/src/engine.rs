@@ -102,10 +102,13 @@ pub(crate) fn run(
     });
     // What stopped it, when the interpreter only saw an interrupt (or found nothing left to
     // run because its jobs were cut off).
-    if matches!(outcome.ending, Ending::Interrupted | Ending::Stuck)
-        && (stop.load(Ordering::Relaxed) || clock.passed())
-        || matches!(outcome.ending, Ending::Interrupted)
-    {
+    let cut_off = stop.load(Ordering::Relaxed) || clock.passed();
+    let unexplained = match outcome.ending {
+        Ending::Interrupted => true,
+        Ending::Stuck => cut_off,
+        _ => false,
+    };
+    if unexplained {
         outcome.ending = if stop.load(Ordering::Relaxed) {
             Ending::Cancelled
         } else if clock.passed() {
@@ -164,6 +167,17 @@ impl<'js> State<'js> {
             || self.clock.passed()
     }
 
+    /// How a stopped program ended: the limit it tripped, or an interrupt (cancellation or
+    /// its time, told apart by [`run`]).
+    fn stopped_ending(&self) -> Ending {
+        match self.trip.get() {
+            Some(Trip::Calls) => Ending::TooManyCalls,
+            Some(Trip::Output) => Ending::TooMuchOutput,
+            Some(Trip::Arguments) => Ending::OutOfMemory,
+            None => Ending::Interrupted,
+        }
+    }
+
     fn trip(&self, why: Trip) {
         self.trip.set(Some(why));
         self.halt.store(true, Ordering::Relaxed);
@@ -199,12 +213,7 @@ fn drive<'js>(
     loop {
         while !state.stopped() && ctx.execute_pending_job() {}
         if state.stopped() {
-            return Ok(match state.trip.get() {
-                Some(Trip::Calls) => Ending::TooManyCalls,
-                Some(Trip::Output) => Ending::TooMuchOutput,
-                Some(Trip::Arguments) => Ending::OutOfMemory,
-                None => Ending::Interrupted,
-            });
+            return Ok(state.stopped_ending());
         }
         match program.state() {
             PromiseState::Resolved => {
@@ -416,12 +425,7 @@ fn returned<'js>(ctx: &Ctx<'js>, value: Value<'js>, state: &State<'js>) -> Endin
 /// What a thrown value says, with the program's line and column.
 fn thrown<'js>(ctx: &Ctx<'js>, value: Value<'js>, state: &State<'js>, syntax: bool) -> Ending {
     if state.stopped() {
-        return match state.trip.get() {
-            Some(Trip::Calls) => Ending::TooManyCalls,
-            Some(Trip::Output) => Ending::TooMuchOutput,
-            Some(Trip::Arguments) => Ending::OutOfMemory,
-            None => Ending::Interrupted,
-        };
+        return state.stopped_ending();
     }
     // No room left even for the error object: the heap is full.
     if value.is_null() {

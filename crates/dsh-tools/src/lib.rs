@@ -33,6 +33,7 @@ mod confine;
 mod fs;
 mod output;
 #[cfg(target_os = "linux")]
+mod private_dir;
 mod procfs;
 pub mod sandbox;
 mod search;

@@ -213,6 +213,12 @@ fn truncate(s: &str) -> String {
     s.chars().take(80).collect()
 }
 
+/// The SHA-256 of `bytes` in lowercase hex: how the journal names a line (`prev`) and a
+/// content (a `checkpoint`'s pre-image).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);

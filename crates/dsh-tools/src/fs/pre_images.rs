@@ -11,20 +11,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sha2::{Digest, Sha256};
-
 /// The largest file whose pre-image is kept; a change to a larger file is refused (nothing
 /// could restore it).
 pub const MAX_PRE_IMAGE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The SHA-256 of `bytes`, in lowercase hex: a pre-image's name and the digest journaled.
 pub fn digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in hash {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    dsh_core::journal::sha256_hex(bytes)
 }
 
 /// A session's pre-image store: one directory, created when the first pre-image is kept.
@@ -75,7 +68,7 @@ impl PreImages {
 
     fn write(&self, target: &Path, bytes: &[u8]) -> std::io::Result<()> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        create_private_dir(&self.dir)?;
+        crate::private_dir::create(&self.dir)?;
         let tmp = self.dir.join(format!(
             ".tmp-{}-{}",
             std::process::id(),
@@ -119,17 +112,6 @@ impl PreImages {
         }
         Ok(bytes)
     }
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
 }
 
 #[cfg(test)]

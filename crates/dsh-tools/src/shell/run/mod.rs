@@ -122,14 +122,7 @@ impl RunShell {
 
     /// Creates the session's TMPDIR (0700) if it does not exist yet.
     fn ensure_tmp_dir(&self) -> Result<(), ToolError> {
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            builder.mode(0o700);
-        }
-        builder.create(&self.tmp_dir).map_err(|e| {
+        crate::private_dir::create(&self.tmp_dir).map_err(|e| {
             ToolError::failed(format!(
                 "cannot create the session's temporary directory {}: {e}",
                 self.tmp_dir.display()
