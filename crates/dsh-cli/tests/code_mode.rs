@@ -328,3 +328,23 @@ fn a_programs_clock_stops_while_a_person_is_asked() {
         .unwrap();
     assert_eq!(result["ok"], true, "{result}");
 }
+
+/// `/tools` says the tools mode and, where the model is offered `run_code`, what its
+/// programs may call.
+#[test]
+fn tools_shows_the_tools_mode_and_what_programs_may_call() {
+    let d = world();
+    let server = ScriptedServer::start(vec![]);
+    let pty = repl_kit::spawn(&d, &server, &["--tools-mode", "code"]);
+    pty.send_line("/tools");
+    let s = pty.wait_for_text("run_code's programs may call:");
+    assert!(s.contains("tools mode code"), "{}", s.dump());
+    assert!(
+        s.rows()
+            .iter()
+            .any(|r| r.contains("run_code's programs may call:") && r.contains("read_file")),
+        "{}",
+        s.dump()
+    );
+    repl_kit::leave_at_prompt(pty);
+}
