@@ -125,6 +125,11 @@ pub struct SessionSettings {
     pub tools_mode: dsh_config::ToolsMode,
     /// What a `run_code` program may use.
     pub code: dsh_code::CodeLimits,
+    /// The MCP servers to start (`[mcp.servers]`); a stdio server's environment holds only
+    /// its configured variables here, the session adds the command environment's allowlist.
+    pub mcp: Vec<dsh_mcp::ServerSpec>,
+    /// Configured servers not to start, with why (shown in `/mcp`).
+    pub mcp_skipped: Vec<dsh_mcp::Skipped>,
 }
 
 impl SessionSettings {
@@ -175,6 +180,8 @@ impl SessionSettings {
                 wall: Duration::from_secs(c.tools.code_timeout_s),
                 ..dsh_code::CodeLimits::default()
             },
+            mcp: Vec::new(),
+            mcp_skipped: Vec::new(),
         }
     }
 }
@@ -279,6 +286,11 @@ pub struct Session {
     pub(crate) checkpoints: Arc<crate::checkpoint::Checkpoints>,
     /// How the models call tools.
     pub tools_mode: dsh_config::ToolsMode,
+    /// The MCP servers, whose tools join the registry as they become ready
+    /// (`extensions.rs`).
+    pub(crate) mcp: Arc<dsh_mcp::McpServers>,
+    /// The session's private temporary directory (commands' and servers' `TMPDIR`).
+    pub(crate) temp_dir: PathBuf,
 }
 
 impl std::fmt::Debug for Session {
@@ -412,6 +424,7 @@ impl Session {
             temp_dir.clone(),
             shell_settings,
         ));
+        let mcp = Arc::new(crate::extensions::mcp_servers(settings, &id, &temp_dir));
         // The shell policy lets git's reading subcommands run free only where the command
         // tool can run them in the read-only profile.
         let read_only_sandbox = {
@@ -486,7 +499,7 @@ impl Session {
             network,
         )
         .with_file_rules(&rules, protected_patterns)
-        .with_temp_dir(temp_dir)
+        .with_temp_dir(temp_dir.clone())
         .with_pass_env(settings.shell.pass_env.clone())
         .with_added(added.clone())
         .with_read_only_sandbox(read_only_sandbox)
@@ -502,7 +515,11 @@ impl Session {
 
         let checkpoints = Arc::new(crate::checkpoint::Checkpoints::default());
         let mut builder = Pipeline::builder(registry, journal)
-            .pre_policy(dsh_policy::ModePolicy::new(mode.clone(), shell.clone()).with_kept(kept))
+            .pre_policy(
+                dsh_policy::ModePolicy::new(mode.clone(), shell.clone())
+                    .with_kept(kept)
+                    .with_rules(rules.clone().with_added(added.clone())),
+            )
             .pre_policy(confinement.clone())
             .pre_policy(protected.clone())
             .pre_policy(rules.with_added(added.clone()))
@@ -544,6 +561,8 @@ impl Session {
             hardened: hardened_sandbox,
             checkpoints,
             tools_mode: settings.tools_mode,
+            mcp,
+            temp_dir,
         })
     }
 }
@@ -638,7 +657,7 @@ impl Session {
     }
 }
 
-fn create_private_dir(dir: &Path) -> Result<(), AssemblyError> {
+pub(crate) fn create_private_dir(dir: &Path) -> Result<(), AssemblyError> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]

@@ -65,6 +65,7 @@ impl Session {
 
     /// Writes `session_end` with the totals and makes the journal durable.
     pub fn finish(&self, ending: Ending, totals: Totals) -> Result<(), JournalError> {
+        self.stop_extensions();
         let sweeper = self.sweeper.lock().map_or(None, |mut s| s.take());
         if let Some(sweeper) = sweeper {
             let _ = sweeper.join();

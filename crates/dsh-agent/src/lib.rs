@@ -14,7 +14,8 @@
 //!   order, the approver and the event sink. `dsh check` and `dsh batch` use this one
 //!   assembly, so what `check` predicts is what `batch` and the loop do. `keep.rs` (what the
 //!   hardened sandbox keeps), `allow_rule.rs` and `always.rs` ("always allow"), `mode.rs`
-//!   (the permission mode) belong to it.
+//!   (the permission mode) belong to it. `extensions.rs` starts the configured MCP servers
+//!   and registers their tools between steps.
 //! - **`agent/`**: the loop ([`Agent`]): any number over one session, each with its own
 //!   [`AgentSpec`] (identity, tool set, system prompt), history and steps; `family.rs` is
 //!   the tree an agent heads (what each of its agents spent, the numbering of children),
@@ -41,6 +42,7 @@ pub mod checkpoint;
 pub mod context;
 mod ending;
 pub mod events;
+mod extensions;
 mod keep;
 pub mod leftovers;
 mod mode;

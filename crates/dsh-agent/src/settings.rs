@@ -85,6 +85,7 @@ impl SessionSettings {
                 at: p.origin.location(),
             })
             .collect();
+        (s.mcp, s.mcp_skipped) = mcp_servers(c, &loaded.workspace);
         s.tools_mode = c.tools.mode;
         s.code.wall = std::time::Duration::from_secs(c.tools.code_timeout_s);
         s.mode = if yolo {
@@ -120,6 +121,53 @@ impl LoopConfig {
 }
 
 /// `[shell]` and `[sandbox]` (the `--sandbox` flag is already merged into `sandbox.mode`).
+/// The configured MCP servers to start, and those not to. A server a project file names
+/// runs a program the repository chose: it waits for a person's approval of its command
+/// line, which is not implemented yet, so it is not started (DESIGN §5).
+fn mcp_servers(
+    c: &dsh_config::Config,
+    workspace: &std::path::Path,
+) -> (Vec<dsh_mcp::ServerSpec>, Vec<dsh_mcp::Skipped>) {
+    use dsh_config::{Layer, McpLaunch, defaults};
+    let mut start = Vec::new();
+    let mut skipped = Vec::new();
+    for (name, server) in &c.mcp.servers {
+        let launch = match &server.value.launch {
+            McpLaunch::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => dsh_mcp::Launch::Stdio {
+                program: command.clone(),
+                args: args.clone(),
+                env: crate::extensions::env_pairs(env),
+                cwd: workspace.join(cwd.as_deref().unwrap_or("")),
+            },
+            McpLaunch::Http { url } => dsh_mcp::Launch::Http { url: url.clone() },
+        };
+        if server.origin.layer == Layer::Project {
+            skipped.push(dsh_mcp::Skipped {
+                name: name.clone(),
+                launch: launch.describe(),
+                why: format!(
+                    "named by the project file ({}): a server a repository names starts only after a person approves its command line, which dsh cannot ask yet (not implemented); to use it now, copy it to your user config",
+                    server.origin.location()
+                ),
+            });
+            continue;
+        }
+        start.push(dsh_mcp::ServerSpec {
+            name: name.clone(),
+            launch,
+            startup_timeout: std::time::Duration::from_secs(server.value.startup_timeout_s),
+            call_timeout: std::time::Duration::from_secs(server.value.timeout_s),
+            max_restarts: defaults::MCP_MAX_RESTARTS,
+        });
+    }
+    (start, skipped)
+}
+
 fn shell_settings(c: &dsh_config::Config, notices: &mut Vec<String>) -> ShellSettings {
     for name in &c.shell.pass_env {
         if let Some(why) = dsh_tools::shell::env::refusal(name) {

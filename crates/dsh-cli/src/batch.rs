@@ -37,10 +37,13 @@ pub(crate) async fn check(common: &Common, tool: &str, args_json: &str) -> Resul
     let settings = settings::load(common)?;
     let session = Session::assemble_dry(&settings).map_err(Failure::usage)?;
     crate::start::say_mode(&session);
+    // An MCP tool is judged once its server is up (each within its start-up timeout).
+    session.wait_for_extensions().await;
     let report = session
         .pipeline
         .check_in(&session.batch_tools(), &ToolCall::new("check", tool, args))
         .await;
+    session.stop_extensions();
     let line = serde_json::to_string(&report).map_err(Failure::harness)?;
     crate::print_lines([line])?;
     Ok(exit::OK)
@@ -56,6 +59,7 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
     let session =
         Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::assembly)?;
     crate::start::say_mode(&session);
+    session.wait_for_extensions().await;
     let scope = dsh_core::Scope {
         tools: session.batch_tools(),
         ..dsh_core::Scope::default()

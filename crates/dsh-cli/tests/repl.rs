@@ -565,7 +565,7 @@ fn stats_and_the_extension_commands_say_what_there_is() {
     assert!(text.contains("15 out"), "{text}");
     assert!(text.contains("read_file      1 ok"), "{text}");
     pty.send_line("/mcp");
-    pty.wait_for_text("none configured (add [mcp.servers.NAME]");
+    pty.wait_for_text("no MCP servers configured (add [mcp.servers.NAME]");
     pty.send_line("/skills");
     pty.wait_for_text("none configured (add [skills.NAME]");
     pty.send_line("/plugins");

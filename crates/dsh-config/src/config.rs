@@ -205,16 +205,29 @@ pub struct Hooks {
 
 /// One `[mcp.servers.NAME]` entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpServer {
+    /// How the server is reached.
+    pub launch: McpLaunch,
+    /// How long it may take to start and list its tools, seconds.
+    pub startup_timeout_s: u64,
+    /// How long one of its tool calls may run, seconds.
+    pub timeout_s: u64,
+}
+
+/// How an MCP server is reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum McpServer {
+pub enum McpLaunch {
     /// A child process speaking MCP over stdio.
     Stdio {
         /// Program.
         command: String,
         /// Arguments.
         args: Vec<String>,
-        /// Extra environment.
+        /// Extra environment, beside the command environment's allowlist.
         env: BTreeMap<String, String>,
+        /// Its working directory (relative: to the workspace); `None`: the workspace.
+        cwd: Option<String>,
     },
     /// A streamable-HTTP server.
     Http {

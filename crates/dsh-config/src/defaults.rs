@@ -28,3 +28,12 @@ pub const HOOK_TIMEOUT_MS: u64 = 5000;
 pub const TOOL_TIMEOUT_S: u64 = 120;
 /// Identical calls in a row after which the loop stops; not a config key.
 pub const REPEAT_LIMIT: u32 = 3;
+
+/// `[mcp.servers.NAME] startup_timeout_s`: how long a server may take to start and list its
+/// tools.
+pub const MCP_STARTUP_TIMEOUT_S: u64 = 30;
+/// `[mcp.servers.NAME] timeout_s`: how long one MCP tool call may run.
+pub const MCP_TIMEOUT_S: u64 = 120;
+/// How many times a stdio MCP server that died is started again in one session; not a
+/// config key.
+pub const MCP_MAX_RESTARTS: u32 = 3;

@@ -100,9 +100,9 @@ use std::path::{Path, PathBuf};
 
 pub use config::{
     AgentProfile, Config, ContextConfig, Fsync, Guards, Hook, Hooks, JournalConfig, Layer, Limits,
-    Mcp, McpServer, ModelConfig, OnError, Origin, PermissionMode, Permissions, Price, Provider,
-    Rule, SandboxConfig, SandboxMode, ShellConfig, Sourced, ToolsConfig, ToolsMode, Unlisted,
-    VerifyConfig,
+    Mcp, McpLaunch, McpServer, ModelConfig, OnError, Origin, PermissionMode, Permissions, Price,
+    Provider, Rule, SandboxConfig, SandboxMode, ShellConfig, Sourced, ToolsConfig, ToolsMode,
+    Unlisted, VerifyConfig,
 };
 pub use error::{ConfigError, ErrorKind};
 pub use record::{RecordedRule, RuleScope, record_rule};

@@ -4,7 +4,7 @@ mod common;
 
 use common::{World, patterns, rules};
 use dsh_config::{
-    Config, ErrorKind, Fsync, Layer, McpServer, OnError, Provider, SandboxMode, load,
+    Config, ErrorKind, Fsync, Layer, McpLaunch, McpServer, OnError, Provider, SandboxMode, load,
 };
 
 // ---- defaults and layering ----
@@ -160,18 +160,28 @@ allow_network = true
     assert_eq!(hooks[1].value.timeout_ms, 5000);
     assert_eq!(hooks[1].value.on_error, OnError::Deny);
     assert_eq!(hooks[1].origin.line, Some(8));
-    match &c.mcp.servers["git"].value {
-        McpServer::Stdio { command, args, env } => {
+    match &c.mcp.servers["git"].value.launch {
+        McpLaunch::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
             assert_eq!(command, "npx");
             assert_eq!(args, &["-y", "mcp-git"]);
             assert_eq!(env["GIT_DIR"], ".git");
+            assert_eq!(cwd, &None);
         }
         other => panic!("{other:?}"),
     }
     assert_eq!(
         c.mcp.servers["remote"].value,
-        McpServer::Http {
-            url: "https://mcp.example.invalid/mcp".into()
+        McpServer {
+            launch: McpLaunch::Http {
+                url: "https://mcp.example.invalid/mcp".into()
+            },
+            startup_timeout_s: 30,
+            timeout_s: 120,
         }
     );
     assert_eq!(c.journal.fsync, Fsync::Record);

@@ -114,6 +114,26 @@ impl Registry {
         Ok(())
     }
 
+    /// Replaces the registered tool of the same name (its declaration changed, as an MCP
+    /// server's may). A reserved tool cannot be replaced; when the new one is refused the old
+    /// one stays.
+    pub fn replace_arc(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegisterError> {
+        let name = tool.spec().name;
+        match self.tools.get(&name) {
+            None => return Err(RegisterError::Unknown(name)),
+            Some(e) if e.spec.reserved => return Err(RegisterError::Reserved(name)),
+            Some(_) => {}
+        }
+        let old = self.tools.remove(&name);
+        if let Err(e) = self.register_arc(tool) {
+            if let Some(old) = old {
+                self.tools.insert(name, old);
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Removes a tool; reserved tools cannot be removed (SPEC P11).
     pub fn remove(&mut self, name: &str) -> Result<(), RegisterError> {
         match self.tools.get(name) {

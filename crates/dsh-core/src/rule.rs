@@ -16,12 +16,13 @@ use crate::decision::Decision;
 use crate::origin::Origin;
 
 /// A permission rule: `ToolName` (every call of the tool) or `ToolName(specifier)`, on the
-/// `allow`, `ask` or `deny` list, with where it was written.
+/// `allow`, `ask` or `deny` list, with where it was written. `mcp__SERVER__*` names every
+/// tool of one MCP server ([`Rule::names`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Rule {
     /// Which list the rule is on.
     pub decision: Decision,
-    /// `[A-Za-z0-9_-]+`.
+    /// `[A-Za-z0-9_-]+`, or `mcp__SERVER__*`.
     pub tool: String,
     /// The text between the outer parentheses, if any (never empty when parsed).
     pub specifier: Option<String>,
@@ -42,6 +43,15 @@ impl Rule {
             specifier: specifier.map(str::to_string),
             origin,
         })
+    }
+
+    /// Whether the rule is about calls of `tool`: its name as written, or for
+    /// `mcp__SERVER__*` every tool whose name starts `mcp__SERVER__`.
+    pub fn names(&self, tool: &str) -> bool {
+        match self.tool.strip_suffix('*') {
+            Some(prefix) => tool.starts_with(prefix),
+            None => self.tool == tool,
+        }
     }
 
     /// Whether the rule may only tighten a decision: it comes from an untrusted project, so a
@@ -69,7 +79,23 @@ fn parse_rule(text: &str) -> Result<(&str, Option<&str>), String> {
     if name.is_empty() {
         return Err("missing tool name before \"(\"".to_string());
     }
-    if let Some(bad) = name
+    // `mcp__SERVER__*`: the one place a tool name may hold a wildcard, at its end.
+    let plain = match name.strip_suffix('*') {
+        Some(prefix) => {
+            let server = prefix
+                .strip_prefix("mcp__")
+                .and_then(|p| p.strip_suffix("__"))
+                .filter(|s| !s.is_empty() && !s.contains("__"));
+            if server.is_none() {
+                return Err(format!(
+                    "tool name {name:?}: `*` may only end `mcp__SERVER__*` (every tool of one MCP server)"
+                ));
+            }
+            prefix
+        }
+        None => name,
+    };
+    if let Some(bad) = plain
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
     {
@@ -135,6 +161,29 @@ mod tests {
             "run_shell|Some(\"echo $(date)\")"
         );
         assert_eq!(rule("mcp__git__log").unwrap(), "mcp__git__log|None");
+        assert_eq!(rule("mcp__git__*").unwrap(), "mcp__git__*|None");
+    }
+
+    #[test]
+    fn a_wildcard_names_one_servers_tools_and_nothing_else() {
+        for bad in [
+            "*",
+            "mcp__*",
+            "mcp____*",
+            "read_*",
+            "mcp__a__b*",
+            "mcp__a__b__*",
+            "mcp__a*__*",
+        ] {
+            assert!(rule(bad).is_err(), "{bad} parsed");
+        }
+        let r = Rule::parse(Decision::Allow, "mcp__git__*", Origin::builtin()).unwrap();
+        assert!(r.names("mcp__git__git_status"));
+        assert!(!r.names("mcp__github__x"));
+        assert!(!r.names("mcp__git"));
+        let exact = Rule::parse(Decision::Allow, "mcp__git__log", Origin::builtin()).unwrap();
+        assert!(exact.names("mcp__git__log"));
+        assert!(!exact.names("mcp__git__log2"));
     }
 
     #[test]

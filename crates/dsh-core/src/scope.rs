@@ -51,7 +51,9 @@ impl ToolSet {
         ToolSet::default()
     }
 
-    /// The subset `names`; a call to any other is `unknown_tool` at the registry step.
+    /// The subset `names`; a call to any other is `unknown_tool` at the registry step. A name
+    /// ending `*` (`mcp__SERVER__*`, the only form the configuration accepts) holds every
+    /// tool whose name starts with what precedes it.
     pub fn only<I, S>(names: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -125,7 +127,12 @@ impl ToolSet {
         }
         let member = match &self.members {
             Members::All => true,
-            Members::Only(names) => names.contains(name),
+            Members::Only(names) => {
+                names.contains(name)
+                    || names
+                        .iter()
+                        .any(|n| n.strip_suffix('*').is_some_and(|p| name.starts_with(p)))
+            }
         };
         member && self.within.as_ref().is_none_or(|w| w.contains(name))
     }

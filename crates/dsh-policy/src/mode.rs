@@ -3,7 +3,10 @@
 //!
 //! - `read-only`: every declared write, every command line that is not free (the shell
 //!   policy's read-only list, judged as it judges it) and every network access is denied,
-//!   each saying "read-only mode" — a confirm-list `make` too.
+//!   each saying "read-only mode" — a confirm-list `make` too; so is a call handed to a
+//!   service dsh does not confine (an MCP server's tool), unless the service says the tool
+//!   only reads *and* a permission rule allows the call (the service's word alone is never
+//!   enough).
 //! - `ask` (the default): abstains; the other listeners and a person decide.
 //! - `auto`: lifts the asks a rule could lift for a program on the confirm list or on none
 //!   (not one that always asks: docker, ssh, gh, kubectl, …; nor git beyond its reading
@@ -14,7 +17,7 @@
 //!   protected paths, memory files or configured ask rules (a file tool's path rule included,
 //!   wherever a command writes): those listeners' Rule asks and denials outrank this allow.
 //!   Where the hardened sandbox is not enforced, `auto` abstains — behaving as `ask` — and
-//!   the session says why.
+//!   the session says why. A call handed to a service dsh does not confine is never lifted.
 //! - `yolo`: abstains; the approver approves every ask (guards, the sandbox and the network
 //!   ban still hold).
 //!
@@ -87,6 +90,9 @@ pub struct ModePolicy {
     /// What `auto` must not let a file tool write (`None`: nothing beyond the other
     /// listeners' protections).
     kept: Option<KeptCheck>,
+    /// The session's permission rules, for the read-only mode's question about a call to a
+    /// service that says it only reads (`None`: no rule allows it).
+    rules: Option<crate::PermissionRules>,
 }
 
 impl ModePolicy {
@@ -96,7 +102,16 @@ impl ModePolicy {
             switch,
             shell,
             kept: None,
+            rules: None,
         }
+    }
+
+    /// Lets the read-only mode run a remote service's call that says it only reads when
+    /// `rules` allow it.
+    #[must_use]
+    pub fn with_rules(mut self, rules: crate::PermissionRules) -> Self {
+        self.rules = Some(rules);
+        self
     }
 
     /// Keeps `auto` from lifting file-tool writes to what `kept` says the hardened sandbox
@@ -131,7 +146,7 @@ impl ModePolicy {
                     }
                     lifted.push(format!("writes {}", dsh_core::quote_capped_path(path)));
                 }
-                Access::Network { .. } => return Vote::abstain(),
+                Access::Network { .. } | Access::Remote { .. } => return Vote::abstain(),
                 _ => {}
             }
         }
@@ -188,6 +203,28 @@ impl PrePolicy for ModePolicy {
                     }
                 }
                 Access::Network { .. } => return deny("no network".to_owned()),
+                Access::Remote {
+                    service,
+                    claims_read_only,
+                } => {
+                    if !claims_read_only {
+                        return deny(format!(
+                            "`{}` is run by {service}, which does not say it only reads",
+                            call.name()
+                        ));
+                    }
+                    if !self
+                        .rules
+                        .as_ref()
+                        .is_some_and(|r| r.allow(call, cx.accesses))
+                    {
+                        return deny(format!(
+                            "`{}` is run by {service}, which says it only reads; that is its word alone, so it runs here only when an allow rule names it (e.g. `allow = [\"{}\"]`)",
+                            call.name(),
+                            call.name()
+                        ));
+                    }
+                }
                 _ => {}
             }
         }

@@ -194,7 +194,7 @@ fn applies(
             rule.origin
         )
     };
-    if rule.tool == call.name() {
+    if rule.names(call.name()) {
         let paths: Vec<PathBuf> = declared.iter().map(|(_, p)| p.clone()).collect();
         if matcher.applies(&paths) {
             return Some(named());
@@ -291,6 +291,13 @@ impl PermissionRules {
                 .collect()
         };
         (of(Spread::Reads), of(Spread::Writes))
+    }
+
+    /// Whether the rules allow `call` declaring `accesses` (no deny or ask rule applies, and
+    /// an allow rule does): what the read-only mode asks of a call to a service that says it
+    /// only reads.
+    pub fn allow(&self, call: &ToolCall, accesses: &[Access]) -> bool {
+        self.decide(call, accesses).decision == Some(Decision::Allow)
     }
 
     fn decide(&self, call: &ToolCall, accesses: &[Access]) -> Vote {

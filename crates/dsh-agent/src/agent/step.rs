@@ -67,6 +67,9 @@ impl Agent {
             if cancel.is_cancelled() {
                 return self.stop(StopReason::Interrupted, last_text);
             }
+            // Tools that joined since the last step (an MCP server that became ready, a
+            // changed tool list): between steps, never in the middle of a batch.
+            self.session.sync_tools();
             if self.step + 1 - first_step >= self.config.max_steps {
                 return self.stop(StopReason::MaxSteps, last_text);
             }

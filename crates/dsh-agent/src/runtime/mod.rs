@@ -121,6 +121,8 @@ impl Runtime {
     /// `cancel` is the session's: cancelled (SIGINT, SIGTERM), it interrupts every command.
     pub fn start(agent: Agent, verify: VerifyConfig, cancel: CancellationToken) -> Runtime {
         let session = agent.session().clone();
+        // The MCP servers start beside the first prompt: a slow one never delays it.
+        session.start_extensions();
         let status = Arc::new(Mutex::new(Status::default()));
         let (commands, rx) = mpsc::unbounded_channel();
         let serving = Serving {

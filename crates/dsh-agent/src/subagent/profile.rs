@@ -127,6 +127,31 @@ pub struct Profiles {
     list: Vec<Profile>,
 }
 
+/// Whether a profile's tool name is an MCP server's (`mcp__SERVER__TOOL`, or
+/// `mcp__SERVER__*` for all of them): `None` when it is not, `Err` when it is malformed.
+fn mcp_name(name: &str) -> Option<Result<(), String>> {
+    let rest = name.strip_prefix("mcp__")?;
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    let ok = match rest.split_once("__") {
+        Some((server, tool)) => {
+            plain(server) && !server.contains("__") && (tool == "*" || plain(tool))
+        }
+        None => false,
+    };
+    Some(if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is not an MCP tool name: write mcp__SERVER__TOOL, or mcp__SERVER__* for every tool of one server",
+            dsh_core::quote_capped(name)
+        ))
+    })
+}
+
 fn built_in(name: &str, description: &str, tools: Option<&[&str]>, system: &str) -> Profile {
     Profile {
         name: name.to_owned(),
@@ -226,7 +251,16 @@ impl Profiles {
                                 ),
                             });
                         }
-                        if !tools.contains(name) {
+                        // An MCP server's tools are registered once it is up, so its names
+                        // (or all of them, `mcp__SERVER__*`) are taken as written.
+                        let mcp = mcp_name(name);
+                        if let Some(Err(why)) = &mcp {
+                            return Err(SubAgentConfigError {
+                                at: at.clone(),
+                                message: why.clone(),
+                            });
+                        }
+                        if mcp.is_none() && !tools.contains(name) {
                             let known: Vec<&str> = tools
                                 .iter()
                                 .map(String::as_str)
@@ -311,5 +345,57 @@ pub fn check_rules(rules: &[dsh_core::Rule]) -> Result<(), SubAgentConfigError> 
                  profile's tools, each judged by the rules for that tool"
             ),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(tools: &[&str]) -> ProfileSpec {
+        ProfileSpec {
+            name: "git".into(),
+            description: None,
+            tools: Some(
+                tools
+                    .iter()
+                    .map(|t| ((*t).to_owned(), "here".to_owned()))
+                    .collect(),
+            ),
+            system: None,
+            model: None,
+            max_steps: None,
+            at: "here".into(),
+        }
+    }
+
+    #[test]
+    fn a_profile_may_name_mcp_tools_before_their_server_is_up() {
+        let known: BTreeSet<String> = ["read_file".to_owned()].into();
+        let p = Profiles::resolve(
+            &[spec(&["read_file", "mcp__git__*", "mcp__time__now"])],
+            &known,
+        )
+        .unwrap();
+        let set = dsh_core::ToolSet::only(p.get("git").unwrap().tools.clone().unwrap());
+        assert!(set.contains("mcp__git__git_status"));
+        assert!(set.contains("mcp__time__now"));
+        assert!(!set.contains("mcp__time__other"));
+        assert!(!set.contains("mcp__github__x"));
+        assert!(!set.contains("write_file"));
+        for bad in [
+            "mcp__",
+            "mcp__git",
+            "mcp__git__",
+            "mcp__a__b__*",
+            "mcp__g*__x",
+        ] {
+            let e = Profiles::resolve(&[spec(&[bad])], &known).unwrap_err();
+            assert!(
+                e.message.contains("not an MCP tool name"),
+                "{bad}: {}",
+                e.message
+            );
+        }
     }
 }

@@ -134,23 +134,31 @@ pub(crate) async fn run(
         },
         Slash::Tools => {
             let session = live.runtime.session();
+            // As the next step will have them: with the MCP servers that became ready.
+            session.sync_tools();
             let tools = session.main_tools();
             screen.line(&st.dim(&format!(
                 "tools mode {} ([tools] mode, --tools-mode)",
                 session.tools_mode
             )));
             let specs = session.pipeline.specs(&tools.offered());
+            let width = specs
+                .iter()
+                .map(|s| s.name.len())
+                .max()
+                .unwrap_or(0)
+                .max(16);
             screen.line(&st.dim(&format!(
-                "{:<16} {:<10} {:<14} {}",
+                "{:<width$} {:<10} {:<14} {}",
                 "tool", "read-only", "parallel-safe", "from"
             )));
             for s in specs {
                 screen.line(&format!(
-                    "{:<16} {:<10} {:<14} {}",
+                    "{:<width$} {:<10} {:<14} {}",
                     s.name,
                     if s.read_only { "yes" } else { "no" },
                     s.parallel.as_str(),
-                    "built-in"
+                    super::mcp::origin(session, &s.name)
                 ));
             }
             if tools.offered().contains(dsh_agent::RUN_CODE) {
@@ -430,8 +438,9 @@ pub(crate) async fn run(
             }
         }
         Slash::Mcp => {
-            let n = live.loaded.config.mcp.servers.len();
-            screen.line(&st.dim(&extension_line("MCP servers", "[mcp.servers.NAME]", n)));
+            for line in super::mcp::lines(live.runtime.session(), st) {
+                screen.line(&line);
+            }
         }
         Slash::Plugins => {
             let n = live.loaded.config.plugins.len();

@@ -48,6 +48,8 @@ pub(crate) struct Question {
     confirm_always: bool,
     /// The call comes from a program (Code Mode): what its `run_code` call says it does.
     pub(crate) program: Option<String>,
+    /// The call runs on an MCP server: which, and what the server says of the tool.
+    pub(crate) remote: Option<String>,
 }
 
 impl Question {
@@ -60,6 +62,7 @@ impl Question {
             error: None,
             confirm_always: false,
             program: None,
+            remote: None,
         }
     }
 
@@ -168,6 +171,9 @@ impl Question {
                 }
                 other => out.push(format!("  {}", visible(&other.to_string(), false))),
             },
+        }
+        if let Some(remote) = &self.remote {
+            out.push(format!("  {}", st.yellow(&visible(remote, false))));
         }
         if let Some(diff) = &ask.preview {
             out.push(format!("  {}", st.dim("the change it would make:")));

@@ -11,6 +11,7 @@ mod highlight;
 mod input;
 mod keys;
 mod markdown;
+mod mcp;
 mod memory;
 mod mention;
 mod model;

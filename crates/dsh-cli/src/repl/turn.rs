@@ -267,8 +267,10 @@ pub(crate) async fn drive(
                 }
                 _ => None,
             };
+            let remote = super::mcp::approval_line(session, ask.call.name());
             let mut question = Question::new(ask, always);
             question.program = program;
+            question.remote = remote;
             question.discarded = discarded;
             if keys.is_none() {
                 // No key can answer it (the terminal cannot be read): nobody is asked.

@@ -9,7 +9,7 @@ use dsh_core::Decision;
 use serde::Deserialize;
 
 use super::{Src, as_table, de, k, p, unknown};
-use crate::config::{AgentProfile, Hook, Layer, McpServer, OnError, Rule, Sourced};
+use crate::config::{AgentProfile, Hook, Layer, McpLaunch, McpServer, OnError, Rule, Sourced};
 use crate::error::{ConfigError, ErrorKind};
 use crate::keys;
 use crate::locate::Seg;
@@ -42,7 +42,33 @@ struct RawMcpServer {
     command: Option<String>,
     args: Option<Vec<String>>,
     env: Option<BTreeMap<String, String>>,
+    cwd: Option<String>,
     url: Option<String>,
+    startup_timeout_s: Option<u64>,
+    timeout_s: Option<u64>,
+}
+
+/// Why `name` cannot name an MCP server: its tools are `mcp__NAME__TOOL`, and rules name
+/// them all as `mcp__NAME__*`, so a name must be plain and must not hold `__`.
+pub(crate) fn mcp_server_name_error(name: &str) -> Option<String> {
+    if name.is_empty() || name.len() > 32 {
+        return Some("a server name is 1 to 32 characters".to_owned());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Some(format!(
+            "a server name may only hold letters, digits, '_' and '-' (found {c:?}): its tools are called mcp__NAME__TOOL"
+        ));
+    }
+    if name.contains("__") {
+        return Some(
+            "a server name must not hold \"__\", which separates it from its tools' names"
+                .to_owned(),
+        );
+    }
+    None
 }
 
 /// A `[permissions]` table under `prefix` (empty for the file's own): its mode and rules.
@@ -200,31 +226,49 @@ pub(super) fn mcp(
             f.push(k(key));
             f
         };
-        let server = match (s.command, s.url) {
+        if let Some(why) = mcp_server_name_error(&name) {
+            return Err(src.invalid(&here, why));
+        }
+        let launch = match (s.command, s.url) {
             (Some(command), None) => {
                 if command.trim().is_empty() {
                     return Err(src.invalid(&field("command"), "must not be empty"));
                 }
-                McpServer::Stdio {
+                McpLaunch::Stdio {
                     command,
                     args: s.args.unwrap_or_default(),
                     env: s.env.unwrap_or_default(),
+                    cwd: s.cwd,
                 }
             }
             (None, Some(url)) => {
-                if s.args.is_some() || s.env.is_some() {
+                if s.args.is_some() || s.env.is_some() || s.cwd.is_some() {
                     return Err(src.invalid(
                         &field("url"),
-                        "a url server takes no args or env (those are for command servers)",
+                        "a url server takes no args, env or cwd (those are for command servers)",
                     ));
                 }
                 keys::check_url(&url).map_err(|e| src.invalid(&field("url"), e))?;
-                McpServer::Http { url }
+                McpLaunch::Http { url }
             }
             (Some(_), Some(_)) => {
                 return Err(src.invalid(&here, "set either command or url, not both"));
             }
             (None, None) => return Err(src.invalid(&here, "needs a command or a url")),
+        };
+        let seconds = |key: &str, given: Option<u64>, default: u64| match given {
+            Some(0) => Err(src.invalid(&field(key), "must be at least 1 (seconds)")),
+            Some(n) => Ok(n),
+            None => Ok(default),
+        };
+        let server = McpServer {
+            launch,
+            startup_timeout_s: seconds(
+                "startup_timeout_s",
+                s.startup_timeout_s,
+                crate::defaults::MCP_STARTUP_TIMEOUT_S,
+            )?,
+            timeout_s: seconds("timeout_s", s.timeout_s, crate::defaults::MCP_TIMEOUT_S)?,
         };
         part.mcp.push((
             name,

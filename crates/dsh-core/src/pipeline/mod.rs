@@ -268,6 +268,14 @@ impl Pipeline {
             .register_arc(tool)
     }
 
+    /// Replaces a registered tool whose declaration changed ([`Registry::replace_arc`]).
+    pub fn replace(&self, tool: Arc<dyn Tool>) -> Result<(), RegisterError> {
+        self.registry
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .replace_arc(tool)
+    }
+
     /// The declarations of the tools in `tools`, by name.
     pub fn specs(&self, tools: &ToolSet) -> Vec<Arc<ToolSpec>> {
         self.read_registry()

@@ -1,0 +1,112 @@
+//! The session's extensions: the configured MCP servers. They start in the background when
+//! the runtime starts (or, for `dsh batch`, `check` and `replay`, before the first call), and
+//! their tools join the registry through the one registration point at the start of a step,
+//! never in the middle of a batch ([`Session::sync_tools`]).
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::{Session, SessionSettings};
+
+/// The session's servers: each stdio server's environment is the command environment's
+/// allowlist (never dsh's API keys) with its configured variables over it; its stderr goes
+/// to `DSH_HOME/logs/<session>/mcp/<server>.log`.
+pub(crate) fn mcp_servers(
+    settings: &SessionSettings,
+    session: &str,
+    temp_dir: &Path,
+) -> dsh_mcp::McpServers {
+    let base =
+        dsh_tools::shell::env::command_env(std::env::vars_os(), &settings.shell.pass_env, temp_dir);
+    let specs = settings
+        .mcp
+        .iter()
+        .cloned()
+        .map(|mut spec| {
+            if let dsh_mcp::Launch::Stdio { env, .. } = &mut spec.launch {
+                let own = std::mem::take(env);
+                env.extend(
+                    base.iter()
+                        .filter(|(k, _)| !own.iter().any(|(o, _)| o == k))
+                        .cloned(),
+                );
+                env.extend(own);
+            }
+            spec
+        })
+        .collect();
+    let logs = settings.dsh_home.join("logs").join(session).join("mcp");
+    dsh_mcp::McpServers::new(specs, logs, settings.mcp_skipped.clone())
+}
+
+/// `KEY=VALUE` pairs as an environment.
+pub(crate) fn env_pairs<'a>(
+    pairs: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Vec<(OsString, OsString)> {
+    pairs
+        .into_iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect()
+}
+
+impl Session {
+    /// Starts the MCP servers in the background (once). Needs a tokio runtime.
+    pub fn start_extensions(&self) {
+        if self.mcp.is_empty() {
+            return;
+        }
+        // The servers' TMPDIR.
+        let _ = crate::assemble::create_private_dir(&self.temp_dir);
+        self.mcp.start();
+    }
+
+    /// Starts the MCP servers if nobody did and waits until each is ready or has failed
+    /// (each within its start-up timeout), then registers their tools: what `dsh batch`,
+    /// `check` and `replay` do before the first call.
+    pub async fn wait_for_extensions(&self) {
+        if self.mcp.is_empty() {
+            return;
+        }
+        self.start_extensions();
+        self.mcp.wait_started().await;
+        self.sync_tools();
+    }
+
+    /// Registers the tools of the servers that became ready and of those whose tool list
+    /// changed since the last time (a tool the registry refuses — an unusable schema — is
+    /// shown as refused in `/mcp`). Called between steps.
+    pub fn sync_tools(&self) {
+        for change in self.mcp.tool_changes() {
+            let (tool, replace) = match change {
+                dsh_mcp::ToolChange::Add(t) => (t, false),
+                dsh_mcp::ToolChange::Replace(t) => (t, true),
+            };
+            let name = dsh_core::Tool::spec(tool.as_ref()).name;
+            let tool: Arc<dyn dsh_core::Tool> = tool;
+            let done = if replace {
+                self.pipeline.replace(tool)
+            } else {
+                self.register_tool(tool)
+            };
+            if let Err(e) = done {
+                self.mcp.refused(&name, e.to_string());
+            }
+        }
+    }
+
+    /// Every configured MCP server's state, for `/mcp`.
+    pub fn mcp_status(&self) -> Vec<dsh_mcp::ServerStatus> {
+        self.mcp.status()
+    }
+
+    /// What the MCP server of tool `name` says of it (never trusted), if it is an MCP tool.
+    pub fn tool_hints(&self, name: &str) -> Option<dsh_mcp::Hints> {
+        self.mcp.hints(name)
+    }
+
+    /// Stops the MCP servers now (their process groups killed): the session is ending.
+    pub fn stop_extensions(&self) {
+        self.mcp.stop_now();
+    }
+}
