@@ -85,7 +85,7 @@ impl SessionSettings {
                 at: p.origin.location(),
             })
             .collect();
-        (s.mcp, s.mcp_skipped) = mcp_servers(c, &loaded.workspace);
+        (s.mcp, s.mcp_skipped) = mcp_servers(c, &loaded.workspace, env);
         s.tools_mode = c.tools.mode;
         s.code.wall = std::time::Duration::from_secs(c.tools.code_timeout_s);
         s.mode = if yolo {
@@ -127,6 +127,7 @@ impl LoopConfig {
 fn mcp_servers(
     c: &dsh_config::Config,
     workspace: &std::path::Path,
+    env: &BTreeMap<String, String>,
 ) -> (Vec<dsh_mcp::ServerSpec>, Vec<dsh_mcp::Skipped>) {
     use dsh_config::{Layer, McpLaunch, defaults};
     let mut start = Vec::new();
@@ -144,7 +145,35 @@ fn mcp_servers(
                 env: crate::extensions::env_pairs(env),
                 cwd: workspace.join(cwd.as_deref().unwrap_or("")),
             },
-            McpLaunch::Http { url } => dsh_mcp::Launch::Http { url: url.clone() },
+            McpLaunch::Http { url, headers_env } => {
+                let mut headers = Vec::new();
+                let mut missing = None;
+                for (name, var) in headers_env {
+                    match env.get(var) {
+                        Some(value) => headers.push(dsh_mcp::Header {
+                            name: name.clone(),
+                            value: value.clone(),
+                        }),
+                        None => missing = Some(format!("{var} (header {name})")),
+                    }
+                }
+                let launch = dsh_mcp::Launch::Http {
+                    url: url.clone(),
+                    headers,
+                };
+                if let Some(var) = missing {
+                    skipped.push(dsh_mcp::Skipped {
+                        name: name.clone(),
+                        launch: launch.describe(),
+                        why: format!(
+                            "the environment variable {var} that headers_env names is not set ({})",
+                            server.origin.location()
+                        ),
+                    });
+                    continue;
+                }
+                launch
+            }
         };
         if server.origin.layer == Layer::Project {
             skipped.push(dsh_mcp::Skipped {

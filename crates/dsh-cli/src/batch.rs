@@ -39,6 +39,7 @@ pub(crate) async fn check(common: &Common, tool: &str, args_json: &str) -> Resul
     crate::start::say_mode(&session);
     // An MCP tool is judged once its server is up (each within its start-up timeout).
     session.wait_for_extensions().await;
+    crate::start::say_extensions(&session);
     let report = session
         .pipeline
         .check_in(&session.batch_tools(), &ToolCall::new("check", tool, args))
@@ -60,6 +61,7 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
         Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::assembly)?;
     crate::start::say_mode(&session);
     session.wait_for_extensions().await;
+    crate::start::say_extensions(&session);
     let scope = dsh_core::Scope {
         tools: session.batch_tools(),
         ..dsh_core::Scope::default()

@@ -4,6 +4,7 @@
 mod batch;
 mod exec;
 mod hangup;
+mod mcp;
 mod mirror;
 mod repl;
 mod replay;
@@ -125,6 +126,9 @@ enum Command {
         /// A session id, a name given with /save, a unique prefix of an id, or a journal file's path.
         session: String,
     },
+    /// MCP servers: add, list and remove those of the user configuration.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 /// Exit codes (DESIGN §4), defined once.
@@ -240,6 +244,7 @@ fn main() -> ExitCode {
         }),
         Some(Command::Trust) => settings::trust(&cli.common),
         Some(Command::Sessions(command)) => sessions::run(&cli.common, &command),
+        Some(Command::Mcp(command)) => mcp::run(&cli.common, &command),
         Some(Command::Replay { session }) => {
             runtime().and_then(|rt| rt.block_on(replay::replay(&cli.common, &session)))
         }

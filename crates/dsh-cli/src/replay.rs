@@ -80,6 +80,7 @@ pub(crate) async fn replay(common: &Common, given: &str) -> Result<u8, Failure> 
     let tools_mode = settings.tools_mode;
     let session = Session::assemble_dry(&settings).map_err(Failure::usage)?;
     session.wait_for_extensions().await;
+    crate::start::say_extensions(&session);
     let calls = replay::recorded_calls(&transcript.records);
     let rows = replay::replay(calls, &session).await;
     session.stop_extensions();

@@ -113,6 +113,22 @@ pub(crate) fn say_mode(session: &Session) {
     }
 }
 
+/// Says on stderr, once the MCP servers were waited for (`dsh batch`, `check`, `replay`),
+/// which of them are not there and why.
+pub(crate) fn say_extensions(session: &Session) {
+    for s in session.mcp_status() {
+        if matches!(s.state, dsh_mcp::State::Failed | dsh_mcp::State::Skipped) {
+            let why = s.last_error.unwrap_or_default();
+            eprintln!(
+                "dsh: MCP server {} {}: {}",
+                s.name,
+                s.state.as_str(),
+                crate::repl::visible::visible(&why, false)
+            );
+        }
+    }
+}
+
 /// Starts the session `common` and `args` describe. `approval` overrides who answers
 /// `ask` (the REPL's person); `None` keeps the flags' choice (`--yolo` or nobody). The
 /// signal handlers are the caller's, installed once per process (`Signals::install`), and

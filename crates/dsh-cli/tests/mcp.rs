@@ -274,3 +274,63 @@ fn a_server_that_hangs_at_start_does_not_hold_up_exec() {
     let journal = common::journals(&d.home).remove(0);
     assert_eq!(records(&journal).last().unwrap()["kind"], "session_end");
 }
+
+#[test]
+fn mcp_add_list_and_remove_edit_the_user_config_and_keep_its_comments() {
+    let d = Dirs::new();
+    d.write_user_config("# mine\n[limits]\nmax_steps = 50  # enough\n");
+    let out = d
+        .dsh(&[
+            "mcp",
+            "add",
+            "mini",
+            "--env",
+            "A=1",
+            "--",
+            "/usr/bin/python3",
+            &mini().display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(common::stdout(&out).contains("added MCP server mini"));
+    let text = std::fs::read_to_string(d.cfg.join("config.toml")).unwrap();
+    assert!(
+        text.starts_with("# mine\n[limits]\nmax_steps = 50  # enough\n"),
+        "{text}"
+    );
+
+    let out = d.dsh(&["mcp", "list"]).output().unwrap();
+    let listed = common::stdout(&out);
+    assert!(listed.starts_with("mini  /usr/bin/python3 "), "{listed}");
+    assert!(
+        listed.contains("config.toml:5: mcp.servers.mini"),
+        "{listed}"
+    );
+
+    // The added server works, its tools asking until a rule allows them.
+    let r = batch(&d, &["--yolo"], &[call("mcp__mini__env", json!({}))]);
+    assert_eq!(kind(&r[0]), "ok", "{r:?}");
+    assert!(
+        r[0]["content"]
+            .as_str()
+            .unwrap()
+            .split(' ')
+            .any(|n| n == "A")
+    );
+
+    let out = d.dsh(&["mcp", "add", "mini", "--", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("configured already"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = d.dsh(&["mcp", "remove", "mini"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(d.cfg.join("config.toml")).unwrap();
+    assert_eq!(text, "# mine\n[limits]\nmax_steps = 50  # enough\n");
+    let out = d.dsh(&["mcp", "remove", "mini"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

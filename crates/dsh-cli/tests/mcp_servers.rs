@@ -162,7 +162,15 @@ fn the_git_servers_write_tool_asks_while_a_rule_lets_its_read_tool_run() {
     git(&d.ws, &["add", "a.txt"]);
     git(
         &d.ws,
-        &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "first"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "first",
+        ],
     );
     std::fs::write(d.ws.join("b.txt"), "b\n").unwrap();
     let mut argv = git_server.clone();
@@ -176,14 +184,21 @@ fn the_git_servers_write_tool_asks_while_a_rule_lets_its_read_tool_run() {
         &d,
         &[
             call("mcp__git__git_status", json!({"repo_path": repo})),
-            call("mcp__git__git_add", json!({"repo_path": repo, "files": ["b.txt"]})),
+            call(
+                "mcp__git__git_add",
+                json!({"repo_path": repo, "files": ["b.txt"]}),
+            ),
             call("mcp__git__git_log", json!({"repo_path": repo})),
         ],
     );
     assert_eq!(kind(&r[0]), "ok", "{r:?}");
     assert!(text(&r[0]).contains("b.txt"), "{}", text(&r[0]));
     assert_eq!(kind(&r[1]), "unavailable", "{r:?}");
-    assert!(text(&r[1]).contains(r#"allow = ["mcp__git__git_add"]"#), "{}", text(&r[1]));
+    assert!(
+        text(&r[1]).contains(r#"allow = ["mcp__git__git_add"]"#),
+        "{}",
+        text(&r[1])
+    );
     assert_eq!(kind(&r[2]), "denied", "{r:?}");
     // Nothing was staged.
     let out = std::process::Command::new("git")
@@ -231,7 +246,11 @@ fn a_misbehaving_server_ends_each_call_in_one_result_and_the_session_goes_on() {
     assert_eq!(text(&r[0]), "1");
     // Killed mid-call: one failure naming the server, then started again for the next call.
     assert_eq!(kind(&r[1]), "tool_error", "{r:?}");
-    assert!(text(&r[1]).contains("MCP server `bad` ended while running `die`"), "{}", text(&r[1]));
+    assert!(
+        text(&r[1]).contains("MCP server `bad` ended while running `die`"),
+        "{}",
+        text(&r[1])
+    );
     assert_eq!(kind(&r[2]), "ok", "{r:?}");
     assert_eq!(text(&r[2]), "2", "the first count ran once, this one once");
     let started = std::fs::read_to_string(&starts).unwrap();
@@ -250,4 +269,72 @@ fn a_misbehaving_server_ends_each_call_in_one_result_and_the_session_goes_on() {
     assert!(text(&r[6]).contains("read_output"), "not spilled");
     assert_eq!(kind(&r[7]), "ok", "{r:?}");
     assert_eq!(r[7]["value"], json!({"result": "after it all"}));
+}
+
+/// A child process killed when dropped.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_everything_server_over_streamable_http_with_a_header_from_the_environment() {
+    let Some(mut everything) = argv("DSH_MCP_EVERYTHING_ARGV") else {
+        return;
+    };
+    *everything.last_mut().unwrap() = "streamableHttp".to_owned();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (program, args) = everything.split_first().unwrap();
+    let _server = Running(
+        std::process::Command::new(program)
+            .args(args)
+            .env("PORT", port.to_string())
+            .env("HTTP_PROXY", "http://127.0.0.1:9")
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let d = Dirs::new();
+    d.write_user_config(&format!(
+        "[permissions]\nallow = [\"mcp__web__*\"]\n[mcp.servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\nheaders_env = {{ X-Dsh-Test = \"DSH_TEST_HEADER\" }}\n\n[mcp.servers.unset]\nurl = \"http://127.0.0.1:{port}/mcp\"\nheaders_env = {{ Authorization = \"DSH_NOT_SET_ANYWHERE\" }}\n"
+    ));
+    let out = d.batch_output(
+        &[
+            call("mcp__web__echo", json!({"message": "over http"})),
+            call("mcp__unset__echo", json!({"message": "x"})),
+        ],
+        &[],
+        &[("DSH_TEST_HEADER", "yes")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = json_lines(&out);
+    assert_eq!(kind(&r[0]), "ok", "{r:?}");
+    assert!(text(&r[0]).contains("over http"));
+    // A server whose header variable is not set is not started, and says why.
+    assert_eq!(kind(&r[1]), "unknown_tool", "{r:?}");
+    assert!(
+        stderr(&out).contains(
+            "DSH_NOT_SET_ANYWHERE (header Authorization) that headers_env names is not set"
+        ),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -233,6 +233,9 @@ pub enum McpLaunch {
     Http {
         /// `http://` or `https://` URL.
         url: String,
+        /// Headers sent with every request: header name → the environment variable that
+        /// holds its value (never the value itself: the file is not a place for tokens).
+        headers_env: BTreeMap<String, String>,
     },
 }
 

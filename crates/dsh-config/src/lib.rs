@@ -89,6 +89,7 @@ mod error;
 mod file;
 pub mod keys;
 mod locate;
+mod mcp_edit;
 mod merge;
 mod origin;
 mod read;
@@ -105,6 +106,7 @@ pub use config::{
     Unlisted, VerifyConfig,
 };
 pub use error::{ConfigError, ErrorKind};
+pub use mcp_edit::{NewMcpServer, add_mcp_server, remove_mcp_server};
 pub use record::{RecordedRule, RuleScope, record_rule};
 pub use trust::record_trust;
 

@@ -178,7 +178,8 @@ allow_network = true
         c.mcp.servers["remote"].value,
         McpServer {
             launch: McpLaunch::Http {
-                url: "https://mcp.example.invalid/mcp".into()
+                url: "https://mcp.example.invalid/mcp".into(),
+                headers_env: Default::default(),
             },
             startup_timeout_s: 30,
             timeout_s: 120,

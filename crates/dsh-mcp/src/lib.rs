@@ -15,6 +15,7 @@
 //! bounded number of times. A server's stderr goes to its log file, never to the terminal.
 
 mod content;
+mod http;
 mod names;
 mod process;
 mod server;
@@ -28,7 +29,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub use content::content_schema;
 pub use names::{PREFIX, server_of, tool_name};
 pub use server::{Hints, Server, ServerStatus, State, ToolStatus};
-pub use spec::{Launch, ServerSpec};
+pub use spec::{Header, Launch, ServerSpec};
 pub use tool::McpTool;
 
 /// A change to the session's tools, for it to apply between steps.

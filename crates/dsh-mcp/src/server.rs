@@ -161,7 +161,8 @@ impl ClientHandler for Handler {
 /// A live connection.
 struct Live {
     service: RunningService<RoleClient, Handler>,
-    process: tokio::sync::Mutex<ServerProcess>,
+    /// A stdio server's process (none for an HTTP server).
+    process: tokio::sync::Mutex<Option<ServerProcess>>,
 }
 
 enum Link {
@@ -293,7 +294,12 @@ impl Server {
             if !live.service.is_transport_closed() {
                 return Ok(live.clone());
             }
-            let how = live.process.lock().await.exited();
+            let how = live
+                .process
+                .lock()
+                .await
+                .as_mut()
+                .and_then(ServerProcess::exited);
             self.shared.set(
                 State::Failed,
                 Some(format!(
@@ -346,6 +352,9 @@ impl Server {
 
     async fn try_connect(&self) -> Result<Live, String> {
         let name = &self.spec.name;
+        let handler = Handler {
+            shared: self.shared.clone(),
+        };
         let (program, args, env, cwd) = match &self.spec.launch {
             Launch::Stdio {
                 program,
@@ -353,17 +362,38 @@ impl Server {
                 env,
                 cwd,
             } => (program, args, env, cwd),
-            Launch::Http { .. } => {
-                return Err(format!(
-                    "MCP server `{name}`: streamable HTTP servers are not implemented yet; configure a stdio server (command = …)"
-                ));
+            Launch::Http { url, headers } => {
+                let transport = crate::http::transport(url, headers)
+                    .map_err(|e| format!("MCP server `{name}` ({url}): {e}"))?;
+                let started = async {
+                    let service = handler
+                        .serve(transport)
+                        .await
+                        .map_err(|e| format!("its initialization failed: {e}"))?;
+                    let tools = service
+                        .list_all_tools()
+                        .await
+                        .map_err(|e| format!("its tool list could not be read: {e}"))?;
+                    Ok::<_, String>((service, tools))
+                };
+                return match tokio::time::timeout(self.spec.startup_timeout, started).await {
+                    Ok(Ok((service, tools))) => {
+                        self.shared.set_tools(tools);
+                        Ok(Live {
+                            service,
+                            process: tokio::sync::Mutex::new(None),
+                        })
+                    }
+                    Ok(Err(e)) => Err(format!("MCP server `{name}` ({url}) did not start: {e}")),
+                    Err(_) => Err(format!(
+                        "MCP server `{name}` ({url}) did not start: it did not answer within {} s (startup_timeout_s)",
+                        self.spec.startup_timeout.as_secs()
+                    )),
+                };
             }
         };
         let (mut process, stdout, stdin) = spawn(program, args, env, cwd, &self.log)
             .map_err(|e| format!("MCP server `{name}`: could not start `{program}`: {e}"))?;
-        let handler = Handler {
-            shared: self.shared.clone(),
-        };
         let started = async {
             let service = handler
                 .serve((stdout, stdin))
@@ -381,7 +411,7 @@ impl Server {
                 self.shared.set_tools(tools);
                 return Ok(Live {
                     service,
-                    process: tokio::sync::Mutex::new(process),
+                    process: tokio::sync::Mutex::new(Some(process)),
                 });
             }
             Ok(Err(e)) => e,
@@ -478,7 +508,9 @@ impl Server {
             && let Link::Up(live) = std::mem::replace(&mut *link, Link::Down)
         {
             live.service.cancellation_token().cancel();
-            if let Ok(mut p) = live.process.try_lock() {
+            if let Ok(mut p) = live.process.try_lock()
+                && let Some(p) = p.as_mut()
+            {
                 p.kill_now();
             }
         }
@@ -489,7 +521,9 @@ impl Server {
         let mut link = self.link.lock().await;
         if let Link::Up(live) = std::mem::replace(&mut *link, Link::Down) {
             live.service.cancellation_token().cancel();
-            live.process.lock().await.kill().await;
+            if let Some(p) = live.process.lock().await.as_mut() {
+                p.kill().await;
+            }
         }
     }
 }
@@ -497,8 +531,13 @@ impl Server {
 /// How a server whose connection closed ended, waiting a moment for it to be reaped.
 async fn wait_exit(live: &Live) -> String {
     for _ in 0..50 {
-        if let Some(how) = live.process.lock().await.exited() {
-            return how;
+        match live.process.lock().await.as_mut() {
+            None => return "its connection closed".to_owned(),
+            Some(p) => {
+                if let Some(how) = p.exited() {
+                    return how;
+                }
+            }
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }

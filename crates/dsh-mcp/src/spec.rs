@@ -32,8 +32,21 @@ pub enum Launch {
         /// Its working directory.
         cwd: PathBuf,
     },
-    /// A streamable-HTTP endpoint.
-    Http { url: String },
+    /// A streamable-HTTP endpoint, each request carrying `headers`.
+    Http { url: String, headers: Vec<Header> },
+}
+
+/// An HTTP header sent to a server; its value (a token, typically) never shows in `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Header {
+    pub name: String,
+    pub value: String,
+}
+
+impl std::fmt::Debug for Header {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: <{} bytes>", self.name, self.value.len())
+    }
 }
 
 impl Launch {
@@ -48,7 +61,7 @@ impl Launch {
                 }
                 line
             }
-            Launch::Http { url } => url.clone(),
+            Launch::Http { url, .. } => url.clone(),
         }
     }
 }

@@ -44,6 +44,7 @@ struct RawMcpServer {
     env: Option<BTreeMap<String, String>>,
     cwd: Option<String>,
     url: Option<String>,
+    headers_env: Option<BTreeMap<String, String>>,
     startup_timeout_s: Option<u64>,
     timeout_s: Option<u64>,
 }
@@ -234,6 +235,12 @@ pub(super) fn mcp(
                 if command.trim().is_empty() {
                     return Err(src.invalid(&field("command"), "must not be empty"));
                 }
+                if s.headers_env.is_some() {
+                    return Err(src.invalid(
+                        &field("headers_env"),
+                        "a command server takes no headers (headers_env is for url servers)",
+                    ));
+                }
                 McpLaunch::Stdio {
                     command,
                     args: s.args.unwrap_or_default(),
@@ -249,7 +256,23 @@ pub(super) fn mcp(
                     ));
                 }
                 keys::check_url(&url).map_err(|e| src.invalid(&field("url"), e))?;
-                McpLaunch::Http { url }
+                let headers_env = s.headers_env.unwrap_or_default();
+                for (header, var) in &headers_env {
+                    let ok = !header.is_empty()
+                        && header
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+                    if !ok {
+                        return Err(src.invalid(
+                            &field("headers_env"),
+                            format!("{header:?} is not an HTTP header name"),
+                        ));
+                    }
+                    keys::check_env_name(var).map_err(|e| {
+                        src.invalid(&field("headers_env"), format!("{header}: {e}"))
+                    })?;
+                }
+                McpLaunch::Http { url, headers_env }
             }
             (Some(_), Some(_)) => {
                 return Err(src.invalid(&here, "set either command or url, not both"));

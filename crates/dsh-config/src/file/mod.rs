@@ -17,6 +17,7 @@ use crate::error::{ConfigError, ErrorKind, line_of, tidy_serde_message};
 use crate::keys;
 use crate::locate::{Seg, dotted, path_at, span_of};
 use crate::merge::Part;
+pub(crate) use entries::mcp_server_name_error;
 use entries::{agents, hooks, mcp, permissions, workspaces};
 
 /// `model.price` as written (the scalars are read by the key table).

@@ -327,7 +327,7 @@ pub static KEYS: &[Key] = &[
     // [mcp]
     structured(
         "mcp.servers",
-        "tables by name { command, args?, env?, cwd?, startup_timeout_s?, timeout_s? } or { url, startup_timeout_s?, timeout_s? }",
+        "tables by name { command, args?, env?, cwd?, startup_timeout_s?, timeout_s? } or { url, headers_env?, startup_timeout_s?, timeout_s? }",
         Trust::Ignored,
         "MCP servers whose tools the session offers.",
     ),
