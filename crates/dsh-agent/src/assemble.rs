@@ -130,6 +130,8 @@ pub struct SessionSettings {
     pub mcp: Vec<dsh_mcp::ServerSpec>,
     /// Configured servers not to start, with why (shown in `/mcp`).
     pub mcp_skipped: Vec<dsh_mcp::Skipped>,
+    /// The client the session serves (`dsh mcp serve`), for `session_start`.
+    pub client: Option<String>,
 }
 
 impl SessionSettings {
@@ -182,6 +184,7 @@ impl SessionSettings {
             },
             mcp: Vec::new(),
             mcp_skipped: Vec::new(),
+            client: None,
         }
     }
 }
@@ -358,6 +361,7 @@ impl Session {
             resumed_from: settings.resumed_from.clone(),
             mode: Some(session.mode().as_str().into()),
             tools_mode: Some(session.tools_mode.as_str().into()),
+            client: settings.client.as_deref().map(Into::into),
         };
         journal
             .append(&start)
@@ -600,6 +604,20 @@ impl Session {
                 .fold(all, |set, n| set.withholding(n.as_str(), &*why)),
             _ => all,
         }
+    }
+
+    /// The tools `dsh mcp serve` offers its client: every tool but those that need a model
+    /// (`call_sub_agent`, `run_code`) and the person's own `restore_file`.
+    pub fn served_tools(&self) -> dsh_core::ToolSet {
+        let needs_a_model =
+            "it needs a model: dsh mcp serve offers the file, search and shell tools";
+        dsh_core::ToolSet::all()
+            .withholding(crate::subagent::CALL_SUB_AGENT, needs_a_model)
+            .withholding(dsh_code::RUN_CODE, needs_a_model)
+            .withholding(
+                dsh_tools::RESTORE_FILE,
+                "it is the person's own (/undo in the REPL)",
+            )
     }
 
     /// What an agent's model may call itself under the tools mode: in `native`, every tool but

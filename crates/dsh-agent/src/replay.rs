@@ -104,6 +104,7 @@ pub fn tool_set_for(
         return match source {
             CallSource::Model | CallSource::Code | CallSource::SubAgent => session.main_tools(),
             CallSource::User | CallSource::Batch | CallSource::Config => ToolSet::all(),
+            CallSource::Mcp => session.served_tools(),
         };
     }
     match profile.and_then(|p| session.profiles.get(p)) {

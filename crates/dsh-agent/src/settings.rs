@@ -85,7 +85,7 @@ impl SessionSettings {
                 at: p.origin.location(),
             })
             .collect();
-        (s.mcp, s.mcp_skipped) = mcp_servers(c, &loaded.workspace, env);
+        (s.mcp, s.mcp_skipped) = mcp_servers(loaded, env);
         s.tools_mode = c.tools.mode;
         s.code.wall = std::time::Duration::from_secs(c.tools.code_timeout_s);
         s.mode = if yolo {
@@ -121,71 +121,54 @@ impl LoopConfig {
 }
 
 /// `[shell]` and `[sandbox]` (the `--sandbox` flag is already merged into `sandbox.mode`).
-/// The configured MCP servers to start, and those not to. A server a project file names
-/// runs a program the repository chose: it waits for a person's approval of its command
-/// line, which is not implemented yet, so it is not started (DESIGN §5).
+/// The configured MCP servers to start, and those not to. A server a project names (its
+/// `.dsh/config.toml` or `.mcp.json`) runs a program the repository chose: it starts only
+/// once a person approved that very command line (`dsh mcp approve`, recorded with a digest
+/// in the user config; a change asks again — DESIGN §5). `${VAR}` in an environment value or
+/// a header is read from dsh's environment; a server naming a variable that is not set is
+/// not started.
 fn mcp_servers(
-    c: &dsh_config::Config,
-    workspace: &std::path::Path,
+    loaded: &Loaded,
     env: &BTreeMap<String, String>,
 ) -> (Vec<dsh_mcp::ServerSpec>, Vec<dsh_mcp::Skipped>) {
     use dsh_config::{Layer, McpLaunch, defaults};
     let mut start = Vec::new();
     let mut skipped = Vec::new();
-    for (name, server) in &c.mcp.servers {
-        let launch = match &server.value.launch {
-            McpLaunch::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => dsh_mcp::Launch::Stdio {
-                program: command.clone(),
-                args: args.clone(),
-                env: crate::extensions::env_pairs(env),
-                cwd: workspace.join(cwd.as_deref().unwrap_or("")),
-            },
-            McpLaunch::Http { url, headers_env } => {
-                let mut headers = Vec::new();
-                let mut missing = None;
-                for (name, var) in headers_env {
-                    match env.get(var) {
-                        Some(value) => headers.push(dsh_mcp::Header {
-                            name: name.clone(),
-                            value: value.clone(),
-                        }),
-                        None => missing = Some(format!("{var} (header {name})")),
-                    }
-                }
-                let launch = dsh_mcp::Launch::Http {
-                    url: url.clone(),
-                    headers,
-                };
-                if let Some(var) = missing {
-                    skipped.push(dsh_mcp::Skipped {
-                        name: name.clone(),
-                        launch: launch.describe(),
-                        why: format!(
-                            "the environment variable {var} that headers_env names is not set ({})",
-                            server.origin.location()
-                        ),
-                    });
-                    continue;
-                }
-                launch
-            }
+    for (name, server) in &loaded.config.mcp.servers {
+        let described = match &server.value.launch {
+            McpLaunch::Stdio { command, args, .. } => std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            McpLaunch::Http { url, .. } => url.clone(),
         };
-        if server.origin.layer == Layer::Project {
+        let mut skip = |why: String| {
             skipped.push(dsh_mcp::Skipped {
                 name: name.clone(),
-                launch: launch.describe(),
-                why: format!(
-                    "named by the project file ({}): a server a repository names starts only after a person approves its command line, which dsh cannot ask yet (not implemented); to use it now, copy it to your user config",
-                    server.origin.location()
-                ),
+                launch: described.clone(),
+                why,
             });
-            continue;
+        };
+        if server.origin.layer == Layer::Project {
+            let digest = dsh_config::approval_digest(&loaded.workspace, name, &server.value);
+            if !loaded.approved.contains(&digest) {
+                skip(format!(
+                    "named by the project ({}): a server a repository names starts only once you approve its command line; run `dsh mcp approve {name}` in this workspace",
+                    server.origin.location()
+                ));
+                continue;
+            }
         }
+        let launch = match mcp_launch(&server.value.launch, &loaded.workspace, env) {
+            Ok(l) => l,
+            Err(var) => {
+                skip(format!(
+                    "the environment variable {var} it names is not set ({})",
+                    server.origin.location()
+                ));
+                continue;
+            }
+        };
         start.push(dsh_mcp::ServerSpec {
             name: name.clone(),
             launch,
@@ -195,6 +178,62 @@ fn mcp_servers(
         });
     }
     (start, skipped)
+}
+
+/// How a server is launched, its variables read from `env`; `Err` names the first variable
+/// that is not set.
+fn mcp_launch(
+    launch: &dsh_config::McpLaunch,
+    workspace: &std::path::Path,
+    env: &BTreeMap<String, String>,
+) -> Result<dsh_mcp::Launch, String> {
+    use dsh_config::McpLaunch;
+    Ok(match launch {
+        McpLaunch::Stdio {
+            command,
+            args,
+            env: own,
+            cwd,
+        } => {
+            let mut expanded = BTreeMap::new();
+            for (k, v) in own {
+                expanded.insert(k.clone(), dsh_config::expand(v, env)?);
+            }
+            dsh_mcp::Launch::Stdio {
+                program: command.clone(),
+                args: args.clone(),
+                env: crate::extensions::env_pairs(&expanded),
+                cwd: workspace.join(cwd.as_deref().unwrap_or("")),
+            }
+        }
+        McpLaunch::Http {
+            url,
+            headers_env,
+            headers,
+        } => {
+            let mut out = Vec::new();
+            for (name, var) in headers_env {
+                let value = env
+                    .get(var)
+                    .ok_or_else(|| format!("{var} (header {name})"))?;
+                out.push(dsh_mcp::Header {
+                    name: name.clone(),
+                    value: value.clone(),
+                });
+            }
+            for (name, template) in headers {
+                out.push(dsh_mcp::Header {
+                    name: name.clone(),
+                    value: dsh_config::expand(template, env)
+                        .map_err(|var| format!("{var} (header {name})"))?,
+                });
+            }
+            dsh_mcp::Launch::Http {
+                url: url.clone(),
+                headers: out,
+            }
+        }
+    })
 }
 
 fn shell_settings(c: &dsh_config::Config, notices: &mut Vec<String>) -> ShellSettings {

@@ -120,6 +120,7 @@ fn write_journal(path: &Path, ws: &Path, calls: usize) {
             resumed_from: None,
             mode: None,
             tools_mode: None,
+            client: None,
         })
         .unwrap();
     for i in 0..calls {

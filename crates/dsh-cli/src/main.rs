@@ -5,6 +5,7 @@ mod batch;
 mod exec;
 mod hangup;
 mod mcp;
+mod mcp_serve;
 mod mirror;
 mod repl;
 mod replay;
@@ -126,7 +127,8 @@ enum Command {
         /// A session id, a name given with /save, a unique prefix of an id, or a journal file's path.
         session: String,
     },
-    /// MCP servers: add, list and remove those of the user configuration.
+    /// MCP servers: add, list and remove those of the user configuration; approve a
+    /// project's; serve dsh's tools.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
 }
@@ -244,6 +246,9 @@ fn main() -> ExitCode {
         }),
         Some(Command::Trust) => settings::trust(&cli.common),
         Some(Command::Sessions(command)) => sessions::run(&cli.common, &command),
+        Some(Command::Mcp(mcp::McpCommand::Serve)) => {
+            runtime().and_then(|rt| rt.block_on(mcp_serve::serve(&cli.common)))
+        }
         Some(Command::Mcp(command)) => mcp::run(&cli.common, &command),
         Some(Command::Replay { session }) => {
             runtime().and_then(|rt| rt.block_on(replay::replay(&cli.common, &session)))

@@ -32,12 +32,21 @@ pub(crate) enum McpCommand {
     },
     /// List the configured servers and where each is configured.
     List,
+    /// Approve a server this workspace's project names (.mcp.json or .dsh/config.toml), so it
+    /// starts: the approval covers exactly its command line (or URL and headers) and the
+    /// variables it reads, recorded in the user configuration; a change asks again.
+    Approve {
+        /// The server's name.
+        name: String,
+    },
     /// Remove a server from the user configuration.
     Remove {
         /// The server's name.
         name: String,
     },
-    /// Serve dsh's gated tools to an MCP client over stdio.
+    /// Serve dsh's file, search and shell tools to an MCP client over stdio, each call judged
+    /// by this workspace's configuration with nobody to ask (an ask is refused with how to
+    /// allow it; --yolo approves), and journaled as a session naming the client.
     Serve,
 }
 
@@ -51,11 +60,17 @@ pub(crate) fn run(common: &Common, command: &McpCommand) -> Result<u8, Failure> 
             command,
         } => add(common, name, url.as_deref(), env, header_env, command),
         McpCommand::List => list(common),
+        McpCommand::Approve { name } => approve(common, name),
         McpCommand::Remove { name } => remove(common, name),
-        McpCommand::Serve => Err(Failure::usage(anyhow!(
-            "dsh mcp serve is not implemented yet (the client side is: [mcp.servers.NAME])"
-        ))),
+        McpCommand::Serve => unreachable_serve(),
     }
+}
+
+/// `dsh mcp serve` runs on the async runtime (main.rs sends it to [`crate::mcp_serve`]).
+fn unreachable_serve() -> Result<u8, Failure> {
+    Err(Failure::harness(anyhow!(
+        "dsh mcp serve needs the async runtime"
+    )))
 }
 
 /// The user configuration file, as `dsh trust` finds it.
@@ -140,6 +155,100 @@ fn remove(common: &Common, name: &str) -> Result<u8, Failure> {
     }
 }
 
+/// What an approval covers, in words: the command line or URL, and the variables it reads.
+fn described(launch: &dsh_config::McpLaunch) -> String {
+    match launch {
+        dsh_config::McpLaunch::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut line = std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ");
+            if let Some(cwd) = cwd {
+                line.push_str(&format!(" (in {cwd})"));
+            }
+            if !env.is_empty() {
+                let vars: Vec<String> = env
+                    .iter()
+                    .map(|(k, v)| {
+                        let read = dsh_config::variables(v);
+                        if read.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{k} (from ${})", read.join(", $"))
+                        }
+                    })
+                    .collect();
+                line.push_str(&format!("; environment {}", vars.join(", ")));
+            }
+            line
+        }
+        dsh_config::McpLaunch::Http {
+            url,
+            headers_env,
+            headers,
+        } => {
+            let mut line = url.clone();
+            let mut sent: Vec<String> = headers_env
+                .iter()
+                .map(|(h, v)| format!("{h} (from ${v})"))
+                .collect();
+            sent.extend(headers.iter().map(|(h, v)| {
+                let read = dsh_config::variables(v);
+                if read.is_empty() {
+                    h.clone()
+                } else {
+                    format!("{h} (from ${})", read.join(", $"))
+                }
+            }));
+            if !sent.is_empty() {
+                line.push_str(&format!("; headers {}", sent.join(", ")));
+            }
+            line
+        }
+    }
+}
+
+fn approve(common: &Common, name: &str) -> Result<u8, Failure> {
+    let loaded = settings::load_config(common)?;
+    let Some(server) = loaded.config.mcp.servers.get(name) else {
+        return Err(Failure::usage(anyhow!(
+            "no MCP server named {name} is configured for {} (`dsh mcp list` shows them)",
+            loaded.workspace.display()
+        )));
+    };
+    if server.origin.layer != dsh_config::Layer::Project {
+        return Err(Failure::usage(anyhow!(
+            "{name} is not a project's server ({}): only servers a repository names need approval",
+            server.origin.location()
+        )));
+    }
+    let Some(user) = &loaded.user_config else {
+        return Err(Failure::usage(anyhow!(
+            "cannot find the user configuration file; pass --config FILE or set DSH_CONFIG_HOME"
+        )));
+    };
+    let what = described(&server.value.launch);
+    let digest = dsh_config::approval_digest(&loaded.workspace, name, &server.value);
+    let note = format!(
+        "MCP server {name} of {}: {what}",
+        loaded.workspace.display()
+    );
+    let file = dsh_config::record_approval(user, &digest, &note).map_err(Failure::usage)?;
+    println!(
+        "approved MCP server {name} ({}): {}
+recorded in {}; if the project changes it, it waits for approval again",
+        server.origin.location(),
+        crate::repl::visible::visible(&what, false),
+        file.display()
+    );
+    Ok(exit::OK)
+}
+
 fn list(common: &Common) -> Result<u8, Failure> {
     let loaded = settings::load_config(common)?;
     let servers = &loaded.config.mcp.servers;
@@ -149,6 +258,14 @@ fn list(common: &Common) -> Result<u8, Failure> {
     }
     let mut lines = Vec::new();
     for (name, s) in servers {
+        let approval = (s.origin.layer == dsh_config::Layer::Project).then(|| {
+            let digest = dsh_config::approval_digest(&loaded.workspace, name, &s.value);
+            if loaded.approved.contains(&digest) {
+                "approved".to_owned()
+            } else {
+                format!("needs approval: dsh mcp approve {name}")
+            }
+        });
         let target = match &s.value.launch {
             dsh_config::McpLaunch::Stdio { command, args, .. } => std::iter::once(command.as_str())
                 .chain(args.iter().map(String::as_str))
@@ -165,13 +282,15 @@ fn list(common: &Common) -> Result<u8, Failure> {
                 },
                 "target": target,
                 "from": s.origin.location(),
+                "approval": approval,
             })
             .to_string()
         } else {
             format!(
-                "{name}  {}  ({})",
+                "{name}  {}  ({}){}",
                 crate::repl::visible::visible(&target, false),
-                s.origin.location()
+                s.origin.location(),
+                approval.map(|a| format!("  [{a}]")).unwrap_or_default()
             )
         };
         lines.push(line);

@@ -179,7 +179,127 @@ fn an_untrusted_projects_server_never_starts_and_a_trusted_ones_waits_for_approv
         &[],
     );
     assert_eq!(kind(&json_lines(&out)[0]), "unknown_tool");
+    assert!(
+        stderr(&out).contains("run `dsh mcp approve mini`"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!events(&d).exists(), "the project's server ran unapproved");
+
+    // Approved by a person, it runs.
+    let out = d.dsh(&["mcp", "approve", "mini"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = d.batch_output(
+        &[call("mcp__mini__echo", json!({"text": "x"}))],
+        &["--yolo"],
+        &[],
+    );
+    assert_eq!(kind(&json_lines(&out)[0]), "ok", "{}", stderr(&out));
+}
+
+/// A trusted workspace with `.mcp.json` naming the mini server, its environment reading
+/// `DSH_T_VAR`, with `extra` arguments.
+fn mcp_json(d: &Dirs, extra: &[&str]) {
+    let mut args = vec![mini().display().to_string()];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let file = json!({"mcpServers": {
+        "mini": {
+            "command": "/usr/bin/python3",
+            "args": args,
+            "env": {"MINI_LOG": events(d).display().to_string(), "FROM_ENV": "${DSH_T_VAR}"}
+        },
+        "old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}
+    }});
+    std::fs::write(
+        d.ws.join(".mcp.json"),
+        serde_json::to_string_pretty(&file).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_projects_mcp_json_server_starts_once_approved_and_a_change_asks_again() {
+    let d = Dirs::new();
+    mcp_json(&d, &[]);
+    // Untrusted: ignored, with the notice.
+    let calls = [call("mcp__mini__env", json!({}))];
+    let env = [("DSH_T_VAR", "from-the-env")];
+    let out = d.batch_output(&calls, &["--yolo"], &env);
+    assert_eq!(kind(&json_lines(&out)[0]), "unknown_tool");
+    assert!(
+        stderr(&out).contains("mcp.servers (mini)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!events(&d).exists());
+
+    assert_eq!(d.dsh(&["trust"]).output().unwrap().status.code(), Some(0));
+    let out = d.batch_output(&calls, &["--yolo"], &env);
+    assert_eq!(kind(&json_lines(&out)[0]), "unknown_tool");
+    let err = stderr(&out);
+    assert!(err.contains("dsh mcp approve mini"), "{err}");
+    assert!(
+        err.contains("\"old\" left out: the SSE transport is not supported"),
+        "{err}"
+    );
+    assert!(!events(&d).exists(), "started before a person approved it");
+    let listed = common::stdout(&d.dsh(&["mcp", "list"]).output().unwrap());
+    assert!(
+        listed.contains("[needs approval: dsh mcp approve mini]"),
+        "{listed}"
+    );
+
+    let out = d.dsh(&["mcp", "approve", "mini"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = common::stdout(&out);
+    assert!(
+        said.contains("FROM_ENV (from $DSH_T_VAR)"),
+        "the approval names what it reads: {said}"
+    );
+    let user = std::fs::read_to_string(d.cfg.join("config.toml")).unwrap();
+    assert!(user.contains("# MCP server mini of "), "{user}");
+
+    let out = d.batch_output(&calls, &["--yolo"], &env);
+    let r = json_lines(&out);
+    assert_eq!(kind(&r[0]), "ok", "{}", stderr(&out));
+    let names: Vec<&str> = r[0]["content"].as_str().unwrap().split(' ').collect();
+    assert!(names.contains(&"FROM_ENV"), "{names:?}");
+    let listed = common::stdout(&d.dsh(&["mcp", "list"]).output().unwrap());
+    assert!(listed.contains("[approved]"), "{listed}");
+
+    // A `git pull` that changes its command line: not started until approved again.
+    mcp_json(&d, &["--changed"]);
+    let before = std::fs::read_to_string(events(&d)).unwrap();
+    let out = d.batch_output(&calls, &["--yolo"], &env);
+    assert_eq!(
+        kind(&json_lines(&out)[0]),
+        "unknown_tool",
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(events(&d)).unwrap(), before);
+}
+
+#[test]
+fn the_agent_cannot_plant_an_mcp_json() {
+    let d = Dirs::new();
+    let r = batch(
+        &d,
+        &["--yolo"],
+        &[call(
+            "write_file",
+            json!({"path": ".mcp.json", "content": "{\"mcpServers\": {}}"}),
+        )],
+    );
+    assert_eq!(kind(&r[0]), "denied", "{r:?}");
+    assert!(!d.ws.join(".mcp.json").exists());
+    let r = batch(
+        &d,
+        &["--yolo"],
+        &[common::shell_call("echo '{}' > .mcp.json")],
+    );
+    assert_eq!(kind(&r[0]), "denied", "{r:?}");
+    assert!(!d.ws.join(".mcp.json").exists());
 }
 
 #[test]

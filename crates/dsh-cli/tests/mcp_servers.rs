@@ -331,9 +331,7 @@ fn the_everything_server_over_streamable_http_with_a_header_from_the_environment
     // A server whose header variable is not set is not started, and says why.
     assert_eq!(kind(&r[1]), "unknown_tool", "{r:?}");
     assert!(
-        stderr(&out).contains(
-            "DSH_NOT_SET_ANYWHERE (header Authorization) that headers_env names is not set"
-        ),
+        stderr(&out).contains("DSH_NOT_SET_ANYWHERE (header Authorization) it names is not set"),
         "{}",
         stderr(&out)
     );

@@ -420,6 +420,7 @@ fn resuming(d: &Dirs, id: &str, old: &str, seq: u64, hash: &str) -> PathBuf {
             }),
             mode: None,
             tools_mode: None,
+            client: None,
         })
         .unwrap();
     for record in [
@@ -522,6 +523,7 @@ fn session_start(d: &Dirs) -> Record<'static> {
         resumed_from: None,
         mode: None,
         tools_mode: None,
+        client: None,
     }
 }
 

@@ -236,6 +236,9 @@ pub enum McpLaunch {
         /// Headers sent with every request: header name → the environment variable that
         /// holds its value (never the value itself: the file is not a place for tokens).
         headers_env: BTreeMap<String, String>,
+        /// Headers as `.mcp.json` writes them: header name → its value, `${VAR}` read from
+        /// the environment.
+        headers: BTreeMap<String, String>,
     },
 }
 

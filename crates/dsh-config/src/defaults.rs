@@ -19,7 +19,7 @@ pub const SHELL_SAFE: &str = "ls cat head tail wc find grep egrep fgrep tree pwd
 pub const SHELL_CONFIRM: &str = "python python3 pip pip3 pytest make npm node awk gawk mawk";
 
 /// `[guards] protected`: paths no tool may write, which no layer can remove.
-pub const GUARDS_PROTECTED: [&str; 2] = [".git/**", ".dsh/**"];
+pub const GUARDS_PROTECTED: [&str; 3] = [".git/**", ".dsh/**", ".mcp.json"];
 
 /// `[[hooks.pre_tool_use]] timeout_ms`.
 pub const HOOK_TIMEOUT_MS: u64 = 5000;

@@ -90,6 +90,7 @@ mod file;
 pub mod keys;
 mod locate;
 mod mcp_edit;
+mod mcp_json;
 mod merge;
 mod origin;
 mod read;
@@ -106,7 +107,8 @@ pub use config::{
     Unlisted, VerifyConfig,
 };
 pub use error::{ConfigError, ErrorKind};
-pub use mcp_edit::{NewMcpServer, add_mcp_server, remove_mcp_server};
+pub use mcp_edit::{NewMcpServer, add_mcp_server, record_approval, remove_mcp_server};
+pub use mcp_json::{MCP_JSON, approval_digest, expand, variables};
 pub use record::{RecordedRule, RuleScope, record_rule};
 pub use trust::record_trust;
 
@@ -178,6 +180,9 @@ pub struct Loaded {
     pub files: Vec<PathBuf>,
     /// [`Config::digest`] of `config`, for `session_start`.
     pub digest: String,
+    /// The digests of the project commands a person approved (`[trust] approved`, the user
+    /// file's): see [`approval_digest`].
+    pub approved: Vec<String>,
     /// Some layer (a file, `DSH_PROVIDER`, a `*_BASE_URL` variable, a flag) named
     /// `model.provider` or `model.base_url`: use the model configuration as it stands instead
     /// of picking a provider from the keys that are set.
@@ -224,10 +229,12 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         None => default_user_config(&opts.env)?,
     };
     let mut trusted_list = Vec::new();
+    let mut approved = Vec::new();
     if let Some(path) = &user_config
         && let Some(mut part) = read_part(path, Layer::User, &mut files)?
     {
         trusted_list = std::mem::take(&mut part.trust);
+        approved = std::mem::take(&mut part.approved);
         part.select_workspace(&workspace);
         builder.apply(part);
     }
@@ -239,6 +246,11 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     } else {
         Layer::UntrustedProject
     };
+    // A repository's `.mcp.json`, under its `.dsh/config.toml` (which wins a name both use).
+    let mut json_notices = Vec::new();
+    if let Some(part) = mcp_json::read(&workspace, layer, &mut files, &mut json_notices)? {
+        builder.apply(part);
+    }
     if let Some(part) = read_part(&project, layer, &mut files)? {
         builder.apply(part);
     }
@@ -257,7 +269,10 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     builder.apply(flags);
 
     let model_explicit = builder.model_explicit();
-    let (config, notices) = builder.finish();
+    let (config, mut notices) = builder.finish();
+    if trusted {
+        notices.extend(json_notices);
+    }
     let digest = config.digest();
     Ok(Loaded {
         config,
@@ -267,6 +282,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         notices,
         files,
         digest,
+        approved,
         model_explicit,
     })
 }

@@ -172,6 +172,44 @@ fn check(target: &Path, text: &str) -> Result<(), ConfigError> {
     crate::file::parse_part(target, text, crate::config::Layer::User).map(|_| ())
 }
 
+/// Records a person's approval of a project command (its [`crate::approval_digest`]) in the
+/// user file's `[trust] approved`, with `note` — what was approved, in words — as the
+/// entry's comment. Nothing is written when the digest is there already.
+pub fn record_approval(file: &Path, digest: &str, note: &str) -> Result<PathBuf, ConfigError> {
+    let (target, _, mut doc) = open(file)?;
+    let trust = doc
+        .entry("trust")
+        .or_insert_with(|| Item::Table(Table::new()))
+        .as_table_like_mut()
+        .ok_or_else(|| {
+            ConfigError::new(ErrorKind::Trust, "expected a table")
+                .in_file(&target)
+                .with_key("trust")
+        })?;
+    let list = trust
+        .entry("approved")
+        .or_insert(Item::Value(Value::Array(Array::new())))
+        .as_array_mut()
+        .ok_or_else(|| {
+            ConfigError::new(ErrorKind::Trust, "expected an array of digests")
+                .in_file(&target)
+                .with_key("trust.approved")
+        })?;
+    if list.iter().any(|v| v.as_str() == Some(digest)) {
+        return Ok(target);
+    }
+    let note: String = note.chars().filter(|c| !c.is_control()).collect();
+    let mut entry = Value::from(digest);
+    entry.decor_mut().set_prefix(format!("\n  # {note}\n  "));
+    list.push_formatted(entry);
+    list.set_trailing("\n");
+    list.set_trailing_comma(true);
+    let written = doc.to_string();
+    check(&target, &written)?;
+    write_atomically(&target, written.as_bytes())?;
+    Ok(target)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

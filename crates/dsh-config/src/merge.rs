@@ -63,6 +63,8 @@ pub(crate) struct Part {
     pub hooks: Vec<Sourced<Hook>>,
     pub mcp: Vec<(String, Sourced<McpServer>)>,
     pub trust: Vec<PathBuf>,
+    /// `[trust] approved`: digests of approved project commands.
+    pub approved: Vec<String>,
     /// `[workspaces."<path>".permissions]` sections, for [`Part::select_workspace`].
     pub workspaces: Vec<WorkspacePart>,
     pub agents: Vec<(String, Sourced<AgentProfile>)>,
@@ -90,6 +92,7 @@ impl Part {
             hooks: Vec::new(),
             mcp: Vec::new(),
             trust: Vec::new(),
+            approved: Vec::new(),
             workspaces: Vec::new(),
             agents: Vec::new(),
             plugins: Vec::new(),

@@ -180,6 +180,7 @@ allow_network = true
             launch: McpLaunch::Http {
                 url: "https://mcp.example.invalid/mcp".into(),
                 headers_env: Default::default(),
+                headers: Default::default(),
             },
             startup_timeout_s: 30,
             timeout_s: 120,

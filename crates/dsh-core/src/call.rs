@@ -23,6 +23,9 @@ pub enum CallSource {
     Batch,
     /// A command the configuration names (`[verify] command`), judged like a model's call.
     Config,
+    /// An MCP client's call to `dsh mcp serve` (the client is named in `session_start`):
+    /// judged with no person, like a batch line.
+    Mcp,
 }
 
 /// One tool call. Cloning is cheap (shared buffers) and no method hands out a mutable view of

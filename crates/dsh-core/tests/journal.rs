@@ -1062,6 +1062,7 @@ fn one_of_every_kind(
             }),
             mode: Some("read-only".into()),
             tools_mode: Some("both".into()),
+            client: Some("an editor".into()),
         },
         Record::UserMessage { text: "hi".into() },
         Record::LlmCall {

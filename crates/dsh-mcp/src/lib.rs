@@ -13,11 +13,15 @@
 //! hangs past its timeout or answers garbage gives a failure naming it, and a status line in
 //! `/mcp` ([`McpServers::status`]); a dead stdio server is started again on the next call, a
 //! bounded number of times. A server's stderr goes to its log file, never to the terminal.
+//!
+//! **Server.** [`serve_stdio`] answers an MCP client with a [`ToolHost`]'s tools; dsh-cli's
+//! `dsh mcp serve` wires the host to a session, so the calls pass its gates (`serve.rs`).
 
 mod content;
 mod http;
 mod names;
 mod process;
+mod serve;
 mod server;
 mod spec;
 mod tool;
@@ -28,6 +32,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 pub use content::content_schema;
 pub use names::{PREFIX, server_of, tool_name};
+pub use serve::{HostFactory, HostResult, HostTool, ToolHost, serve_stdio};
 pub use server::{Hints, Server, ServerStatus, State, ToolStatus};
 pub use spec::{Header, Launch, ServerSpec};
 pub use tool::McpTool;

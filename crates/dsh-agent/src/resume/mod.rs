@@ -438,6 +438,7 @@ mod tests {
             resumed_from: None,
             mode: None,
             tools_mode: None,
+            client: None,
         }
     }
 
@@ -570,6 +571,7 @@ mod tests {
                 }),
                 mode: None,
                 tools_mode: None,
+                client: None,
             })
             .unwrap();
         }

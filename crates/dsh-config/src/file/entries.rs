@@ -272,7 +272,11 @@ pub(super) fn mcp(
                         src.invalid(&field("headers_env"), format!("{header}: {e}"))
                     })?;
                 }
-                McpLaunch::Http { url, headers_env }
+                McpLaunch::Http {
+                    url,
+                    headers_env,
+                    headers: BTreeMap::new(),
+                }
             }
             (Some(_), Some(_)) => {
                 return Err(src.invalid(&here, "set either command or url, not both"));

@@ -255,6 +255,18 @@ fn key(
         }
         "hooks.pre_tool_use" => hooks(src, part, &at, value)?,
         "mcp.servers" => mcp(src, part, &at, value)?,
+        "trust.approved" => {
+            for (i, d) in words(value)?.into_iter().enumerate() {
+                if d.len() != 64 || !d.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(src.err(
+                        ErrorKind::Trust,
+                        &p([k(section), k(name), Seg::Index(i)]),
+                        format!("{d:?} is not an approval digest (`dsh mcp approve` writes them)"),
+                    ));
+                }
+                part.approved.push(d);
+            }
+        }
         "trust.workspaces" => {
             for (i, w) in words(value)?.into_iter().enumerate() {
                 if !Path::new(&w).is_absolute() {

@@ -437,6 +437,12 @@ pub static KEYS: &[Key] = &[
     },
     // [trust], [workspaces]: the user file only.
     structured(
+        "trust.approved",
+        "array of digests (user file only)",
+        Trust::Ignored,
+        "Project commands a person approved (an MCP server a repository names); `dsh mcp approve` writes them.",
+    ),
+    structured(
         "trust.workspaces",
         "array of absolute paths (user file only)",
         Trust::Ignored,

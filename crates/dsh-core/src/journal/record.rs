@@ -42,6 +42,10 @@ pub enum Record<'a> {
         /// than Code Mode: `native`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tools_mode: Option<Cow<'a, str>>,
+        /// The client whose calls the session serves (`dsh mcp serve`: the MCP client's name
+        /// as its `initialize` gave it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client: Option<Cow<'a, str>>,
     },
     UserMessage {
         text: Cow<'a, str>,
