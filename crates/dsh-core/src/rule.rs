@@ -136,6 +136,13 @@ fn parse_rule(text: &str) -> Result<(&str, Option<&str>), String> {
             "empty specifier (write {name:?} alone to match every call)"
         ));
     }
+    // An MCP server's tool declares no paths, so a path rule about it would never apply: a
+    // `deny` that denies nothing. Refused, so nobody relies on one.
+    if name.starts_with("mcp__") {
+        return Err(format!(
+            "an MCP server's tool declares no paths, so a rule about it takes no \"(…)\": write {name:?} alone"
+        ));
+    }
     Ok((name, Some(spec)))
 }
 
@@ -174,6 +181,8 @@ mod tests {
             "mcp__a__b*",
             "mcp__a__b__*",
             "mcp__a*__*",
+            "mcp__git__log(src/**)",
+            "mcp__git__*(x)",
         ] {
             assert!(rule(bad).is_err(), "{bad} parsed");
         }

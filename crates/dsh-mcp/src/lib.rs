@@ -134,10 +134,24 @@ impl McpServers {
         let mut changes = Vec::new();
         for (i, server) in self.servers.iter().enumerate() {
             let catalog = server.catalog();
+            // The dsh names this pass gave out for this server, with the server's name for
+            // each: two of its tools that map to one dsh name (`a.b`, `a_b`) — the first in
+            // its list keeps it, the others are refused (never one replacing the other).
+            let mut given: BTreeMap<String, String> = BTreeMap::new();
             for t in &catalog.tools {
                 let Ok(name) = tool_name(server.name(), &t.name) else {
                     continue;
                 };
+                if let Some(first) = given.get(&name) {
+                    if *first != *t.name {
+                        server.refuse(
+                            &t.name,
+                            format!("its dsh name `{name}` is taken by its tool `{first}`"),
+                        );
+                    }
+                    continue;
+                }
+                given.insert(name.clone(), t.name.to_string());
                 let declared = serde_json::to_string(t).unwrap_or_default();
                 match handed.get(&name) {
                     Some((owner, _)) if *owner != i => {
@@ -153,7 +167,6 @@ impl McpServers {
                         handed.insert(name, (i, declared));
                     }
                     None => {
-                        // Two names on the server that map to one dsh name: the first wins.
                         changes.push(ToolChange::Add(Arc::new(McpTool::new(
                             server.clone(),
                             name.clone(),

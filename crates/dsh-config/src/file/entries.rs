@@ -63,6 +63,13 @@ pub(crate) fn mcp_server_name_error(name: &str) -> Option<String> {
             "a server name may only hold letters, digits, '_' and '-' (found {c:?}): its tools are called mcp__NAME__TOOL"
         ));
     }
+    // `mcp__x___t` starts `mcp__x__`: a server `x_` would have its tools named by every
+    // rule and sub-agent list written `mcp__x__*` for server `x`.
+    if name.ends_with('_') {
+        return Some(
+            "a server name must not end with '_': `mcp__NAME__*` of a server whose name is one '_' shorter would name its tools".to_owned(),
+        );
+    }
     if name.contains("__") {
         return Some(
             "a server name must not hold \"__\", which separates it from its tools' names"
