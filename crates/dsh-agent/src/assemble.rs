@@ -126,7 +126,8 @@ pub struct SessionSettings {
     /// What a `run_code` program may use.
     pub code: dsh_code::CodeLimits,
     /// The MCP servers to start (`[mcp.servers]`); a stdio server's environment holds only
-    /// its configured variables here, the session adds the command environment's allowlist.
+    /// its configured variables here, the session adds the command environment's allowlist,
+    /// and an empty working directory is the session's private directory.
     pub mcp: Vec<dsh_mcp::ServerSpec>,
     /// Configured servers not to start, with why (shown in `/mcp`).
     pub mcp_skipped: Vec<dsh_mcp::Skipped>,

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use crate::{Session, SessionSettings};
 
 /// The session's servers: each stdio server's environment is the command environment's
-/// allowlist (never dsh's API keys) with its configured variables over it; its stderr goes
-/// to `DSH_HOME/logs/<session>/mcp/<server>.log`.
+/// allowlist (never dsh's API keys) with its configured variables over it; one without a
+/// working directory (an untrusted workspace's) gets the session's private one; its stderr
+/// goes to `DSH_HOME/logs/<session>/mcp/<server>.log`.
 pub(crate) fn mcp_servers(
     settings: &SessionSettings,
     session: &str,
@@ -24,7 +25,10 @@ pub(crate) fn mcp_servers(
         .iter()
         .cloned()
         .map(|mut spec| {
-            if let dsh_mcp::Launch::Stdio { env, .. } = &mut spec.launch {
+            if let dsh_mcp::Launch::Stdio { env, cwd, .. } = &mut spec.launch {
+                if cwd.as_os_str().is_empty() {
+                    temp_dir.clone_into(cwd);
+                }
                 let own = std::mem::take(env);
                 env.extend(
                     base.iter()
@@ -103,6 +107,13 @@ impl Session {
     /// What the MCP server of tool `name` says of it (never trusted), if it is an MCP tool.
     pub fn tool_hints(&self, name: &str) -> Option<dsh_mcp::Hints> {
         self.mcp.hints(name)
+    }
+
+    /// Stops the MCP servers at the session's end: their input closed, a moment to end on
+    /// their own, then their process groups killed. [`Session::finish`] kills any still
+    /// running at once.
+    pub async fn close_extensions(&self) {
+        self.mcp.shutdown().await;
     }
 
     /// Stops the MCP servers now (their process groups killed): the session is ending.

@@ -159,7 +159,11 @@ fn mcp_servers(
                 continue;
             }
         }
-        let launch = match mcp_launch(&server.value.launch, &loaded.workspace, env) {
+        // In a workspace nobody trusted, a server whose directory is not configured starts
+        // in the session's private directory, not the workspace: launchers load code from
+        // their working directory (`python3 -m`, `npx`, `uvx`), so a cloned repository could
+        // plant it.
+        let launch = match mcp_launch(&server.value.launch, loaded, env) {
             Ok(l) => l,
             Err(var) => {
                 skip(format!(
@@ -180,11 +184,12 @@ fn mcp_servers(
     (start, skipped)
 }
 
-/// How a server is launched, its variables read from `env`; `Err` names the first variable
-/// that is not set.
+/// How a server is launched, its variables read from `env`, its directory relative to the
+/// workspace (an empty one is the session's private directory: `SessionSettings::mcp`);
+/// `Err` names the first variable that is not set.
 fn mcp_launch(
     launch: &dsh_config::McpLaunch,
-    workspace: &std::path::Path,
+    loaded: &Loaded,
     env: &BTreeMap<String, String>,
 ) -> Result<dsh_mcp::Launch, String> {
     use dsh_config::McpLaunch;
@@ -203,7 +208,11 @@ fn mcp_launch(
                 program: command.clone(),
                 args: args.clone(),
                 env: crate::extensions::env_pairs(&expanded),
-                cwd: workspace.join(cwd.as_deref().unwrap_or("")),
+                cwd: match cwd {
+                    Some(cwd) => loaded.workspace.join(cwd),
+                    None if loaded.trusted => loaded.workspace.clone(),
+                    None => std::path::PathBuf::new(),
+                },
             }
         }
         McpLaunch::Http {

@@ -37,9 +37,12 @@ pub(crate) async fn check(common: &Common, tool: &str, args_json: &str) -> Resul
     let settings = settings::load(common)?;
     let session = Session::assemble_dry(&settings).map_err(Failure::usage)?;
     crate::start::say_mode(&session);
-    // An MCP tool is judged once its server is up (each within its start-up timeout).
-    session.wait_for_extensions().await;
-    crate::start::say_extensions(&session);
+    // An MCP tool is judged once its server is up (each within its start-up timeout); no
+    // server starts for a check of another tool.
+    if tool.starts_with(dsh_mcp::PREFIX) {
+        session.wait_for_extensions().await;
+        crate::start::say_extensions(&session);
+    }
     let report = session
         .pipeline
         .check_in(&session.batch_tools(), &ToolCall::new("check", tool, args))
@@ -84,6 +87,7 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
         (Ok(()), _) => "interrupted",
     };
     let detail = error.as_ref().err().map(ToString::to_string);
+    session.close_extensions().await;
     // The closing records are tried even after a journal fault (see dsh_agent's ending.rs).
     let closed = session
         .record_stop(stop, detail.as_deref(), Totals::none())

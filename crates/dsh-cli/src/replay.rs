@@ -79,9 +79,12 @@ pub(crate) async fn replay(common: &Common, given: &str) -> Result<u8, Failure> 
     }
     let tools_mode = settings.tools_mode;
     let session = Session::assemble_dry(&settings).map_err(Failure::usage)?;
-    session.wait_for_extensions().await;
-    crate::start::say_extensions(&session);
     let calls = replay::recorded_calls(&transcript.records);
+    // The servers start only when the session called one of their tools.
+    if calls.iter().any(|c| c.tool.starts_with(dsh_mcp::PREFIX)) {
+        session.wait_for_extensions().await;
+        crate::start::say_extensions(&session);
+    }
     let rows = replay::replay(calls, &session).await;
     session.stop_extensions();
     let changed = replay::changed_count(&rows);

@@ -131,7 +131,6 @@ fn reap(pid: u32) {
 /// repository that ships `MODULE.py` runs its own code as soon as dsh starts there (`dsh
 /// batch`, `dsh check`, `dsh exec` or the REPL), with no approval and outside the sandbox.
 #[test]
-#[ignore = "finding: a user-configured server starts in an untrusted workspace as its cwd, so the repository's files shadow the server's code"]
 fn a_cloned_repository_cannot_plant_code_into_a_user_configured_server() {
     let d = Dirs::new();
     // The real server module, installed where PYTHONPATH finds it.
@@ -163,15 +162,15 @@ fn a_cloned_repository_cannot_plant_code_into_a_user_configured_server() {
         ),
     )
     .unwrap();
-    let out = d
-        .dsh(&["check", "read_file", r#"{"path": "x"}"#])
-        .output()
-        .unwrap();
+    let out = d.dsh(&["check", "mcp__py__t", "{}"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         !marker.exists(),
         "`dsh check` in an untrusted clone ran the repository's dsh_attack_srv.py"
     );
+    // The server itself started (from the private directory) and offers its tool.
+    let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verdict["decision"], "ask", "{verdict}");
 }
 
 /// Defended: an untrusted project's `allow` of a user server's tools does not apply (the

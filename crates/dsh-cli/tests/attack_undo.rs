@@ -90,9 +90,11 @@ fn store(d: &Dirs) -> PathBuf {
 fn undo(pty: &pty::Pty, arg: &str) -> pty::Screen {
     let mark = pty.mark();
     pty.send_line(&format!("/undo{arg}"));
-    let s = pty.wait_for_text_since(mark, UNDO_DONE);
+    pty.wait_for_text_since(mark, UNDO_DONE);
     wait_at_prompt(pty);
-    s
+    // The screen as it stands once the prompt is back (the raw bytes can be read before
+    // the screen has drawn them).
+    pty.wait_for_text(UNDO_DONE)
 }
 
 /// Sends `prompt` and waits for the scripted model's final `done` text and the prompt.

@@ -336,3 +336,100 @@ fn the_everything_server_over_streamable_http_with_a_header_from_the_environment
         stderr(&out)
     );
 }
+
+/// The MCP Inspector's CLI (`--cli`) against `dsh mcp serve` in `d`'s workspace: its JSON
+/// answer on stdout and its exit code.
+fn inspect(inspector: &[String], d: &Dirs, method: &[&str]) -> (Value, Option<i32>) {
+    let (program, args) = inspector.split_first().unwrap();
+    let out = std::process::Command::new(program)
+        .args(args)
+        .args(["--format", "json", "-q"])
+        .args(method)
+        .arg("-e")
+        .arg(format!("DSH_HOME={}", d.home.display()))
+        .arg("-e")
+        .arg(format!("DSH_CONFIG_HOME={}", d.cfg.display()))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_dsh"))
+        .args(["--workspace", &d.ws.display().to_string(), "mcp", "serve"])
+        .env("HTTP_PROXY", "http://127.0.0.1:9")
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let answer = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (answer, out.status.code())
+}
+
+#[test]
+fn the_mcp_inspector_lists_dshs_tools_reads_a_file_and_is_told_why_a_write_is_refused() {
+    let Some(inspector) = argv("DSH_MCP_INSPECTOR_ARGV") else {
+        return;
+    };
+    let d = Dirs::new();
+    std::fs::write(d.ws.join("notes.txt"), "inspected\n").unwrap();
+    let (listed, code) = inspect(&inspector, &d, &["--method", "tools/list"]);
+    assert_eq!(code, Some(0), "{listed}");
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    for wanted in ["read_file", "write_file", "grep", "run_shell"] {
+        assert!(names.contains(&wanted), "{wanted} missing: {names:?}");
+    }
+    assert!(!names.contains(&"call_sub_agent"), "{names:?}");
+    let read = tools.iter().find(|t| t["name"] == "read_file").unwrap();
+    assert!(read["outputSchema"].is_object(), "{read}");
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+
+    let (answer, code) = inspect(
+        &inspector,
+        &d,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "read_file",
+            "--tool-args-json",
+            r#"{"path":"notes.txt"}"#,
+        ],
+    );
+    assert_eq!(code, Some(0), "{answer}");
+    assert!(answer.to_string().contains("inspected"), "{answer}");
+    assert!(
+        answer["result"]["structuredContent"].is_object(),
+        "{answer}"
+    );
+
+    let (answer, _) = inspect(
+        &inspector,
+        &d,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "write_file",
+            "--tool-args-json",
+            r#"{"path":"x.txt","content":"x"}"#,
+        ],
+    );
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("needs approval") && text.contains("add an allow rule"),
+        "{text}"
+    );
+    assert!(!d.ws.join("x.txt").exists());
+    // Each run was a session naming the Inspector as its client.
+    let journals = common::journals(&d.home);
+    assert_eq!(journals.len(), 3, "{journals:?}");
+    let start = &common::records(&journals[0])[0];
+    assert!(
+        start["client"].as_str().is_some_and(|c| !c.is_empty()),
+        "{start}"
+    );
+}

@@ -27,7 +27,10 @@ fn no_files_gives_built_in_defaults() {
     assert_eq!(c.limits.max_steps, 1_000);
     // The token budget is opt-in.
     assert_eq!(c.limits.max_tokens, 0);
-    assert_eq!(patterns(&c.guards.protected), [".git/**", ".dsh/**"]);
+    assert_eq!(
+        patterns(&c.guards.protected),
+        [".git/**", ".dsh/**", ".mcp.json"]
+    );
     assert_eq!(c.journal.fsync, Fsync::Batch);
     assert_eq!(c.sandbox.mode, SandboxMode::Auto);
     assert!(!c.sandbox.allow_network);

@@ -173,12 +173,12 @@ fn untrusted_project_can_add_deny_and_ask_rules_and_protected_paths() {
     assert_eq!(rules(&c.permissions.ask), ["run_shell(git push *)"]);
     assert_eq!(
         patterns(&c.guards.protected),
-        [".git/**", ".dsh/**", "secrets/**"]
+        [".git/**", ".dsh/**", ".mcp.json", "secrets/**"]
     );
     // Kept entries say they may only tighten.
     assert_eq!(c.permissions.deny[0].origin.layer, Layer::UntrustedProject);
     assert!(c.permissions.ask[0].origin.tighten_only());
-    assert!(c.guards.protected[2].origin.tighten_only());
+    assert!(c.guards.protected[3].origin.tighten_only());
     assert!(loaded.notices.is_empty(), "{:?}", loaded.notices);
 }
 

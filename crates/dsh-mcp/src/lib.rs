@@ -243,7 +243,8 @@ impl McpServers {
         }
     }
 
-    /// Stops every server: closes the connections and kills the processes.
+    /// Stops every server at once: closes the connections, gives each process a moment to
+    /// end on its own, and kills what is left.
     pub async fn shutdown(&self) {
         let handles: Vec<_> = self
             .started
@@ -254,8 +255,6 @@ impl McpServers {
         for h in handles {
             h.abort();
         }
-        for s in &self.servers {
-            s.shutdown().await;
-        }
+        futures::future::join_all(self.servers.iter().map(|s| s.shutdown())).await;
     }
 }

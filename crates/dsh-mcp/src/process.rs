@@ -74,6 +74,11 @@ impl ServerProcess {
         }
     }
 
+    /// Waits until it ends.
+    pub(crate) async fn wait(&mut self) {
+        let _ = self.child.wait().await;
+    }
+
     /// Kills its process group and reaps it.
     pub(crate) async fn kill(&mut self) {
         self.kill_group();

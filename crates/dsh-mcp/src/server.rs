@@ -516,17 +516,23 @@ impl Server {
         }
     }
 
-    /// Closes the connection and kills the process group.
+    /// Closes the connection (a stdio server's input ends), gives the process a moment to
+    /// end on its own — a served dsh writes its closing records then —, and kills what is
+    /// left of its process group.
     pub(crate) async fn shutdown(&self) {
         let mut link = self.link.lock().await;
         if let Link::Up(live) = std::mem::replace(&mut *link, Link::Down) {
             live.service.cancellation_token().cancel();
             if let Some(p) = live.process.lock().await.as_mut() {
+                let _ = tokio::time::timeout(SHUTDOWN_GRACE, p.wait()).await;
                 p.kill().await;
             }
         }
     }
 }
+
+/// How long a stdio server may take to end once its input closed, at the session's end.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How a server whose connection closed ended, waiting a moment for it to be reaped.
 async fn wait_exit(live: &Live) -> String {

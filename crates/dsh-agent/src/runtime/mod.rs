@@ -276,6 +276,7 @@ impl Serving {
                 Err(why) => Reply::Refused(why),
             },
             Command::Finish(ending) => {
+                self.agent.session().close_extensions().await;
                 let totals = self.agent.totals();
                 Reply::Finished(self.agent.session().finish(ending, totals))
             }
