@@ -155,7 +155,8 @@ fn remove(common: &Common, name: &str) -> Result<u8, Failure> {
     }
 }
 
-/// What an approval covers, in words: the command line or URL, and the variables it reads.
+/// What an approval covers, in words: the command line or URL, its directory, the values of
+/// its environment (or the variables they read) and the variables its headers read.
 fn described(launch: &dsh_config::McpLaunch) -> String {
     match launch {
         dsh_config::McpLaunch::Stdio {
@@ -177,7 +178,9 @@ fn described(launch: &dsh_config::McpLaunch) -> String {
                     .map(|(k, v)| {
                         let read = dsh_config::variables(v);
                         if read.is_empty() {
-                            k.clone()
+                            // The value itself: a repository's `LD_PRELOAD=./x.so` or
+                            // `NODE_OPTIONS=--require ./x.js` is code the approval covers.
+                            format!("{k}={v}")
                         } else {
                             format!("{k} (from ${})", read.join(", $"))
                         }
@@ -273,6 +276,10 @@ fn list(common: &Common) -> Result<u8, Failure> {
                 .join(" "),
             dsh_config::McpLaunch::Http { url, .. } => url.clone(),
         };
+        // A project's server is listed with all its approval would cover, so a person sees
+        // it before `dsh mcp approve` (the environment's values, the directory, what its
+        // headers read), not only the command line.
+        let covers = approval.is_some().then(|| described(&s.value.launch));
         let line = if common.json {
             serde_json::json!({
                 "name": name,
@@ -283,12 +290,13 @@ fn list(common: &Common) -> Result<u8, Failure> {
                 "target": target,
                 "from": s.origin.location(),
                 "approval": approval,
+                "covers": covers,
             })
             .to_string()
         } else {
             format!(
                 "{name}  {}  ({}){}",
-                crate::repl::visible::visible(&target, false),
+                crate::repl::visible::visible(covers.as_ref().unwrap_or(&target), false),
                 s.origin.location(),
                 approval.map(|a| format!("  [{a}]")).unwrap_or_default()
             )

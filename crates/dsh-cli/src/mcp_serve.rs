@@ -22,6 +22,26 @@ struct Host {
     session: Arc<Session>,
     tools: ToolSet,
     calls: AtomicU32,
+    /// Held (shared) by each running call; taken whole once the client is gone.
+    inflight: Arc<tokio::sync::RwLock<()>>,
+}
+
+/// How long the end waits for the calls still running to record their results.
+const CALLS_WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The longest client name the journal keeps.
+const CLIENT_NAME_MAX: usize = 200;
+
+/// The client's name as `session_start` keeps it: without control characters, at most
+/// [`CLIENT_NAME_MAX`] characters (a client chooses it: it may be anything, of any length).
+fn client_name(name: &str) -> String {
+    let clean: String = name.chars().filter(|c| !c.is_control()).collect();
+    if clean.chars().count() <= CLIENT_NAME_MAX {
+        return clean;
+    }
+    let mut cut: String = clean.chars().take(CLIENT_NAME_MAX).collect();
+    cut.push('…');
+    cut
 }
 
 #[async_trait::async_trait]
@@ -45,6 +65,7 @@ impl ToolHost for Host {
     }
 
     async fn call(&self, name: &str, args: Value, cancel: CancellationToken) -> HostResult {
+        let _running = self.inflight.clone().read_owned().await;
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         let call = ToolCall::new(format!("mcp-{n}"), name, args)
             .with_step(n)
@@ -91,9 +112,11 @@ pub(crate) async fn serve(common: &Common) -> Result<u8, Failure> {
     let signals = Signals::install().map_err(Failure::harness)?;
     let started: Arc<Mutex<Option<Arc<Session>>>> = Arc::default();
     let slot = started.clone();
+    let inflight: Arc<tokio::sync::RwLock<()>> = Arc::default();
+    let calls = inflight.clone();
     let make: dsh_mcp::HostFactory = Box::new(move |client: &str| {
         let mut settings = settings.clone();
-        settings.client = Some(client.to_owned());
+        settings.client = Some(client_name(client));
         let session = Session::assemble(&settings).map_err(|e| e.to_string())?;
         crate::start::say_mode(&session);
         let session = Arc::new(session);
@@ -102,12 +125,18 @@ pub(crate) async fn serve(common: &Common) -> Result<u8, Failure> {
             tools: session.served_tools(),
             session,
             calls: AtomicU32::new(0),
+            inflight: calls.clone(),
         }) as Arc<dyn ToolHost>)
     });
     let served = tokio::select! {
         r = dsh_mcp::serve_stdio(make) => r,
         () = signals.token().cancelled() => Ok(()),
     };
+    // The client went away or a signal came: the calls still running were cancelled (by
+    // rmcp, once its transport closed); each records its result before the journal's closing
+    // records, so `session_end` stays the last one. Bounded: a call that does not wind down
+    // is left to the process's end.
+    let _ = tokio::time::timeout(CALLS_WIND_DOWN, inflight.write()).await;
     let session = started
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
