@@ -7,8 +7,11 @@
 //!   server (the first prompt: servers start beside it), and the wall time of
 //!   `dsh check mcp__…` against `dsh check read_file` (a check of an MCP tool waits until
 //!   every server is ready or has failed; a built-in's starts none).
-//! - Per call: `dsh --yolo batch` of 1 and of 41 calls of the everything server's `echo`,
-//!   and of a built-in (`read_file` of a small file): (wall(41) − wall(1)) / 40.
+//! - Per call: `dsh --yolo batch` of 400 calls of the everything server's `echo`, and of a
+//!   built-in (`read_file` of a small file), one at a time (`max_parallel = 1`): the time
+//!   from the first `tool_call` record to the last `tool_result` in the journal, over 400 —
+//!   the server's start-up, which dominates a batch's wall time, left out. Every result is
+//!   checked to be `ok`.
 //! - dsh's own peak RSS (`VmHWM` of its process, read until it exits — GNU time would count
 //!   the servers, its children) for a batch that calls each of the 3 servers and one that
 //!   calls only built-ins with no server configured.
@@ -174,7 +177,7 @@ fn own_peak_kib(mut cmd: Command) -> u64 {
 }
 
 fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
 
 fn main() {
@@ -221,15 +224,37 @@ fn main() {
     }
 
     let e = world(1);
+    let mut text = std::fs::read_to_string(e.cfg.join("config.toml")).unwrap();
+    text = text.replacen(
+        "[permissions]",
+        "[limits]\nmax_parallel = 1\n\n[permissions]",
+        1,
+    );
+    std::fs::write(e.cfg.join("config.toml"), text).unwrap();
     let per_call = |lines: fn(usize) -> Vec<String>| {
-        let one = median((0..runs).map(|_| run(batch(&e, &lines(1))).wall).collect());
-        let many = median((0..runs).map(|_| run(batch(&e, &lines(41))).wall).collect());
-        (many.saturating_sub(one)) / 40
+        let spans: Vec<Duration> = (0..runs)
+            .map(|_| {
+                run(batch(&e, &lines(400)));
+                let records = e.last_journal();
+                let ts = |kind: &str, first: bool| {
+                    let mut all = records.iter().filter(|r| r["kind"] == kind);
+                    let r = if first { all.next() } else { all.next_back() }.unwrap();
+                    seconds_of_day(r["ts"].as_str().unwrap())
+                };
+                let ok = records
+                    .iter()
+                    .filter(|r| r["kind"] == "tool_result" && r["ok"] == true)
+                    .count();
+                assert_eq!(ok, 400, "every call ran");
+                Duration::from_secs_f64((ts("tool_result", false) - ts("tool_call", true)) / 400.0)
+            })
+            .collect();
+        median(spans)
     };
     let mcp = per_call(echo_lines);
     let builtin = per_call(read_lines);
     println!(
-        "per call: everything echo {} · read_file {} · difference {} ({:.1}×)",
+        "per call (journal span / 400, one at a time): everything echo {} · read_file {} · difference {} ({:.1}×)",
         ms(mcp),
         ms(builtin),
         ms(mcp.saturating_sub(builtin)),
@@ -262,6 +287,16 @@ fn main() {
         with as f64 / 1024.0,
         without as f64 / 1024.0
     );
+}
+
+/// `…THH:MM:SS.mmmZ` as seconds since midnight.
+fn seconds_of_day(ts: &str) -> f64 {
+    let time = ts.split('T').nth(1).unwrap().trim_end_matches('Z');
+    let mut parts = time.split(':');
+    let h: f64 = parts.next().unwrap().parse().unwrap();
+    let m: f64 = parts.next().unwrap().parse().unwrap();
+    let s: f64 = parts.next().unwrap().parse().unwrap();
+    h * 3600.0 + m * 60.0 + s
 }
 
 fn median_u64(mut v: Vec<u64>) -> u64 {

@@ -601,7 +601,6 @@ fn echo_call(d: &Dirs) -> Value {
 /// sandbox, without asking again — though the approval says "if the project changes it, it
 /// waits for approval again".
 #[test]
-#[ignore = "finding: the approval digest covers the command's name, not the repository file it runs"]
 fn a_repository_program_changed_after_approval_asks_again() {
     let d = Dirs::new();
     let log = d.outside.join("ran.log");

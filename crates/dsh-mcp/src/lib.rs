@@ -70,6 +70,9 @@ pub struct McpServers {
     /// The tools handed to the session: dsh name → (server, the catalog generation and the
     /// declaration it was built from).
     handed: Mutex<BTreeMap<String, (usize, String)>>,
+    /// Each server's catalog generation last looked at: an unchanged list costs a step
+    /// nothing.
+    seen: Mutex<BTreeMap<usize, u64>>,
     started: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     was_started: std::sync::atomic::AtomicBool,
 }
@@ -131,8 +134,14 @@ impl McpServers {
     /// servers that became ready, and of those whose tool list changed.
     pub fn tool_changes(&self) -> Vec<ToolChange> {
         let mut handed = self.handed.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         let mut changes = Vec::new();
         for (i, server) in self.servers.iter().enumerate() {
+            let generation = server.generation();
+            if seen.get(&i) == Some(&generation) {
+                continue;
+            }
+            seen.insert(i, generation);
             let catalog = server.catalog();
             // The dsh names this pass gave out for this server, with the server's name for
             // each: two of its tools that map to one dsh name (`a.b`, `a_b`) — the first in

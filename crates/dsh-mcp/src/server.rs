@@ -269,6 +269,26 @@ impl Server {
             .insert(remote.to_owned(), why);
     }
 
+    /// Whether its tool list holds `remote`.
+    pub(crate) fn offers(&self, remote: &str) -> bool {
+        self.shared
+            .catalog
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .tools
+            .iter()
+            .any(|t| t.name == remote)
+    }
+
+    /// The number of its tool list, which changes with the list.
+    pub(crate) fn generation(&self) -> u64 {
+        self.shared
+            .catalog
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .generation
+    }
+
     pub(crate) fn catalog(&self) -> Catalog {
         self.shared
             .catalog

@@ -85,13 +85,7 @@ impl Tool for McpTool {
     }
 
     async fn run(&self, args: &Value, cx: &ExecContext) -> Result<ToolOutput, ToolError> {
-        let offered = self
-            .server
-            .catalog()
-            .tools
-            .iter()
-            .any(|t| t.name == self.remote);
-        if !offered {
+        if !self.server.offers(&self.remote) {
             return Err(ToolError::failed(format!(
                 "{} no longer offers `{}`; its tools changed (see /mcp)",
                 self.service(),

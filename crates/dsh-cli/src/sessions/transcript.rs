@@ -174,9 +174,10 @@ fn record_texts(records: &[Entry]) -> Vec<Option<String>> {
                 provider,
                 model,
                 resumed_from,
+                client,
                 ..
             } => Some(format!(
-                "session {}  started {}  workspace {}  model {}{}",
+                "session {}  started {}  workspace {}  model {}{}{}",
                 entry.session,
                 entry.ts,
                 workspace.display(),
@@ -188,6 +189,13 @@ fn record_texts(records: &[Entry]) -> Vec<Option<String>> {
                 resumed_from
                     .as_ref()
                     .map(|r| format!("  resumes {} at seq {}", r.session, r.seq))
+                    .unwrap_or_default(),
+                client
+                    .as_ref()
+                    .map(|c| format!(
+                        "  serving MCP client {}",
+                        crate::repl::visible::visible(c, false)
+                    ))
                     .unwrap_or_default()
             )),
             Record::UserMessage { text } => Some(format!("user: {text}")),
