@@ -119,13 +119,7 @@ impl McpServers {
     /// (starting them if nobody did).
     pub async fn wait_started(&self) {
         self.start();
-        let handles: Vec<_> = self
-            .started
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-            .collect();
-        for h in handles {
+        for h in self.take_started() {
             let _ = h.await;
         }
     }
@@ -239,12 +233,7 @@ impl McpServers {
 
     /// Kills every server's processes now, without waiting (the session is ending).
     pub fn stop_now(&self) {
-        for h in self
-            .started
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-        {
+        for h in self.take_started() {
             h.abort();
         }
         for s in &self.servers {
@@ -252,16 +241,15 @@ impl McpServers {
         }
     }
 
+    /// The start-up tasks not yet waited for.
+    fn take_started(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        std::mem::take(&mut *self.started.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
     /// Stops every server at once: closes the connections, gives each process a moment to
     /// end on its own, and kills what is left.
     pub async fn shutdown(&self) {
-        let handles: Vec<_> = self
-            .started
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-            .collect();
-        for h in handles {
+        for h in self.take_started() {
             h.abort();
         }
         futures::future::join_all(self.servers.iter().map(|s| s.shutdown())).await;

@@ -385,17 +385,7 @@ impl Server {
             Launch::Http { url, headers } => {
                 let transport = crate::http::transport(url, headers)
                     .map_err(|e| format!("MCP server `{name}` ({url}): {e}"))?;
-                let started = async {
-                    let service = handler
-                        .serve(transport)
-                        .await
-                        .map_err(|e| format!("its initialization failed: {e}"))?;
-                    let tools = service
-                        .list_all_tools()
-                        .await
-                        .map_err(|e| format!("its tool list could not be read: {e}"))?;
-                    Ok::<_, String>((service, tools))
-                };
+                let started = initialize(handler, transport);
                 return match tokio::time::timeout(self.spec.startup_timeout, started).await {
                     Ok(Ok((service, tools))) => {
                         self.shared.set_tools(tools);
@@ -414,17 +404,7 @@ impl Server {
         };
         let (mut process, stdout, stdin) = spawn(program, args, env, cwd, &self.log)
             .map_err(|e| format!("MCP server `{name}`: could not start `{program}`: {e}"))?;
-        let started = async {
-            let service = handler
-                .serve((stdout, stdin))
-                .await
-                .map_err(|e| format!("its initialization failed: {e}"))?;
-            let tools = service
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("its tool list could not be read: {e}"))?;
-            Ok::<_, String>((service, tools))
-        };
+        let started = initialize(handler, (stdout, stdin));
         let outcome = tokio::time::timeout(self.spec.startup_timeout, started).await;
         let why = match outcome {
             Ok(Ok((service, tools))) => {
@@ -553,6 +533,26 @@ impl Server {
 
 /// How long a stdio server may take to end once its input closed, at the session's end.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The MCP handshake over `transport`, then the server's tool list.
+async fn initialize<T, E, A>(
+    handler: Handler,
+    transport: T,
+) -> Result<(RunningService<RoleClient, Handler>, Vec<rmcp::model::Tool>), String>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let service = handler
+        .serve(transport)
+        .await
+        .map_err(|e| format!("its initialization failed: {e}"))?;
+    let tools = service
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("its tool list could not be read: {e}"))?;
+    Ok((service, tools))
+}
 
 /// How a server whose connection closed ended, waiting a moment for it to be reaped.
 async fn wait_exit(live: &Live) -> String {
