@@ -94,6 +94,10 @@ pub(crate) async fn exec(
         },
         Err(e) => return Err(Failure::harness(anyhow::Error::new(e))),
     };
+    // The MCP servers that failed or were not started (headless, nobody reads `/mcp`).
+    if !common.json {
+        crate::start::say_extensions(runtime.session());
+    }
     let ending = match &outcome {
         Ok(_) => signals.ending(Ending::Finished),
         Err(_) => Ending::Error,

@@ -454,3 +454,22 @@ fn mcp_add_list_and_remove_edit_the_user_config_and_keep_its_comments() {
     let out = d.dsh(&["mcp", "remove", "mini"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn exec_says_which_servers_were_not_started_and_why() {
+    let d = Dirs::new();
+    d.project_config(&server_table(&d, ""));
+    assert_eq!(d.dsh(&["trust"]).output().unwrap().status.code(), Some(0));
+    let model = ScriptedServer::start(vec![Reply::text("done")]);
+    let out = scripted_exec(&d, &model.url, &[], "hello")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("dsh: MCP server mini not started: named by the project"),
+        "{err}"
+    );
+    assert!(err.contains("dsh mcp approve mini"), "{err}");
+    assert!(!events(&d).exists());
+}
