@@ -131,17 +131,11 @@ fn mcp_servers(
     loaded: &Loaded,
     env: &BTreeMap<String, String>,
 ) -> (Vec<dsh_mcp::ServerSpec>, Vec<dsh_mcp::Skipped>) {
-    use dsh_config::{Layer, McpLaunch, defaults};
+    use dsh_config::{Layer, defaults};
     let mut start = Vec::new();
     let mut skipped = Vec::new();
     for (name, server) in &loaded.config.mcp.servers {
-        let described = match &server.value.launch {
-            McpLaunch::Stdio { command, args, .. } => std::iter::once(command.as_str())
-                .chain(args.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" "),
-            McpLaunch::Http { url, .. } => url.clone(),
-        };
+        let described = server.value.launch.command_line();
         let mut skip = |why: String| {
             skipped.push(dsh_mcp::Skipped {
                 name: name.clone(),

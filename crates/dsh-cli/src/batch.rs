@@ -40,8 +40,7 @@ pub(crate) async fn check(common: &Common, tool: &str, args_json: &str) -> Resul
     // An MCP tool is judged once its server is up (each within its start-up timeout); no
     // server starts for a check of another tool.
     if tool.starts_with(dsh_mcp::PREFIX) {
-        session.wait_for_extensions().await;
-        crate::start::say_extensions(&session);
+        crate::start::wait_for_servers(&session).await;
     }
     let report = session
         .pipeline
@@ -63,8 +62,7 @@ pub(crate) async fn batch(common: &Common, file: &str) -> Result<u8, Failure> {
     let session =
         Session::assemble_with_mirror(&settings, mirror.clone()).map_err(Failure::assembly)?;
     crate::start::say_mode(&session);
-    session.wait_for_extensions().await;
-    crate::start::say_extensions(&session);
+    crate::start::wait_for_servers(&session).await;
     let scope = dsh_core::Scope {
         tools: session.batch_tools(),
         ..dsh_core::Scope::default()

@@ -159,16 +159,8 @@ fn remove(common: &Common, name: &str) -> Result<u8, Failure> {
 /// its environment (or the variables they read) and the variables its headers read.
 fn described(launch: &dsh_config::McpLaunch) -> String {
     match launch {
-        dsh_config::McpLaunch::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            let mut line = std::iter::once(command.as_str())
-                .chain(args.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" ");
+        dsh_config::McpLaunch::Stdio { env, cwd, .. } => {
+            let mut line = launch.command_line();
             if let Some(cwd) = cwd {
                 line.push_str(&format!(" (in {cwd})"));
             }
@@ -269,13 +261,7 @@ fn list(common: &Common) -> Result<u8, Failure> {
                 format!("needs approval: dsh mcp approve {name}")
             }
         });
-        let target = match &s.value.launch {
-            dsh_config::McpLaunch::Stdio { command, args, .. } => std::iter::once(command.as_str())
-                .chain(args.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" "),
-            dsh_config::McpLaunch::Http { url, .. } => url.clone(),
-        };
+        let target = s.value.launch.command_line();
         // A project's server is listed with all its approval would cover, so a person sees
         // it before `dsh mcp approve` (the environment's values, the directory, what its
         // headers read), not only the command line.

@@ -82,8 +82,7 @@ pub(crate) async fn replay(common: &Common, given: &str) -> Result<u8, Failure> 
     let calls = replay::recorded_calls(&transcript.records);
     // The servers start only when the session called one of their tools.
     if calls.iter().any(|c| c.tool.starts_with(dsh_mcp::PREFIX)) {
-        session.wait_for_extensions().await;
-        crate::start::say_extensions(&session);
+        crate::start::wait_for_servers(&session).await;
     }
     let rows = replay::replay(calls, &session).await;
     session.stop_extensions();

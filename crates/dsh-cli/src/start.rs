@@ -113,8 +113,14 @@ pub(crate) fn say_mode(session: &Session) {
     }
 }
 
-/// Says on stderr, once the MCP servers were waited for (`dsh batch`, `check`, `replay`),
-/// which of them are not there and why.
+/// Waits for the MCP servers (`dsh batch`, `check`, `replay` before their first call) and
+/// says which are not there.
+pub(crate) async fn wait_for_servers(session: &Session) {
+    session.wait_for_extensions().await;
+    say_extensions(session);
+}
+
+/// Says on stderr which MCP servers failed or were not started, and why.
 pub(crate) fn say_extensions(session: &Session) {
     for s in session.mcp_status() {
         if matches!(s.state, dsh_mcp::State::Failed | dsh_mcp::State::Skipped) {

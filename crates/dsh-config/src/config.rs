@@ -242,6 +242,19 @@ pub enum McpLaunch {
     },
 }
 
+impl McpLaunch {
+    /// The command line (program and arguments, space-separated) or the URL.
+    pub fn command_line(&self) -> String {
+        match self {
+            McpLaunch::Stdio { command, args, .. } => std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            McpLaunch::Http { url, .. } => url.clone(),
+        }
+    }
+}
+
 /// `[mcp]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Mcp {

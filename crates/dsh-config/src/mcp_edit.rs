@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
 use crate::error::{ConfigError, ErrorKind, line_of};
-use crate::read::read_optional;
-use crate::trust::write_atomically;
+use crate::trust::{open_for_edit, write_atomically};
 
 /// A server as `dsh mcp add` writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +35,7 @@ pub fn add_mcp_server(
     name: &str,
     server: &NewMcpServer,
 ) -> Result<(PathBuf, usize), ConfigError> {
-    let (target, text, mut doc) = open(file)?;
+    let (target, text, mut doc) = open_for_edit(file)?;
     let key = format!("mcp.servers.{name}");
     if let Some(why) = crate::file::mcp_server_name_error(name) {
         return Err(ConfigError::new(ErrorKind::InvalidValue, why)
@@ -98,7 +97,7 @@ pub fn add_mcp_server(
 /// Takes `[mcp.servers.NAME]` out of `file`. Returns the file, and `false` when it had no
 /// such server (nothing written).
 pub fn remove_mcp_server(file: &Path, name: &str) -> Result<(PathBuf, bool), ConfigError> {
-    let (target, text, mut doc) = open(file)?;
+    let (target, text, mut doc) = open_for_edit(file)?;
     if text.is_empty() {
         return Ok((target, false));
     }
@@ -118,24 +117,6 @@ fn inline(map: &BTreeMap<String, String>) -> InlineTable {
         t.insert(k, v.as_str().into());
     }
     t
-}
-
-fn open(file: &Path) -> Result<(PathBuf, String, DocumentMut), ConfigError> {
-    let target = match std::fs::canonicalize(file) {
-        Ok(p) => p,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => file.to_path_buf(),
-        Err(e) => return Err(ConfigError::io(file, "cannot resolve", &e)),
-    };
-    let text = read_optional(&target)?.unwrap_or_default();
-    let doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        ConfigError::new(
-            ErrorKind::Syntax,
-            format!("invalid TOML: {}", e.message().trim()),
-        )
-        .in_file(&target)
-        .at_line(e.span().map(|s| line_of(&text, s.start)))
-    })?;
-    Ok((target, text, doc))
 }
 
 /// `[mcp.servers]`, made (implicit: only its entries get headers) when missing.
@@ -176,7 +157,7 @@ fn check(target: &Path, text: &str) -> Result<(), ConfigError> {
 /// user file's `[trust] approved`, with `note` — what was approved, in words — as the
 /// entry's comment. Nothing is written when the digest is there already.
 pub fn record_approval(file: &Path, digest: &str, note: &str) -> Result<PathBuf, ConfigError> {
-    let (target, _, mut doc) = open(file)?;
+    let (target, _, mut doc) = open_for_edit(file)?;
     let trust = doc
         .entry("trust")
         .or_insert_with(|| Item::Table(Table::new()))

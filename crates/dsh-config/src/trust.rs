@@ -51,20 +51,7 @@ pub fn record_trust(user_config: &Path, workspace: &Path) -> Result<(), ConfigEr
             ),
         ));
     };
-    let target = match std::fs::canonicalize(user_config) {
-        Ok(p) => p,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => user_config.to_path_buf(),
-        Err(e) => return Err(ConfigError::io(user_config, "cannot resolve", &e)),
-    };
-    let text = read_optional(&target)?.unwrap_or_default();
-    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        ConfigError::new(
-            ErrorKind::Syntax,
-            format!("invalid TOML: {}", e.message().trim()),
-        )
-        .in_file(&target)
-        .at_line(e.span().map(|s| line_of(&text, s.start)))
-    })?;
+    let (target, _, mut doc) = open_for_edit(user_config)?;
 
     let not_table = |key: &str, what: &str| {
         ConfigError::new(ErrorKind::Trust, format!("expected {what}"))
@@ -87,6 +74,27 @@ pub fn record_trust(user_config: &Path, workspace: &Path) -> Result<(), ConfigEr
     list.push(entry);
 
     write_atomically(&target, doc.to_string().as_bytes())
+}
+
+/// A configuration file to edit: its path (symlinks followed; a missing file is to be
+/// created there), its text (empty when missing) and its document; a file that is not TOML
+/// is an error naming its line.
+pub(crate) fn open_for_edit(file: &Path) -> Result<(PathBuf, String, DocumentMut), ConfigError> {
+    let target = match std::fs::canonicalize(file) {
+        Ok(p) => p,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => file.to_path_buf(),
+        Err(e) => return Err(ConfigError::io(file, "cannot resolve", &e)),
+    };
+    let text = read_optional(&target)?.unwrap_or_default();
+    let doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        ConfigError::new(
+            ErrorKind::Syntax,
+            format!("invalid TOML: {}", e.message().trim()),
+        )
+        .in_file(&target)
+        .at_line(e.span().map(|s| line_of(&text, s.start)))
+    })?;
+    Ok((target, text, doc))
 }
 
 pub(crate) fn write_atomically(target: &Path, bytes: &[u8]) -> Result<(), ConfigError> {

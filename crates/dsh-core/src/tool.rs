@@ -137,9 +137,8 @@ pub enum Access {
     /// Opens a network connection to this target.
     Network { target: String },
     /// Hands the call to a program or service dsh does not confine (an MCP server): what it
-    /// does there is that service's. `claims_read_only` is the service's own word (MCP's
-    /// `readOnlyHint`), never proof: it can only spare a call a refusal the read-only mode
-    /// would give it when a permission rule also allows the call.
+    /// does there is that service's. `claims_read_only` is the service's own word that the
+    /// call only reads (MCP's `readOnlyHint`): a claim, never proof.
     Remote {
         service: String,
         claims_read_only: bool,

@@ -223,12 +223,7 @@ impl McpServers {
             .servers
             .iter()
             .find(|s| Some(s.name()) == server_of(name))?;
-        server
-            .status()
-            .tools
-            .into_iter()
-            .find(|t| t.name.as_deref() == Some(name))
-            .map(|t| t.hints)
+        server.hints_of(name)
     }
 
     /// Kills every server's processes now, without waiting (the session is ending).

@@ -269,6 +269,18 @@ impl Server {
             .insert(remote.to_owned(), why);
     }
 
+    /// What it says of its tool whose dsh name is `name`.
+    pub(crate) fn hints_of(&self, name: &str) -> Option<Hints> {
+        self.shared
+            .catalog
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .tools
+            .iter()
+            .find(|t| crate::names::tool_name(&self.spec.name, &t.name).as_deref() == Ok(name))
+            .map(hints)
+    }
+
     /// Whether its tool list holds `remote`.
     pub(crate) fn offers(&self, remote: &str) -> bool {
         self.shared
