@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use dsh_testkit::model_server::{Reply, ScriptedServer, Turn};
 use pty::{Pty, strip_ansi};
-use repl_kit::{journal, kind, leave, spawn, world};
+use repl_kit::{journal, kind, leave_at_prompt, spawn, world};
 
 fn mini() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../dsh-mcp/tests/servers/mini.py")
@@ -87,7 +87,7 @@ fn mcp_shows_the_servers_and_an_mcp_tools_approval_says_where_it_runs() {
     );
     pty.send("y");
     pty.wait_for_text("echoed");
-    leave(pty, 2);
+    leave_at_prompt(pty);
     let tools = server.requests()[0]["tools"].to_string();
     assert!(tools.contains("mcp__mini__echo"), "{tools}");
     let records = journal(&d);

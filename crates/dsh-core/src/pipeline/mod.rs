@@ -418,6 +418,15 @@ impl Pipeline {
                     candidate.decided_by =
                         DecidedBy::new(Gate::Disposition, Some(d.name()), reason);
                 }
+                Ok(crate::policy::Action::Redact {
+                    content,
+                    value,
+                    reason,
+                }) => {
+                    candidate.content = content;
+                    candidate.value = value;
+                    candidate.decided_by.reason = reason;
+                }
                 Ok(crate::policy::Action::AttachContext(text)) => {
                     // Code Mode sub-calls get no attached context: call and result stay
                     // adjacent (SPEC P11).

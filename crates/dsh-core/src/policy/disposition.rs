@@ -18,6 +18,14 @@ pub enum Action {
     Block(String),
     /// Queue context for the model's next input, released after the whole batch is journaled.
     AttachContext(String),
+    /// Rewrite the result's text, structured value and reason in place (a redactor replacing
+    /// secrets with markers): unlike `Replace`, the value is kept as given and `decided_by`
+    /// keeps naming who decided the call. `ok` is unchanged.
+    Redact {
+        content: String,
+        value: Option<serde_json::Value>,
+        reason: String,
+    },
 }
 
 /// A gate-5 listener.
