@@ -133,6 +133,10 @@ pub struct SessionSettings {
     pub mcp_skipped: Vec<dsh_mcp::Skipped>,
     /// The client the session serves (`dsh mcp serve`), for `session_start`.
     pub client: Option<String>,
+    /// The configured hooks (`[[hooks.EVENT]]`, `.claude/settings.json`).
+    pub hooks: Vec<crate::hooks::HookSetting>,
+    /// How many times `Stop`/`SubagentStop` hooks may send an agent back to work in a turn.
+    pub max_continuations: u32,
 }
 
 impl SessionSettings {
@@ -185,6 +189,8 @@ impl SessionSettings {
             },
             mcp: Vec::new(),
             mcp_skipped: Vec::new(),
+            hooks: Vec::new(),
+            max_continuations: 3,
             client: None,
         }
     }
@@ -215,6 +221,8 @@ pub enum AssemblyError {
     ReservedRule { at: String, tool: String },
     #[error("protected path: {0}")]
     Protected(#[from] dsh_policy::PatternError),
+    #[error(transparent)]
+    Hook(#[from] crate::hooks::HookError),
     #[error("a built-in tool failed to register: {0}")]
     Register(#[from] dsh_core::RegisterError),
     #[error("cannot create the session journal under {path}: {source}")]
@@ -237,8 +245,26 @@ impl AssemblyError {
     pub fn is_configuration(&self) -> bool {
         matches!(
             self,
-            AssemblyError::Rule { .. } | AssemblyError::Protected(_) | AssemblyError::SubAgents(_)
+            AssemblyError::Rule { .. }
+                | AssemblyError::Protected(_)
+                | AssemblyError::SubAgents(_)
+                | AssemblyError::Hook(_)
         )
+    }
+}
+
+/// `approver`, telling the `Notification` hooks first when there are any.
+fn notifying(
+    approver: Arc<dyn dsh_core::Approver>,
+    hooks: &Arc<dsh_policy::Hooks>,
+) -> Arc<dyn dsh_core::Approver> {
+    if hooks.listens(dsh_config::HookEvent::Notification) {
+        Arc::new(crate::hooks::Notifying {
+            inner: approver,
+            hooks: hooks.clone(),
+        })
+    } else {
+        approver
     }
 }
 
@@ -295,6 +321,9 @@ pub struct Session {
     pub(crate) mcp: Arc<dsh_mcp::McpServers>,
     /// The session's private temporary directory (commands' and servers' `TMPDIR`).
     pub(crate) temp_dir: PathBuf,
+    /// The configured hooks: `PreToolUse` and `PostToolUse` are listeners in the pipeline,
+    /// the others the runtime fires (`agent/hooked.rs`).
+    pub hooks: Arc<dsh_policy::Hooks>,
 }
 
 impl std::fmt::Debug for Session {
@@ -345,7 +374,7 @@ impl Session {
             None => journal,
         };
         let journal: Arc<dyn Journal> = Arc::new(journal);
-        let mut session = Session::build(settings, id, journal.clone())?;
+        let mut session = Session::build(settings, id, journal.clone(), &path)?;
         session.journal_path = Some(path.clone());
         // What dead sessions left (not in `build`: `dsh check` changes nothing), swept off
         // the start-up path; `finish` waits for it.
@@ -376,13 +405,19 @@ impl Session {
     /// A session that records in memory only: for `dsh check`, which runs nothing.
     pub fn assemble_dry(settings: &SessionSettings) -> Result<Session, AssemblyError> {
         let id = crate::new_session_id();
-        Session::build(settings, id.clone(), Arc::new(MemoryJournal::new(id)))
+        Session::build(
+            settings,
+            id.clone(),
+            Arc::new(MemoryJournal::new(id)),
+            Path::new(""),
+        )
     }
 
     fn build(
         settings: &SessionSettings,
         id: String,
         journal: Arc<dyn Journal>,
+        journal_path: &Path,
     ) -> Result<Session, AssemblyError> {
         let workspace =
             Workspace::new(&settings.workspace).map_err(|source| AssemblyError::Workspace {
@@ -518,6 +553,14 @@ impl Session {
         let protected = ProtectedPaths::new(workspace.clone(), &settings.protected)?
             .with_memory_exemption(person_answers);
 
+        let hooks = crate::hooks::build(
+            settings,
+            workspace.root(),
+            &id,
+            journal_path,
+            &temp_dir,
+            mode.clone(),
+        )?;
         let checkpoints = Arc::new(crate::checkpoint::Checkpoints::default());
         let mut builder = Pipeline::builder(registry, journal)
             .pre_policy(
@@ -530,11 +573,13 @@ impl Session {
             .pre_policy(rules.with_added(added.clone()))
             .pre_policy(MemoryPolicy::new(workspace.clone()))
             .pre_policy(shell.clone())
+            .pre_policy(dsh_policy::HookPolicy::new(hooks.clone()))
             .guard(confinement)
             .guard(protected)
             .guard(PythonAuditGuard::new(workspace.clone()))
             .wrapper(Timeout::new(settings.tool_timeout))
             .wrapper(Retry::new(3, Duration::from_millis(100)))
+            .disposition(dsh_policy::PostToolUseHooks::new(hooks.clone()))
             .disposition(Spill::new(spill.clone(), settings.spill_chars))
             .observer(checkpoints.clone())
             .config(PipelineConfig {
@@ -546,9 +591,12 @@ impl Session {
             Approval::None => {}
             Approval::Yolo => builder = builder.approver(Arc::new(YoloApprover)),
             Approval::Interactive => {
-                builder = builder.approver(Arc::new(EventApprover::new(settings.events.clone())));
+                builder = builder.approver(notifying(
+                    Arc::new(EventApprover::new(settings.events.clone())),
+                    &hooks,
+                ));
             }
-            Approval::Custom(a) => builder = builder.approver(a.clone()),
+            Approval::Custom(a) => builder = builder.approver(notifying(a.clone(), &hooks)),
         }
         Ok(Session {
             id,
@@ -568,6 +616,7 @@ impl Session {
             tools_mode: settings.tools_mode,
             mcp,
             temp_dir,
+            hooks,
         })
     }
 }

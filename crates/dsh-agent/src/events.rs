@@ -94,6 +94,11 @@ pub enum EventKind {
     },
     /// A disposition attached context for the model's next input.
     ContextAttached { policy: String, text: String },
+    /// A hook said something for the person, or failed without deciding anything.
+    HookSaid {
+        event: dsh_core::HookEvent,
+        text: String,
+    },
     /// A sub-agent started (its own events follow, with its id).
     SubAgentStarted { child: AgentId, profile: String },
     /// A sub-agent stopped.

@@ -43,6 +43,7 @@ pub mod context;
 mod ending;
 pub mod events;
 mod extensions;
+pub mod hooks;
 mod keep;
 pub mod leftovers;
 mod mode;

@@ -14,6 +14,8 @@ pub enum StopReason {
     CostBudget,
     RepeatedCall,
     Interrupted,
+    /// A `UserPromptSubmit` hook blocked the prompt: it was not sent (`text` says why).
+    PromptBlocked,
 }
 
 impl StopReason {
@@ -25,6 +27,7 @@ impl StopReason {
             StopReason::CostBudget => "cost_budget",
             StopReason::RepeatedCall => "repeated_call",
             StopReason::Interrupted => "interrupted",
+            StopReason::PromptBlocked => "prompt_blocked",
         }
     }
 }

@@ -149,6 +149,10 @@ pub(crate) async fn exec(
     let code = match outcome.stop {
         StopReason::FinalAnswer => exit::OK,
         StopReason::Interrupted => exit::INTERRUPTED,
+        StopReason::PromptBlocked => {
+            eprintln!("dsh: the prompt was not sent: {}", outcome.text);
+            STOPPED
+        }
         StopReason::MaxSteps
         | StopReason::TokenBudget
         | StopReason::CostBudget
@@ -223,6 +227,12 @@ fn show(event: dsh_agent::Event, lines: bool, out: &mut Rendered) {
             eprintln!("dsh: context: {turns} old turns not summarized: {refused}");
         }
         EventKind::Verify(step) => eprintln!("dsh: {}", crate::repl::verify_line(&step)),
+        EventKind::HookSaid { event: hook, text } => {
+            eprintln!(
+                "dsh: {hook} {}",
+                crate::repl::visible::visible(&text, false)
+            );
+        }
         EventKind::Stop { text, .. } if &*event.agent == dsh_agent::events::MAIN => {
             out.answer = text;
         }

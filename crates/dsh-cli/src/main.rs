@@ -4,6 +4,7 @@
 mod batch;
 mod exec;
 mod hangup;
+mod hooks;
 mod mcp;
 mod mcp_serve;
 mod mirror;
@@ -131,6 +132,9 @@ enum Command {
     /// project's; serve dsh's tools.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Hooks ([[hooks.EVENT]], .claude/settings.json): list them; approve a project's.
+    #[command(subcommand)]
+    Hooks(hooks::HooksCommand),
 }
 
 /// Exit codes (DESIGN §4), defined once.
@@ -250,6 +254,7 @@ fn main() -> ExitCode {
             runtime().and_then(|rt| rt.block_on(mcp_serve::serve(&cli.common)))
         }
         Some(Command::Mcp(command)) => mcp::run(&cli.common, &command),
+        Some(Command::Hooks(command)) => hooks::run(&cli.common, &command),
         Some(Command::Replay { session }) => {
             runtime().and_then(|rt| rt.block_on(replay::replay(&cli.common, &session)))
         }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::{
-    Config, ContextConfig, Fsync, Guards, Hooks, JournalConfig, Limits, Mcp, ModelConfig,
+    Compat, Config, ContextConfig, Fsync, Guards, Hooks, JournalConfig, Limits, Mcp, ModelConfig,
     PermissionMode, Permissions, Provider, SandboxConfig, SandboxMode, ShellConfig, ToolsConfig,
     ToolsMode, Unlisted, VerifyConfig,
 };
@@ -40,7 +40,11 @@ impl Default for Config {
                 pass_env: Vec::new(),
             },
             guards: Guards::default(),
-            hooks: Hooks::default(),
+            hooks: Hooks {
+                max_continuations: 0,
+                entries: Vec::new(),
+            },
+            compat: Compat { claude: false },
             mcp: Mcp::default(),
             limits: Limits {
                 max_steps: 0,

@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 
 use crate::defaults;
 pub use crate::origin::{Layer, Origin, Sourced};
+pub use dsh_core::HookEvent;
 pub use dsh_core::{PermissionMode, Rule, Unlisted};
 
 dsh_core::spelled_enum! {
@@ -183,24 +184,40 @@ impl Default for Guards {
     }
 }
 
-/// One `[[hooks.pre_tool_use]]` entry.
+/// One hook: a `[[hooks.EVENT]]` table, or one command of a `.claude/settings.json` `hooks`
+/// section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Hook {
-    /// Which tools it sees (interpreted by the hooks policy); `None` = every tool.
+    /// When it runs.
+    pub event: HookEvent,
+    /// Which tools it sees (interpreted by the hooks policy); `None` = every tool. Only
+    /// [`HookEvent::matches_tools`] events match tools; others carry it for Claude Code's own
+    /// matchers (`startup|resume`, `manual|auto`).
     pub matcher: Option<String>,
-    /// The command line to run (relative paths are relative to the workspace).
+    /// The command line to run with `sh -c` in the workspace.
     pub command: String,
-    /// Timeout, milliseconds (default 5000).
+    /// Timeout, milliseconds.
     pub timeout_ms: u64,
-    /// What a crash or timeout means (default deny).
+    /// What a crash, a timeout or an answer of the wrong shape means (default deny).
     pub on_error: OnError,
+    /// Variables set for it, beside the command environment's allowlist.
+    pub env: BTreeMap<String, String>,
 }
 
 /// `[hooks]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Hooks {
-    /// Hooks run at gate 1, accumulated from every trusted layer in layer order.
-    pub pre_tool_use: Vec<Sourced<Hook>>,
+    /// How many times `Stop`/`SubagentStop` hooks may send an agent back to work in a turn.
+    pub max_continuations: u64,
+    /// Every hook, accumulated from every trusted layer in layer order.
+    pub entries: Vec<Sourced<Hook>>,
+}
+
+/// `[compat]`: what dsh reads of other harnesses' user-level files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Compat {
+    /// Read `~/.claude/settings.json` hooks (and, with skills, `~/.claude/skills`).
+    pub claude: bool,
 }
 
 /// One `[mcp.servers.NAME]` entry.
@@ -368,6 +385,8 @@ pub struct Config {
     pub guards: Guards,
     /// `[hooks]`.
     pub hooks: Hooks,
+    /// `[compat]`.
+    pub compat: Compat,
     /// `[mcp]`.
     pub mcp: Mcp,
     /// `[limits]`.
@@ -413,6 +432,8 @@ default_from_config!(
     ContextConfig.context,
     ToolsConfig.tools,
     VerifyConfig.verify,
+    Hooks.hooks,
+    Compat.compat,
 );
 
 impl Config {

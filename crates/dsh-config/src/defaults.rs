@@ -19,10 +19,12 @@ pub const SHELL_SAFE: &str = "ls cat head tail wc find grep egrep fgrep tree pwd
 pub const SHELL_CONFIRM: &str = "python python3 pip pip3 pytest make npm node awk gawk mawk";
 
 /// `[guards] protected`: paths no tool may write, which no layer can remove.
-pub const GUARDS_PROTECTED: [&str; 3] = [".git/**", ".dsh/**", ".mcp.json"];
+pub const GUARDS_PROTECTED: [&str; 4] = [".git/**", ".dsh/**", ".claude/**", ".mcp.json"];
 
-/// `[[hooks.pre_tool_use]] timeout_ms`.
+/// `[[hooks.EVENT]] timeout_ms`.
 pub const HOOK_TIMEOUT_MS: u64 = 5000;
+/// A `.claude/settings.json` hook's timeout when it gives none (Claude Code's), seconds.
+pub const CLAUDE_HOOK_TIMEOUT_S: u64 = 60;
 
 /// The timeout of one tool execution (gate 4), seconds; not a config key.
 pub const TOOL_TIMEOUT_S: u64 = 120;

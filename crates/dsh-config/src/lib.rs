@@ -82,7 +82,9 @@
 //! The only I/O is reading the config files (regular files up to 1 MiB) and, in
 //! [`record_trust`] and [`record_rule`], writing a config file.
 
+mod approval;
 mod builtin;
+mod claude_settings;
 mod config;
 pub mod defaults;
 mod error;
@@ -100,15 +102,17 @@ mod trust;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use approval::{approval_digest, hook_approval_digest};
+pub use claude_settings::CLAUDE_SETTINGS;
 pub use config::{
-    AgentProfile, Config, ContextConfig, Fsync, Guards, Hook, Hooks, JournalConfig, Layer, Limits,
-    Mcp, McpLaunch, McpServer, ModelConfig, OnError, Origin, PermissionMode, Permissions, Price,
-    Provider, Rule, SandboxConfig, SandboxMode, ShellConfig, Sourced, ToolsConfig, ToolsMode,
-    Unlisted, VerifyConfig,
+    AgentProfile, Compat, Config, ContextConfig, Fsync, Guards, Hook, HookEvent, Hooks,
+    JournalConfig, Layer, Limits, Mcp, McpLaunch, McpServer, ModelConfig, OnError, Origin,
+    PermissionMode, Permissions, Price, Provider, Rule, SandboxConfig, SandboxMode, ShellConfig,
+    Sourced, ToolsConfig, ToolsMode, Unlisted, VerifyConfig,
 };
 pub use error::{ConfigError, ErrorKind};
 pub use mcp_edit::{NewMcpServer, add_mcp_server, record_approval, remove_mcp_server};
-pub use mcp_json::{MCP_JSON, approval_digest, expand, variables};
+pub use mcp_json::{MCP_JSON, expand, variables};
 pub use record::{RecordedRule, RuleScope, record_rule};
 pub use trust::record_trust;
 
@@ -230,13 +234,25 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     };
     let mut trusted_list = Vec::new();
     let mut approved = Vec::new();
+    let mut user_notices = Vec::new();
     if let Some(path) = &user_config
         && let Some(mut part) = read_part(path, Layer::User, &mut files)?
     {
         trusted_list = std::mem::take(&mut part.trust);
         approved = std::mem::take(&mut part.approved);
         part.select_workspace(&workspace);
+        let claude = part.get("compat.claude") == Some(&Scalar::Flag(true));
         builder.apply(part);
+        // The user's own Claude Code hooks, as theirs (no approval), when they asked for them.
+        if claude && let Some(dir) = claude_config_dir(&opts.env) {
+            let mut notices = Vec::new();
+            if let Some(part) =
+                claude_settings::read_in(&dir, Layer::User, &mut files, &mut notices)?
+            {
+                builder.apply(part);
+            }
+            user_notices.extend(notices);
+        }
     }
     let trusted = trust::is_trusted(&workspace, &trusted_list);
 
@@ -249,6 +265,10 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     // A repository's `.mcp.json`, under its `.dsh/config.toml` (which wins a name both use).
     let mut json_notices = Vec::new();
     if let Some(part) = mcp_json::read(&workspace, layer, &mut files, &mut json_notices)? {
+        builder.apply(part);
+    }
+    // Its Claude Code hooks, under `.dsh/config.toml` too.
+    if let Some(part) = claude_settings::read(&workspace, layer, &mut files, &mut json_notices)? {
         builder.apply(part);
     }
     if let Some(part) = read_part(&project, layer, &mut files)? {
@@ -270,6 +290,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
 
     let model_explicit = builder.model_explicit();
     let (config, mut notices) = builder.finish();
+    notices.extend(user_notices);
     if trusted {
         notices.extend(json_notices);
     }
@@ -421,6 +442,15 @@ pub fn default_user_config(env: &BTreeMap<String, String>) -> Result<Option<Path
     Ok(etcetera::choose_base_strategy()
         .ok()
         .map(|base| base.config_dir().join("dsh").join("config.toml")))
+}
+
+/// Claude Code's user directory: `CLAUDE_CONFIG_DIR` (as Claude Code reads it), else
+/// `~/.claude`.
+fn claude_config_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    match env.get("CLAUDE_CONFIG_DIR") {
+        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
+        _ => etcetera::home_dir().ok().map(|h| h.join(".claude")),
+    }
 }
 
 /// A directory named by the environment variable `name`: `None` when it is unset, an

@@ -200,7 +200,7 @@ mod tests {
     use super::*;
     use crate::error::line_of;
 
-    const TEXT: &str = "[shell]\nsafe = [\n  \"ls\",\n  \"cat\",\n]\n\n[[hooks.pre_tool_use]]\ncommand = \"a\"\n\n[[hooks.pre_tool_use]]\ncommand = \"b\"\n[mcp.servers.x]\nenv = { A = \"1\" }\n";
+    const TEXT: &str = "[shell]\nsafe = [\n  \"ls\",\n  \"cat\",\n]\n\n[[hooks.PreToolUse]]\ncommand = \"a\"\n\n[[hooks.PreToolUse]]\ncommand = \"b\"\n[mcp.servers.x]\nenv = { A = \"1\" }\n";
 
     fn doc() -> Document<&'static str> {
         Document::parse(TEXT).unwrap()
@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(
             line(&[
                 "hooks".into(),
-                "pre_tool_use".into(),
+                "PreToolUse".into(),
                 1.into(),
                 "command".into()
             ]),
@@ -254,7 +254,7 @@ mod tests {
             vec![Seg::from("shell"), Seg::from("safe"), Seg::from(1)],
             vec![
                 Seg::from("hooks"),
-                Seg::from("pre_tool_use"),
+                Seg::from("PreToolUse"),
                 Seg::from(1),
                 Seg::from("command"),
             ],

@@ -1,7 +1,7 @@
 //! A project's `.mcp.json` — the file Claude Code and other harnesses read for a
 //! repository's MCP servers — read beside `[mcp.servers]`: `{"mcpServers": {NAME: {"command",
 //! "args", "env", "cwd"} | {"type": "http", "url", "headers"}}}`. Its servers are the
-//! project's (they start only once a person approved each one: [`approval_digest`]); from an
+//! project's (they start only once a person approved each one: [`crate::approval_digest`]); from an
 //! untrusted workspace they are ignored with the notice, like the project file's. `${VAR}` in
 //! an `env` value or a header is read from dsh's environment when the server starts.
 //! A server dsh cannot run (the SSE transport, a name its tools cannot carry) is left out
@@ -123,62 +123,6 @@ pub(crate) fn read(
         ));
     }
     Ok(Some(part))
-}
-
-/// What a person's approval of a project's server covers, as a digest: the workspace, the
-/// name and how it is launched — program, arguments, environment (with the variables it
-/// names), working directory, or URL and headers — and the content of every file of the
-/// workspace the program or an argument names (`./server`, `node server.js`), so a
-/// repository that changes the program it runs asks again. Code those files load in turn is
-/// not covered. Timeouts are not covered.
-pub fn approval_digest(workspace: &Path, name: &str, server: &McpServer) -> String {
-    let mut files = serde_json::Map::new();
-    if let McpLaunch::Stdio {
-        command, args, cwd, ..
-    } = &server.launch
-    {
-        let base = workspace.join(cwd.as_deref().unwrap_or(""));
-        for word in std::iter::once(command).chain(args) {
-            if let Some(digest) = workspace_file_digest(workspace, &base.join(word)) {
-                files.insert(word.clone(), digest.into());
-            }
-        }
-    }
-    let described = serde_json::json!({
-        "workspace": workspace.display().to_string(),
-        "mcp_server": name,
-        "launch": server.launch,
-        "files": files,
-    });
-    dsh_core::journal::sha256_hex(described.to_string().as_bytes())
-}
-
-/// The largest file whose content an approval covers; a bigger one is covered by its size
-/// and modification time.
-const MAX_COVERED_FILE: u64 = 64 * 1024 * 1024;
-
-/// The digest of `path`'s content when it is a regular file inside `workspace` (symlinks
-/// resolved).
-fn workspace_file_digest(workspace: &Path, path: &Path) -> Option<String> {
-    let real = std::fs::canonicalize(path).ok()?;
-    let root = std::fs::canonicalize(workspace).ok()?;
-    if !real.starts_with(&root) {
-        return None;
-    }
-    let meta = std::fs::metadata(&real).ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    if meta.len() > MAX_COVERED_FILE {
-        let mtime = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
-        return Some(format!("size {} modified {mtime}", meta.len()));
-    }
-    let bytes = std::fs::read(&real).ok()?;
-    Some(dsh_core::journal::sha256_hex(&bytes))
 }
 
 /// The `${VAR}` names in `text`.

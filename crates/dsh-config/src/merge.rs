@@ -296,10 +296,7 @@ impl Builder {
         // what the model is told, so never from an untrusted project.
         if untrusted {
             if !part.hooks.is_empty() {
-                ignored.push(format!(
-                    "hooks.pre_tool_use ({})",
-                    count(part.hooks.len(), "hook")
-                ));
+                ignored.push(format!("hooks ({})", count(part.hooks.len(), "hook")));
             }
             for (table, names) in [
                 (
@@ -324,7 +321,7 @@ impl Builder {
                 }
             }
         } else {
-            self.config.hooks.pre_tool_use.extend(part.hooks);
+            self.config.hooks.entries.extend(part.hooks);
             self.config.mcp.servers.extend(part.mcp);
             self.config.agents.extend(part.agents);
             self.config.plugins.extend(part.plugins);

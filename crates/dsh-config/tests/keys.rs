@@ -32,7 +32,7 @@ system = "You review."
 model = "small"
 max_steps = 40
 
-[[hooks.pre_tool_use]]
+[[hooks.PreToolUse]]
 matcher = "run_shell"
 command = "./scripts/check.sh"
 timeout_ms = 5000
@@ -84,7 +84,7 @@ fn every_new_key_parses_in_the_user_file() {
     );
     assert_eq!(reviewer.max_steps, Some(40));
     assert_eq!(c.agents["reviewer"].origin.line, Some(19));
-    assert_eq!(c.hooks.pre_tool_use.len(), 1);
+    assert_eq!(c.hooks.entries.len(), 1);
     assert!(c.mcp.servers.contains_key("git"));
     assert_eq!(
         c.plugins["lint"].value["command"].as_str(),
@@ -104,7 +104,7 @@ fn an_untrusted_project_loses_agents_hooks_mcp_plugins_skills_verify_and_model()
     let c = &loaded.config;
     let d = Config::default();
     assert!(c.agents.is_empty());
-    assert!(c.hooks.pre_tool_use.is_empty());
+    assert!(c.hooks.entries.is_empty());
     assert!(c.mcp.servers.is_empty());
     assert!(c.plugins.is_empty() && c.skills.is_empty());
     assert_eq!(c.verify, d.verify);
@@ -118,7 +118,7 @@ fn an_untrusted_project_loses_agents_hooks_mcp_plugins_skills_verify_and_model()
     let all = loaded.notices.join("\n");
     for what in [
         "agents (reviewer)",
-        "hooks.pre_tool_use",
+        "hooks (1 hook)",
         "mcp.servers (git)",
         "plugins (lint)",
         "skills (release)",

@@ -29,7 +29,7 @@ fn no_files_gives_built_in_defaults() {
     assert_eq!(c.limits.max_tokens, 0);
     assert_eq!(
         patterns(&c.guards.protected),
-        [".git/**", ".dsh/**", ".mcp.json"]
+        [".git/**", ".dsh/**", ".claude/**", ".mcp.json"]
     );
     assert_eq!(c.journal.fsync, Fsync::Batch);
     assert_eq!(c.sandbox.mode, SandboxMode::Auto);
@@ -128,13 +128,13 @@ fn hooks_mcp_journal_and_sandbox_parse_from_the_user_file() {
     let w = World::new();
     w.user(
         r#"
-[[hooks.pre_tool_use]]
+[[hooks.PreToolUse]]
 matcher = "run_shell"
 command = "./scripts/check.sh"
 timeout_ms = 2000
 on_error = "abstain"
 
-[[hooks.pre_tool_use]]
+[[hooks.PreToolUse]]
 command = "audit"
 
 [mcp.servers.git]
@@ -154,7 +154,7 @@ allow_network = true
 "#,
     );
     let c = w.load().config;
-    let hooks = &c.hooks.pre_tool_use;
+    let hooks = &c.hooks.entries;
     assert_eq!(hooks.len(), 2);
     assert_eq!(hooks[0].value.matcher.as_deref(), Some("run_shell"));
     assert_eq!(hooks[0].value.timeout_ms, 2000);
@@ -317,11 +317,11 @@ fn unknown_table_is_an_error_with_line() {
 #[test]
 fn unknown_key_inside_an_array_of_tables_names_the_index() {
     let w = World::new();
-    let path = w.user("[[hooks.pre_tool_use]]\ncommand = \"a\"\n\n[[hooks.pre_tool_use]]\ncommand = \"b\"\nwhen = \"x\"\n");
+    let path = w.user("[[hooks.PreToolUse]]\ncommand = \"a\"\n\n[[hooks.PreToolUse]]\ncommand = \"b\"\nwhen = \"x\"\n");
     let msg = w.error();
     assert!(
         msg.starts_with(&format!(
-            "{}:6: hooks.pre_tool_use[1].when: unknown key",
+            "{}:6: hooks.PreToolUse[1].when: unknown key",
             path.display()
         )),
         "{msg}"
@@ -433,9 +433,9 @@ fn bad_url_and_env_name_are_errors() {
 #[test]
 fn hook_without_command_is_an_error() {
     let w = World::new();
-    w.user("[[hooks.pre_tool_use]]\nmatcher = \"x\"\n");
+    w.user("[[hooks.PreToolUse]]\nmatcher = \"x\"\n");
     let err = w.try_load().unwrap_err();
-    assert_eq!(err.key(), Some("hooks.pre_tool_use[0]"));
+    assert_eq!(err.key(), Some("hooks.PreToolUse[0]"));
     assert!(
         err.message().contains("missing required key \"command\""),
         "{err}"

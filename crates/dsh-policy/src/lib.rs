@@ -9,6 +9,8 @@
 //! | [`PermissionRules`] | 1 | rule | `allow` / `ask` / `deny` rules such as `read_file(src/**)` |
 //! | [`ShellPolicy`] | 1 | rule or default | each command of a `run_shell` line, by `run_shell` rules and the safe/confirm lists; `python` scripts and `-c` code audited first ([`python`]) |
 //! | [`PythonAuditGuard`] | 3 | — | the Python a `run_shell` line runs still passes the audit ([`python`]) |
+//! | [`HookPolicy`] | 1 | rule | `PreToolUse` hooks (Claude Code's protocol) vote allow, deny or ask |
+//! | [`PostToolUseHooks`] | 5 | — | `PostToolUse` hooks may withhold a result or attach context |
 //! | [`Spill`] | 5 | — | oversized output saved, head and tail kept, locator given |
 //!
 //! Permission rules arrive as [`dsh_core::Rule`] — parsed by the one grammar, with the list
@@ -23,6 +25,7 @@
 mod added;
 mod confine;
 mod glob;
+pub mod hooks;
 mod linked;
 mod memory;
 mod mode;
@@ -35,6 +38,7 @@ mod spill;
 pub use added::AddedRules;
 pub use confine::Confinement;
 pub use glob::{PathPattern, PatternError};
+pub use hooks::{HookPolicy, Hooks, PostToolUseHooks};
 pub use memory::{MEMORY_FILE, MemoryPolicy, PROMPT_FILES, is_memory_file};
 pub use mode::{AUTO_NEEDS, KeptCheck, ModePolicy, ModeSwitch};
 pub use protect::{ProtectedPaths, protected_match};

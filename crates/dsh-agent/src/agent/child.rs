@@ -312,6 +312,7 @@ impl Account<'_> {
             Ok(StopReason::CostBudget) => "stopped: the cost budget is spent".to_owned(),
             Ok(StopReason::RepeatedCall) => "stopped: it repeated the same call".to_owned(),
             Ok(StopReason::Interrupted) => "was interrupted".to_owned(),
+            Ok(StopReason::PromptBlocked) => "stopped: a hook blocked its task".to_owned(),
             Err(AgentError::Model(_)) => "stopped: its model failed".to_owned(),
             Err(_) => "stopped: the journal failed".to_owned(),
         };

@@ -31,6 +31,7 @@ mod account;
 mod child;
 mod config;
 mod family;
+mod hooked;
 mod room;
 mod spec;
 mod step;
@@ -89,6 +90,8 @@ pub struct Agent {
     spends_for: Option<AgentId>,
     /// Calls made in this process, by tool.
     tool_counts: BTreeMap<String, CallCounts>,
+    /// Context `SessionStart` hooks gave, for the next prompt.
+    hook_context: Vec<String>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -171,6 +174,7 @@ impl Agent {
             dispatch: None,
             spends_for: None,
             tool_counts: BTreeMap::new(),
+            hook_context: Vec::new(),
         }
     }
 
@@ -353,7 +357,7 @@ impl Agent {
         cancel: &CancellationToken,
         focus: Option<&str>,
     ) -> Result<bool, AgentError> {
-        self.compact_with(cancel, focus).await
+        self.compact_with(cancel, focus, "manual").await
     }
 
     /// Successful calls so far, by this agent or any of its tree, of tools that may change

@@ -44,7 +44,7 @@ impl Agent {
     /// compact, the summary came back empty, or it was refused for its size
     /// (`context::bound_summary`; reported as `CompactionRefused`, nothing journaled).
     pub(super) async fn compact(&mut self, cancel: &CancellationToken) -> Result<bool, AgentError> {
-        self.compact_with(cancel, None).await
+        self.compact_with(cancel, None, "auto").await
     }
 
     /// [`Self::compact`], the summary asked to keep `focus` in particular (`/compact FOCUS`).
@@ -52,6 +52,7 @@ impl Agent {
         &mut self,
         cancel: &CancellationToken,
         focus: Option<&str>,
+        trigger: &str,
     ) -> Result<bool, AgentError> {
         use crate::context;
         let turns = context::compactable(&self.turn_starts);
@@ -64,6 +65,7 @@ impl Agent {
         if turns <= self.compacted || !within_window {
             return Ok(false);
         }
+        self.pre_compact_hooks(trigger, focus).await;
         let end = self.turn_starts[turns];
         let tokens_before = context::estimate(&self.history);
         let request = ChatRequest {

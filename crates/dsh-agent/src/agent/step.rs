@@ -52,6 +52,10 @@ impl Agent {
         prompt: &str,
         cancel: &CancellationToken,
     ) -> Result<Outcome, AgentError> {
+        let context = match self.prompt_hooks(prompt).await {
+            Ok(c) => c,
+            Err(why) => return self.stop(StopReason::PromptBlocked, why),
+        };
         let seq = self.record(&Record::UserMessage {
             text: prompt.into(),
         })?;
@@ -59,6 +63,8 @@ impl Agent {
         self.turn_seqs.push(Some(seq));
         self.turn_starts.push(self.history.len());
         self.history.push(Message::user(prompt));
+        self.attach_hook_context(&context)?;
+        let mut continued = 0;
         let mut last_text = String::new();
         let mut previous: Option<Vec<(String, String)>> = None;
         let mut repeats = 0;
@@ -171,6 +177,10 @@ impl Agent {
             let calls = message.tool_calls.clone();
             self.history.push(message);
             if calls.is_empty() {
+                if let Some(more) = self.stop_hooks(&mut continued, &last_text).await {
+                    self.attach_hook_context(&[more])?;
+                    continue;
+                }
                 return self.stop(StopReason::FinalAnswer, last_text);
             }
 

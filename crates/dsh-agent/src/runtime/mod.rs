@@ -189,6 +189,13 @@ struct Serving {
 
 impl Serving {
     async fn serve(mut self, mut commands: mpsc::UnboundedReceiver<Envelope>) {
+        // Before the first command: a resumed conversation is a resume.
+        let source = if self.agent.turns() > 0 {
+            "resume"
+        } else {
+            "startup"
+        };
+        self.agent.session_start_hooks(source).await;
         while let Some(Envelope {
             id,
             command,
@@ -251,7 +258,11 @@ impl Serving {
                     .compact_now(cancel, focus.as_deref().filter(|f| !f.trim().is_empty()))
                     .await,
             ),
-            Command::Clear => Reply::Recorded(self.agent.clear_history()),
+            Command::Clear => {
+                let cleared = self.agent.clear_history();
+                self.agent.session_start_hooks("clear").await;
+                Reply::Recorded(cleared)
+            }
             Command::KeepTurns(n) => {
                 self.agent.config.keep_turns = n;
                 Reply::Done

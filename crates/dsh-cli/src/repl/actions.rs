@@ -51,6 +51,7 @@ pub(crate) async fn prompt(
     let note = match o.stop {
         StopReason::FinalAnswer => None,
         StopReason::Interrupted => Some("interrupted".to_owned()),
+        StopReason::PromptBlocked => Some(format!("the prompt was not sent: {}", o.text)),
         other => Some(format!(
             "stopped after {}: {}",
             plural(o.steps, "step"),

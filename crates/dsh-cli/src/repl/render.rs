@@ -230,6 +230,11 @@ impl Render {
                     .st
                     .dim(&format!("context from {policy}: {}", visible(&text, false))),
             ),
+            EventKind::HookSaid { event, text } => screen.line(
+                &self
+                    .st
+                    .yellow(&format!("{event} {}", visible(&text, false))),
+            ),
             EventKind::Verify(step) => {
                 let line = super::verify_line(&step);
                 screen.line(&match step {

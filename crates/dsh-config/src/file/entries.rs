@@ -9,7 +9,9 @@ use dsh_core::Decision;
 use serde::Deserialize;
 
 use super::{Src, as_table, de, k, p, unknown};
-use crate::config::{AgentProfile, Hook, Layer, McpLaunch, McpServer, OnError, Rule, Sourced};
+use crate::config::{
+    AgentProfile, Hook, HookEvent, Layer, McpLaunch, McpServer, OnError, Rule, Sourced,
+};
 use crate::error::{ConfigError, ErrorKind};
 use crate::keys;
 use crate::locate::Seg;
@@ -34,6 +36,7 @@ struct RawHook {
     command: String,
     timeout_ms: Option<u64>,
     on_error: Option<OnError>,
+    env: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize)]
@@ -179,6 +182,7 @@ pub(super) fn hooks(
     src: &Src<'_>,
     part: &mut Part,
     at: &[Seg],
+    event: HookEvent,
     value: toml::Value,
 ) -> Result<(), ConfigError> {
     let entries: Vec<toml::Value> = de(src, at, value)?;
@@ -205,12 +209,18 @@ pub(super) fn hooks(
         if h.timeout_ms == Some(0) {
             return Err(src.invalid(&field("timeout_ms"), "must be a positive integer, not 0"));
         }
+        let env = h.env.unwrap_or_default();
+        for name in env.keys() {
+            keys::check_env_name(name).map_err(|e| src.invalid(&field("env"), e))?;
+        }
         part.hooks.push(Sourced {
             value: Hook {
+                event,
                 matcher: h.matcher,
                 command: h.command,
                 timeout_ms: h.timeout_ms.unwrap_or(crate::defaults::HOOK_TIMEOUT_MS),
                 on_error: h.on_error.unwrap_or(OnError::Deny),
+                env,
             },
             origin: src.origin(&here),
         });

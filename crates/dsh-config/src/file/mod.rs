@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml_edit::Document;
 
-use crate::config::{Layer, Origin, Price, Sourced};
+use crate::config::{HookEvent, Layer, Origin, Price, Sourced};
 use crate::error::{ConfigError, ErrorKind, line_of, tidy_serde_message};
 use crate::keys;
 use crate::locate::{Seg, dotted, path_at, span_of};
@@ -184,6 +184,12 @@ fn key(
 ) -> Result<(), ConfigError> {
     let at = p([k(section), k(name)]);
     let full = format!("{section}.{name}");
+    if full == "hooks.pre_tool_use" {
+        return Err(src.invalid(
+            &at,
+            "`[[hooks.pre_tool_use]]` is the old spelling: write `[[hooks.PreToolUse]]` (hook events are spelled as Claude Code spells them)",
+        ));
+    }
     let Some(key) = keys::key(&full) else {
         return Err(unknown(src, &at, &keys::keys_in(section)));
     };
@@ -192,6 +198,11 @@ fn key(
         part.note_line(key.name, src.line(&at));
         part.set(key, v);
         return Ok(());
+    }
+    if section == "hooks"
+        && let Ok(event) = name.parse::<HookEvent>()
+    {
+        return hooks(src, part, &at, event, value);
     }
     let words = |value: toml::Value| -> Result<Vec<String>, ConfigError> { de(src, &at, value) };
     match full.as_str() {
@@ -253,7 +264,6 @@ fn key(
                 });
             }
         }
-        "hooks.pre_tool_use" => hooks(src, part, &at, value)?,
         "mcp.servers" => mcp(src, part, &at, value)?,
         "trust.approved" => {
             for (i, d) in words(value)?.into_iter().enumerate() {

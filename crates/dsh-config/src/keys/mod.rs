@@ -7,7 +7,7 @@
 //! one entry here and the code that uses the value; nothing else.
 //!
 //! Scalar keys are merged by the table's rules. Lists and tables (`permissions.allow`,
-//! `[[hooks.pre_tool_use]]`, `[mcp.servers.NAME]`, …) are declared here too — for the
+//! `[[hooks.PreToolUse]]`, `[mcp.servers.NAME]`, …) are declared here too — for the
 //! reference and the unknown-key errors — and parsed by their own code in `file.rs`.
 
 use std::fmt;

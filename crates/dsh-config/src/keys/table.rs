@@ -91,6 +91,16 @@ const fn structured(
     }
 }
 
+/// One hook event's `[[hooks.EVENT]]` list.
+const fn hook_event(name: &'static str, doc: &'static str) -> Key {
+    structured(
+        name,
+        "array of tables { matcher?, command, timeout_ms?, on_error?, env? }",
+        Trust::Ignored,
+        doc,
+    )
+}
+
 /// A limit: positive (0 off where `off_at_zero`), only lowered by an untrusted project, a
 /// ceiling when the managed file sets it.
 const fn limit(
@@ -318,12 +328,60 @@ pub static KEYS: &[Key] = &[
         "Workspace paths no tool may write (.git/** and .dsh/** always).",
     ),
     // [hooks]
-    structured(
-        "hooks.pre_tool_use",
-        "array of tables { matcher?, command, timeout_ms?, on_error? }",
-        Trust::Ignored,
-        "Programs that judge each call before it runs.",
+    scalar(
+        "hooks.max_continuations",
+        POSITIVE,
+        Some(Fixed::Count(3)),
+        "How many times Stop and SubagentStop hooks may send an agent back to work in one turn.",
+        |c, v| c.hooks.max_continuations = count(v),
     ),
+    hook_event(
+        "hooks.PreToolUse",
+        "Programs that vote allow, deny or ask on each call before it runs (gate 1).",
+    ),
+    hook_event(
+        "hooks.PostToolUse",
+        "Programs that see each result; they may withhold it or attach context, never flip success (gate 5).",
+    ),
+    hook_event(
+        "hooks.SessionStart",
+        "Programs run when a session starts or resumes; their output may add context.",
+    ),
+    hook_event(
+        "hooks.UserPromptSubmit",
+        "Programs run before a prompt is sent; they may add context or block it.",
+    ),
+    hook_event(
+        "hooks.Stop",
+        "Programs run when the main agent would end its turn; they may send it back to work.",
+    ),
+    hook_event(
+        "hooks.SubagentStop",
+        "Programs run when a sub-agent would end; they may send it back to work.",
+    ),
+    hook_event(
+        "hooks.PreCompact",
+        "Programs run before the conversation is compacted.",
+    ),
+    hook_event(
+        "hooks.Notification",
+        "Programs run when a call waits for a person's approval.",
+    ),
+    // [compat]
+    Key {
+        trust: Trust::Tightens,
+        loosest_not_from: (
+            &[Layer::Project],
+            "only your user configuration can read ~/.claude",
+        ),
+        ..scalar(
+            "compat.claude",
+            Kind::Flag,
+            Some(Fixed::Flag(false)),
+            "Read ~/.claude/settings.json hooks (and ~/.claude/skills) as your own.",
+            |c, v| c.compat.claude = flag(v),
+        )
+    },
     // [mcp]
     structured(
         "mcp.servers",
