@@ -76,7 +76,6 @@ impl Default for Config {
             },
             agents: BTreeMap::new(),
             plugins: BTreeMap::new(),
-            skills: BTreeMap::new(),
         };
         for k in crate::keys::KEYS {
             k.store(&mut c, k.default.map(crate::keys::Fixed::scalar).as_ref());

@@ -406,8 +406,6 @@ pub struct Config {
     pub agents: BTreeMap<String, Sourced<AgentProfile>>,
     /// `[plugins.NAME]`, by name: kept as TOML tables until the plugin issue lands.
     pub plugins: BTreeMap<String, Sourced<toml::Table>>,
-    /// `[skills.NAME]`, by name: kept as TOML tables until the skills issue lands.
-    pub skills: BTreeMap<String, Sourced<toml::Table>>,
 }
 
 /// Each table's defaults are the configuration's (the key table's, through

@@ -69,7 +69,6 @@ pub(crate) struct Part {
     pub workspaces: Vec<WorkspacePart>,
     pub agents: Vec<(String, Sourced<AgentProfile>)>,
     pub plugins: Vec<(String, Sourced<toml::Table>)>,
-    pub skills: Vec<(String, Sourced<toml::Table>)>,
 }
 
 impl Part {
@@ -96,7 +95,6 @@ impl Part {
             workspaces: Vec::new(),
             agents: Vec::new(),
             plugins: Vec::new(),
-            skills: Vec::new(),
         }
     }
 
@@ -292,7 +290,7 @@ impl Builder {
             }
         }
 
-        // [hooks], [mcp], [agents.*], [plugins.*], [skills.*]: they run programs or choose
+        // [hooks], [mcp], [agents.*], [plugins.*]: they run programs or choose
         // what the model is told, so never from an untrusted project.
         if untrusted {
             if !part.hooks.is_empty() {
@@ -311,10 +309,6 @@ impl Builder {
                     "plugins",
                     part.plugins.iter().map(|(n, _)| n.as_str()).collect(),
                 ),
-                (
-                    "skills",
-                    part.skills.iter().map(|(n, _)| n.as_str()).collect(),
-                ),
             ] {
                 if !names.is_empty() {
                     ignored.push(format!("{table} ({})", names.join(", ")));
@@ -325,7 +319,6 @@ impl Builder {
             self.config.mcp.servers.extend(part.mcp);
             self.config.agents.extend(part.agents);
             self.config.plugins.extend(part.plugins);
-            self.config.skills.extend(part.skills);
         }
 
         for what in ignored {

@@ -128,3 +128,12 @@ fn the_users_claude_hooks_only_with_compat_claude_from_the_user_config() {
     assert_eq!(h.value.event, HookEvent::Stop);
     assert_eq!(h.origin.layer, Layer::User, "the user's own: no approval");
 }
+
+#[test]
+fn a_skills_table_is_an_error_saying_where_skills_go() {
+    let w = World::new();
+    w.user("[skills.release]\npath = \"x\"\n");
+    let e = w.error();
+    assert!(e.contains("SKILL.md"), "{e}");
+    assert!(e.contains(".dsh/skills/"), "{e}");
+}

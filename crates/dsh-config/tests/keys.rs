@@ -44,9 +44,6 @@ args = ["git-mcp"]
 [plugins.lint]
 command = "lint-plugin"
 
-[skills.release]
-path = "skills/release.md"
-
 [limits]
 max_steps = 2000
 max_cost_usd = 2.5
@@ -90,14 +87,13 @@ fn every_new_key_parses_in_the_user_file() {
         c.plugins["lint"].value["command"].as_str(),
         Some("lint-plugin")
     );
-    assert!(c.skills.contains_key("release"));
     assert_eq!(c.limits.max_steps, 2000);
     assert_eq!(c.limits.max_cost_usd, 2.5);
     assert!(loaded.notices.is_empty(), "{:?}", loaded.notices);
 }
 
 #[test]
-fn an_untrusted_project_loses_agents_hooks_mcp_plugins_skills_verify_and_model() {
+fn an_untrusted_project_loses_agents_hooks_mcp_plugins_verify_and_model() {
     let w = World::new();
     let path = w.project(EVERY_NEW_KEY);
     let loaded = w.load();
@@ -106,7 +102,7 @@ fn an_untrusted_project_loses_agents_hooks_mcp_plugins_skills_verify_and_model()
     assert!(c.agents.is_empty());
     assert!(c.hooks.entries.is_empty());
     assert!(c.mcp.servers.is_empty());
-    assert!(c.plugins.is_empty() && c.skills.is_empty());
+    assert!(c.plugins.is_empty());
     assert_eq!(c.verify, d.verify);
     assert_eq!(c.tools, d.tools);
     assert_eq!(c.model, d.model);
@@ -121,7 +117,6 @@ fn an_untrusted_project_loses_agents_hooks_mcp_plugins_skills_verify_and_model()
         "hooks (1 hook)",
         "mcp.servers (git)",
         "plugins (lint)",
-        "skills (release)",
         "[verify]",
         "tools.mode",
         "model.context_window",

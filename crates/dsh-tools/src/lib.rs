@@ -38,6 +38,7 @@ mod procfs;
 pub mod sandbox;
 mod search;
 pub mod shell;
+pub mod skill;
 
 use std::sync::Arc;
 
@@ -57,6 +58,7 @@ pub use output::read_output::ReadOutput;
 pub use search::find::FindFiles;
 pub use search::grep::Grep;
 pub use shell::{NetworkGrant, RunShell, ShellSettings};
+pub use skill::{SKILL, SkillTool};
 
 /// The caps of the read-only tools (`read_file`, `list_dir`, `grep`, `find_files`): how much
 /// one call shows. Every cap, when reached, is *said* in the content the model sees, with how

@@ -119,7 +119,13 @@ fn convert(src: &Src<'_>, table: toml::Table) -> Result<Part, ConfigError> {
         let value = as_table(src, &at, value)?;
         match section.as_str() {
             "agents" => agents(src, &mut part, value)?,
-            "plugins" | "skills" => {
+            "skills" => {
+                return Err(src.invalid(
+                    &at,
+                    "skills are not configured in tables: a skill is a folder with a SKILL.md, under .dsh/skills/ or .claude/skills/ of a trusted project or skills/ beside your user config",
+                ));
+            }
+            "plugins" => {
                 for (name, v) in value {
                     let at = p([k(&section), k(&name)]);
                     let table = as_table(src, &at, v)?;
@@ -131,11 +137,7 @@ fn convert(src: &Src<'_>, table: toml::Table) -> Result<Part, ConfigError> {
                             origin,
                         },
                     );
-                    if section == "plugins" {
-                        part.plugins.push(entry);
-                    } else {
-                        part.skills.push(entry);
-                    }
+                    part.plugins.push(entry);
                 }
             }
             "workspaces" => workspaces(src, &mut part, value)?,

@@ -593,8 +593,8 @@ pub static KEYS: &[Key] = &[
     ),
     structured(
         "skills",
-        "tables by name",
+        "none: an error saying where skills go",
         Trust::Ignored,
-        "Skills (kept for the skills issue).",
+        "Not a table: skills are folders with a SKILL.md (.dsh/skills/, .claude/skills/, skills/ beside the user config).",
     ),
 ];
