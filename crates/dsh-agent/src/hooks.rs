@@ -20,6 +20,9 @@ pub struct HookSetting {
     pub origin: String,
     /// `false`: a project's hook no person approved yet.
     pub approved: bool,
+    /// For a project's hook: the workspace and the digest a person's approval covers,
+    /// checked again before each run.
+    pub approval: Option<(std::path::PathBuf, String)>,
 }
 
 /// The hooks of `loaded`, each with whether it may run, and a notice for each hook of the
@@ -29,11 +32,15 @@ pub(crate) fn hook_settings(loaded: &Loaded, notices: &mut Vec<String>) -> Vec<H
     let mut waiting = 0;
     for h in &loaded.config.hooks.entries {
         let origin = h.origin.location();
-        let approved = h.origin.layer != Layer::Project
-            || loaded.approved.contains(&dsh_config::hook_approval_digest(
-                &loaded.workspace,
-                &h.value,
-            ));
+        let approval = (h.origin.layer == Layer::Project).then(|| {
+            (
+                loaded.workspace.clone(),
+                dsh_config::hook_approval_digest(&loaded.workspace, &h.value),
+            )
+        });
+        let approved = approval
+            .as_ref()
+            .is_none_or(|(_, digest)| loaded.approved.contains(digest));
         if !approved {
             waiting += 1;
         }
@@ -52,6 +59,7 @@ pub(crate) fn hook_settings(loaded: &Loaded, notices: &mut Vec<String>) -> Vec<H
             hook: h.value.clone(),
             origin,
             approved,
+            approval,
         });
     }
     if waiting > 0 {
@@ -118,6 +126,16 @@ pub(crate) fn build(
                 .collect(),
             origin: s.origin.clone(),
             approved: s.approved,
+            still_approved: s
+                .approval
+                .clone()
+                .filter(|_| s.approved)
+                .map(|(workspace, digest)| {
+                    let hook = s.hook.clone();
+                    dsh_policy::hooks::StillApproved(Arc::new(move || {
+                        dsh_config::hook_approval_digest(&workspace, &hook) == digest
+                    }))
+                }),
         });
     }
     let env =

@@ -150,7 +150,10 @@ pub(crate) async fn exec(
         StopReason::FinalAnswer => exit::OK,
         StopReason::Interrupted => exit::INTERRUPTED,
         StopReason::PromptBlocked => {
-            eprintln!("dsh: the prompt was not sent: {}", outcome.text);
+            eprintln!(
+                "dsh: the prompt was not sent: {}",
+                crate::repl::visible::visible(&outcome.text, false)
+            );
             STOPPED
         }
         StopReason::MaxSteps

@@ -85,6 +85,7 @@ fn list(common: &Common) -> Result<u8, Failure> {
                 "event": h.event.as_str(),
                 "matcher": h.matcher,
                 "command": h.command,
+                "env": h.env,
                 "timeout_ms": h.timeout_ms,
                 "on_error": h.on_error.as_str(),
                 "from": s.hook.origin.location(),
@@ -93,7 +94,7 @@ fn list(common: &Common) -> Result<u8, Failure> {
             .to_string()
         } else {
             format!(
-                "{}. {} {}{}  ({}){}",
+                "{}. {} {}{}{}  ({}){}",
                 s.number,
                 h.event,
                 h.matcher
@@ -101,6 +102,7 @@ fn list(common: &Common) -> Result<u8, Failure> {
                     .map(|m| format!("[{}] ", crate::repl::visible::visible(m, false)))
                     .unwrap_or_default(),
                 crate::repl::visible::visible(&h.command, false),
+                with_env(h),
                 s.hook.origin.location(),
                 approval.map(|a| format!("  [{a}]")).unwrap_or_default()
             )
@@ -157,13 +159,28 @@ fn approve(common: &Common, numbers: &[usize], all: bool) -> Result<u8, Failure>
         );
         let file = dsh_config::record_approval(user, &s.digest, &note).map_err(Failure::usage)?;
         println!(
-            "approved hook {} ({} {}): {}\nrecorded in {}; if the project changes it, it waits for approval again",
+            "approved hook {} ({} {}): {}{}\nrecorded in {}; if the project changes it, it waits for approval again",
             s.number,
             h.event,
             s.hook.origin.location(),
             crate::repl::visible::visible(&h.command, false),
+            with_env(h),
             file.display()
         );
     }
     Ok(exit::OK)
+}
+
+/// The hook's own variables as a person approves them (they change what its command runs:
+/// `PATH`, `LD_PRELOAD`, …): ` with NAME=value, …`, or nothing.
+fn with_env(h: &dsh_config::Hook) -> String {
+    if h.env.is_empty() {
+        return String::new();
+    }
+    let vars: Vec<String> = h
+        .env
+        .iter()
+        .map(|(k, v)| crate::repl::visible::visible(&format!("{k}={v}"), false).into_owned())
+        .collect();
+    format!(" with {}", vars.join(", "))
 }

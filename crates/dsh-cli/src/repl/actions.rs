@@ -51,7 +51,10 @@ pub(crate) async fn prompt(
     let note = match o.stop {
         StopReason::FinalAnswer => None,
         StopReason::Interrupted => Some("interrupted".to_owned()),
-        StopReason::PromptBlocked => Some(format!("the prompt was not sent: {}", o.text)),
+        StopReason::PromptBlocked => Some(format!(
+            "the prompt was not sent: {}",
+            visible(&o.text, false)
+        )),
         other => Some(format!(
             "stopped after {}: {}",
             plural(o.steps, "step"),

@@ -52,9 +52,27 @@ pub struct HookSpec {
     pub origin: String,
     /// `false`: a project's hook no person has approved yet; it does not run.
     pub approved: bool,
+    /// For a project's approved hook: whether the approval still holds, asked before each
+    /// run (the agent may have changed a script it names since the session started).
+    pub still_approved: Option<StillApproved>,
+}
+
+/// Whether a hook's approval still holds (see [`HookSpec::still_approved`]).
+#[derive(Clone)]
+pub struct StillApproved(pub Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl std::fmt::Debug for StillApproved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StillApproved(..)")
+    }
 }
 
 impl HookSpec {
+    /// Whether it may run now: approved, and nothing its approval covers changed since.
+    pub fn may_run(&self) -> bool {
+        self.approved && self.still_approved.as_ref().is_none_or(|c| (c.0)())
+    }
+
     /// The hook, named for a reason: its command (capped) and where it was written.
     pub fn named(&self) -> String {
         format!(
@@ -142,7 +160,7 @@ impl Hooks {
         fields: Map<String, Value>,
     ) -> Vec<Heard> {
         let hooks: Vec<&Arc<HookSpec>> =
-            self.matching(event, tool).filter(|h| h.approved).collect();
+            self.matching(event, tool).filter(|h| h.may_run()).collect();
         if hooks.is_empty() {
             return Vec::new();
         }

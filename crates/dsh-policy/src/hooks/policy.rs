@@ -52,7 +52,7 @@ impl PrePolicy for HookPolicy {
         let waiting: Vec<String> = self
             .hooks
             .matching(HookEvent::PreToolUse, tool)
-            .filter(|h| !h.approved)
+            .filter(|h| !h.may_run())
             .map(|h| h.named())
             .collect();
         let heard = self.hooks.fire(HookEvent::PreToolUse, tool, fields).await;
@@ -101,7 +101,7 @@ impl PrePolicy for HookPolicy {
             return Vote::ask(
                 Tier::Rule,
                 format!(
-                    "{first} would judge this call, but no person has approved it yet, so it did not run and the call needs approval (run `dsh hooks approve` in this workspace to approve the project's hooks)"
+                    "{first} would judge this call, but no person has approved it (or what it runs changed since the approval), so it did not run and the call needs approval (run `dsh hooks approve` in this workspace to approve the project's hooks)"
                 ),
             );
         }
