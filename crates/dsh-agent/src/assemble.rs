@@ -137,6 +137,8 @@ pub struct SessionSettings {
     pub hooks: Vec<crate::hooks::HookSetting>,
     /// How many times `Stop`/`SubagentStop` hooks may send an agent back to work in a turn.
     pub max_continuations: u32,
+    /// The skills found (`skills.rs`); the `skill` tool is offered when there is one.
+    pub skills: Arc<dsh_tools::skill::Catalog>,
 }
 
 impl SessionSettings {
@@ -191,6 +193,7 @@ impl SessionSettings {
             mcp_skipped: Vec::new(),
             hooks: Vec::new(),
             max_continuations: 3,
+            skills: Arc::default(),
             client: None,
         }
     }
@@ -480,6 +483,12 @@ impl Session {
             dsh_policy::KeptCheck(Arc::new(move |path: &Path| tool.keeps(path)))
         };
         registry.register_arc(run_shell)?;
+        if !settings.skills.is_empty() {
+            registry.register(dsh_tools::SkillTool::new(
+                settings.skills.clone(),
+                workspace.clone(),
+            ))?;
+        }
         // Code Mode's reserved tool: every session has it; the tools mode says who may call it.
         registry.register(dsh_code::RunCode::new(settings.code.clone()))?;
         if let Some(r) = settings.rules.iter().find(|r| r.tool == dsh_code::RUN_CODE) {
@@ -622,6 +631,11 @@ impl Session {
 }
 
 impl Session {
+    /// The skills the session offers (through the `skill` tool).
+    pub fn skills(&self) -> &[dsh_tools::skill::Skill] {
+        self.settings.skills.skills()
+    }
+
     /// The main agent's tools: every tool of the session but the person's `restore_file`,
     /// its model calling directly what the tools mode lets it.
     pub fn main_tools(&self) -> dsh_core::ToolSet {

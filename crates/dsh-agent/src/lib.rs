@@ -56,6 +56,7 @@ pub mod runtime;
 mod session_id;
 pub mod sessions;
 mod settings;
+mod skills;
 pub mod spend;
 pub mod subagent;
 

@@ -58,6 +58,26 @@ pub fn code_mode(session: &crate::Session, tools: &dsh_core::ToolSet) -> Option<
     ))
 }
 
+/// The skills part of an agent's system prompt, when its model is offered `skill`: each
+/// skill's name and description (the body is loaded on demand).
+pub fn skills(session: &crate::Session, tools: &dsh_core::ToolSet) -> Option<String> {
+    if !tools.offered().contains(dsh_tools::SKILL) {
+        return None;
+    }
+    let skills = session.skills();
+    if skills.is_empty() {
+        return None;
+    }
+    let mut p = String::from(
+        "\n\nSkills: instructions for particular tasks, loaded on demand. When a task matches a \
+         skill's description, call skill{\"name\": …} first and follow what it says.",
+    );
+    for s in skills {
+        p.push_str(&format!("\n- {}: {}", s.name, s.description));
+    }
+    Some(p)
+}
+
 /// What a sub-agent's system prompt says after its profile's own text: the workspace, how
 /// the gates answer, where its answer goes, and the project notes.
 pub fn sub_agent_facts(workspace: &Workspace) -> String {

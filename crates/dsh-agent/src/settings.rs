@@ -87,6 +87,7 @@ impl SessionSettings {
             .collect();
         (s.mcp, s.mcp_skipped) = mcp_servers(loaded, env);
         s.hooks = crate::hooks::hook_settings(loaded, &mut notices);
+        s.skills = Arc::new(crate::skills::catalog(loaded, env, &mut notices));
         s.max_continuations = u32::try_from(c.hooks.max_continuations).unwrap_or(u32::MAX);
         s.tools_mode = c.tools.mode;
         s.code.wall = std::time::Duration::from_secs(c.tools.code_timeout_s);

@@ -567,7 +567,7 @@ fn stats_and_the_extension_commands_say_what_there_is() {
     pty.send_line("/mcp");
     pty.wait_for_text("no MCP servers configured (add [mcp.servers.NAME]");
     pty.send_line("/skills");
-    pty.wait_for_text("none configured (add [skills.NAME]");
+    pty.wait_for_text("no skills: a skill is a folder with a SKILL.md");
     pty.send_line("/plugins");
     pty.wait_for_text("none configured (add [plugins.NAME]");
     leave(pty, 6);

@@ -91,6 +91,8 @@ pub fn hook_approval_digest(workspace: &Path, hook: &Hook) -> String {
         "matcher": hook.matcher,
         "command": hook.command,
         "env": hook.env,
+        // A repository that turns a guard's errors into "abstain" weakens it: asks again.
+        "on_error": hook.on_error,
         "files": files,
     });
     dsh_core::journal::sha256_hex(described.to_string().as_bytes())

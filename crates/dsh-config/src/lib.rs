@@ -235,6 +235,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let mut trusted_list = Vec::new();
     let mut approved = Vec::new();
     let mut user_notices = Vec::new();
+    let mut user_claude = None;
     if let Some(path) = &user_config
         && let Some(mut part) = read_part(path, Layer::User, &mut files)?
     {
@@ -244,7 +245,9 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         let claude = part.get("compat.claude") == Some(&Scalar::Flag(true));
         builder.apply(part);
         // The user's own Claude Code hooks, as theirs (no approval), when they asked for them.
+        // Run in the home directory, the project's `.claude` is the user's: read once, as theirs.
         if claude && let Some(dir) = claude_config_dir(&opts.env) {
+            user_claude = std::fs::canonicalize(&dir).ok();
             let mut notices = Vec::new();
             if let Some(part) =
                 claude_settings::read_in(&dir, Layer::User, &mut files, &mut notices)?
@@ -268,7 +271,10 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         builder.apply(part);
     }
     // Its Claude Code hooks, under `.dsh/config.toml` too.
-    if let Some(part) = claude_settings::read(&workspace, layer, &mut files, &mut json_notices)? {
+    let project_claude = std::fs::canonicalize(workspace.join(".claude")).ok();
+    if (project_claude.is_none() || project_claude != user_claude)
+        && let Some(part) = claude_settings::read(&workspace, layer, &mut files, &mut json_notices)?
+    {
         builder.apply(part);
     }
     if let Some(part) = read_part(&project, layer, &mut files)? {
@@ -446,9 +452,10 @@ pub fn default_user_config(env: &BTreeMap<String, String>) -> Result<Option<Path
 
 /// Claude Code's user directory: `CLAUDE_CONFIG_DIR` (as Claude Code reads it), else
 /// `~/.claude`.
-fn claude_config_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+pub fn claude_config_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    // A relative one would be read from wherever dsh runs — a repository's own `.claude`.
     match env.get("CLAUDE_CONFIG_DIR") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
+        Some(dir) if Path::new(dir).is_absolute() => Some(PathBuf::from(dir)),
         _ => etcetera::home_dir().ok().map(|h| h.join(".claude")),
     }
 }

@@ -36,6 +36,7 @@ fn hooks(dir: &std::path::Path, command: Option<&str>) -> std::sync::Arc<Hooks> 
             env: Vec::new(),
             origin: "bench".to_owned(),
             approved: true,
+            still_approved: None,
         })
         .into_iter()
         .collect();

@@ -148,6 +148,7 @@ impl Agent {
             .clone()
             .unwrap_or_else(|| crate::prompt::system_prompt(&session.workspace));
         system.push_str(&crate::prompt::code_mode(&session, &spec.tools).unwrap_or_default());
+        system.push_str(&crate::prompt::skills(&session, &spec.tools).unwrap_or_default());
         let price = crate::spend::price_for(config.price, provider.name(), provider.model());
         family.ledger.open(&spec.id, price.is_some());
         Agent {
@@ -345,6 +346,9 @@ impl Agent {
             self.system = crate::prompt::system_prompt(&self.session.workspace);
             self.system.push_str(
                 &crate::prompt::code_mode(&self.session, &self.spec.tools).unwrap_or_default(),
+            );
+            self.system.push_str(
+                &crate::prompt::skills(&self.session, &self.spec.tools).unwrap_or_default(),
             );
         }
     }

@@ -451,8 +451,24 @@ pub(crate) async fn run(
             screen.line(&st.dim(&extension_line("plugins", "[plugins.NAME]", n)));
         }
         Slash::Skills => {
-            let n = live.loaded.config.skills.len();
-            screen.line(&st.dim(&extension_line("skills", "[skills.NAME]", n)));
+            let session = live.runtime.session();
+            let skills = session.skills();
+            if skills.is_empty() {
+                screen.line(&st.dim(
+                    "no skills: a skill is a folder with a SKILL.md, under .dsh/skills/ or .claude/skills/ of a trusted project or skills/ beside your user config (/reload rescans)",
+                ));
+            }
+            for s in skills {
+                screen.line(&format!(
+                    "{}  {}",
+                    st.bold(&visible(&s.name, false)),
+                    st.dim(&format!(
+                        "({}) {}",
+                        s.source,
+                        visible(&s.description, false)
+                    ))
+                ));
+            }
         }
     }
     Flow::Continue

@@ -149,7 +149,7 @@ pub(crate) const COMMANDS: &[Spec] = &[
     Spec {
         name: "skills",
         args: "",
-        help: "the configured skills",
+        help: "the skills the model may load",
         values: &[],
     },
     Spec {

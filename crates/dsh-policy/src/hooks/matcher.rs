@@ -19,9 +19,10 @@ impl Matcher {
         let Some(text) = text.map(str::trim).filter(|t| !t.is_empty() && *t != "*") else {
             return Ok(Matcher::Every);
         };
+        // `Edit | Write` is names too: a guard must not silently see nothing.
         if text
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '|' || c == '-')
+            .all(|c| c.is_ascii_alphanumeric() || "_|- ".contains(c))
         {
             return Ok(Matcher::Names(
                 text.split('|')
@@ -82,5 +83,6 @@ mod tests {
                 .contains("regular expression")
         );
         assert_eq!(m("Edit|Write").names(), ["Edit", "Write"]);
+        assert_eq!(m("Edit | Write").names(), ["Edit", "Write"]);
     }
 }

@@ -261,11 +261,14 @@ impl Hooks {
             .filter(|(k, _)| k != "CLAUDE_PROJECT_DIR")
             .cloned()
             .collect();
+        env.extend(hook.env.iter().map(|(k, v)| (k.into(), v.into())));
+        // Last, so a hook's own `env` cannot point it elsewhere (its approval reads it as
+        // the workspace).
+        env.retain(|(k, _)| k != "CLAUDE_PROJECT_DIR");
         env.push((
             "CLAUDE_PROJECT_DIR".into(),
             self.host.workspace.clone().into_os_string(),
         ));
-        env.extend(hook.env.iter().map(|(k, v)| (k.into(), v.into())));
         env
     }
 }

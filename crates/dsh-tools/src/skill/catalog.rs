@@ -69,10 +69,9 @@ impl Catalog {
                             c.skills.push(skill);
                         }
                     }
-                    Err(why) => c.warnings.push(format!(
-                        "{}: skill left out: {why}",
-                        file.display()
-                    )),
+                    Err(why) => c
+                        .warnings
+                        .push(format!("{}: skill left out: {why}", file.display())),
                 }
             }
         }
@@ -99,14 +98,12 @@ fn read_skill(folder: &Path, file: &Path, source: &str) -> Result<Skill, String>
         return Err("it is not a file".to_owned());
     }
     if meta.len() > MAX_SKILL_MD {
-        return Err(format!(
-            "it is larger than {} KiB",
-            MAX_SKILL_MD / 1024
-        ));
+        return Err(format!("it is larger than {} KiB", MAX_SKILL_MD / 1024));
     }
     let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read it: {e}"))?;
     let fm = front_matter::parse(&text)?;
-    let dir = std::fs::canonicalize(folder).map_err(|e| format!("cannot resolve its folder: {e}"))?;
+    let dir =
+        std::fs::canonicalize(folder).map_err(|e| format!("cannot resolve its folder: {e}"))?;
     Ok(Skill {
         name: fm.name,
         description: fm.description,

@@ -76,7 +76,8 @@ pub fn parse(text: &str) -> Result<FrontMatter, String> {
         blocks.push((at, value.trim(), more));
     }
     for ((at, key, _), (_, value, more)) in entries.iter().zip(&blocks) {
-        let read = || value_of(value, more).map_err(|e| format!("line {}: {key}: {e}", line_no(*at)));
+        let read =
+            || value_of(value, more).map_err(|e| format!("line {}: {key}: {e}", line_no(*at)));
         match *key {
             "name" => name = Some(read()?),
             "description" => description = Some(read()?),
@@ -220,20 +221,49 @@ mod tests {
         );
         assert_eq!(&text[fm.body_at..], "# Body\n");
 
-        let fm = parse("---\nname: 'a-b'\ndescription: >\n  folded over\n  two lines\n---\n").unwrap();
-        assert_eq!((fm.name.as_str(), fm.description.as_str()), ("a-b", "folded over two lines"));
-        let fm = parse("---\r\nname: \"x\"\r\ndescription: \"say \\\"hi\\\"\"\r\n---\r\nbody").unwrap();
+        let fm =
+            parse("---\nname: 'a-b'\ndescription: >\n  folded over\n  two lines\n---\n").unwrap();
+        assert_eq!(
+            (fm.name.as_str(), fm.description.as_str()),
+            ("a-b", "folded over two lines")
+        );
+        let fm =
+            parse("---\r\nname: \"x\"\r\ndescription: \"say \\\"hi\\\"\"\r\n---\r\nbody").unwrap();
         assert_eq!(fm.description, "say \"hi\"");
     }
 
     #[test]
     fn malformed_front_matter_says_what_and_where() {
-        assert!(parse("# no front matter").unwrap_err().contains("does not start"));
+        assert!(
+            parse("# no front matter")
+                .unwrap_err()
+                .contains("does not start")
+        );
         assert!(parse("---\nname: x\n").unwrap_err().contains("not closed"));
-        assert!(parse("---\nname: x\n---\n").unwrap_err().contains("no `description`"));
-        assert!(parse("---\nname: X Y\ndescription: d\n---\n").unwrap_err().contains("not 1 to 64"));
-        assert!(parse("---\nname x\n---\n").unwrap_err().contains("line 2: not `key: value`"));
-        assert!(parse("---\nname: \"x\ndescription: d\n---\n").unwrap_err().contains("line 2: name"));
-        assert!(parse("---\n  indented: x\n---\n").unwrap_err().contains("line 2"));
+        assert!(
+            parse("---\nname: x\n---\n")
+                .unwrap_err()
+                .contains("no `description`")
+        );
+        assert!(
+            parse("---\nname: X Y\ndescription: d\n---\n")
+                .unwrap_err()
+                .contains("not 1 to 64")
+        );
+        assert!(
+            parse("---\nname x\n---\n")
+                .unwrap_err()
+                .contains("line 2: not `key: value`")
+        );
+        assert!(
+            parse("---\nname: \"x\ndescription: d\n---\n")
+                .unwrap_err()
+                .contains("line 2: name")
+        );
+        assert!(
+            parse("---\n  indented: x\n---\n")
+                .unwrap_err()
+                .contains("line 2")
+        );
     }
 }

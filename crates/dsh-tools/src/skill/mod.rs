@@ -96,7 +96,11 @@ fn files_of(dir: &Path) -> (Vec<String>, bool) {
             if kind.is_dir() && depth < 4 {
                 stack.push((path, depth + 1));
             } else if kind.is_file() {
-                let rel = path.strip_prefix(dir).unwrap_or(&path).display().to_string();
+                let rel = path
+                    .strip_prefix(dir)
+                    .unwrap_or(&path)
+                    .display()
+                    .to_string();
                 if rel != "SKILL.md" {
                     if out.len() >= MAX_LISTED {
                         more = true;
@@ -114,7 +118,12 @@ fn files_of(dir: &Path) -> (Vec<String>, bool) {
 #[async_trait]
 impl Tool for SkillTool {
     fn spec(&self) -> ToolSpec {
-        let names: Vec<&str> = self.catalog.skills().iter().map(|s| s.name.as_str()).collect();
+        let names: Vec<&str> = self
+            .catalog
+            .skills()
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
         ToolSpec::new(
             SKILL,
             "Load a skill by name: its instructions and the files of its folder. Give `file` to \
@@ -154,7 +163,10 @@ impl Tool for SkillTool {
         if !skill.dir.starts_with(self.workspace.root()) {
             return Vec::new();
         }
-        let file = args.get("file").and_then(Value::as_str).unwrap_or("SKILL.md");
+        let file = args
+            .get("file")
+            .and_then(Value::as_str)
+            .unwrap_or("SKILL.md");
         vec![Access::Read {
             path: skill.dir.join(file),
         }]
