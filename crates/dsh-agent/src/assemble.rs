@@ -11,7 +11,8 @@
 //!   permissive listener can never carry a call past them (SPEC P4); then the Python audit
 //!   again, on the scripts' content just before the call runs;
 //! - gate 4: timeout (outermost), retry for idempotent tools;
-//! - gate 5: spill.
+//! - gate 5: redaction, then spill (so the spill store never holds a secret; the store also
+//!   scrubs what `run_shell` spills before gate 5).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use dsh_core::{
 };
 use dsh_policy::{
     Confinement, MemoryPolicy, NetworkVote, PermissionRules, ProtectedPaths, PythonAuditGuard,
-    ShellLists, ShellPolicy, Spill,
+    Redact, ShellLists, ShellPolicy, Spill,
 };
 
 /// What an `unavailable` result tells the user to do.
@@ -139,6 +140,9 @@ pub struct SessionSettings {
     pub max_continuations: u32,
     /// The skills found (`skills.rs`); the `skill` tool is offered when there is one.
     pub skills: Arc<dsh_tools::skill::Catalog>,
+    /// The environment variables holding credentials dsh was given: their values, read at
+    /// assembly, are redacted from every tool output (`dsh_policy::Redact`).
+    pub credential_vars: Vec<String>,
 }
 
 impl SessionSettings {
@@ -195,6 +199,7 @@ impl SessionSettings {
             max_continuations: 3,
             skills: Arc::default(),
             client: None,
+            credential_vars: Vec::new(),
         }
     }
 }
@@ -429,9 +434,16 @@ impl Session {
             })?;
         let workspace = Arc::new(workspace);
         let spill_dir = |id: &str| settings.dsh_home.join("spill").join(id);
+        let redact = Redact::new(
+            settings
+                .credential_vars
+                .iter()
+                .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?))),
+        );
         let spill = Arc::new(
             SpillStore::new(spill_dir(&id))
-                .with_earlier(settings.earlier_sessions.iter().map(|s| spill_dir(s))),
+                .with_earlier(settings.earlier_sessions.iter().map(|s| spill_dir(s)))
+                .with_scrub(redact.scrubber()),
         );
 
         let mut registry = Registry::new();
@@ -588,6 +600,7 @@ impl Session {
             .guard(PythonAuditGuard::new(workspace.clone()))
             .wrapper(Timeout::new(settings.tool_timeout))
             .wrapper(Retry::new(3, Duration::from_millis(100)))
+            .disposition(redact)
             .disposition(dsh_policy::PostToolUseHooks::new(hooks.clone()))
             .disposition(Spill::new(spill.clone(), settings.spill_chars))
             .observer(checkpoints.clone())

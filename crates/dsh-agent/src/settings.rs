@@ -89,6 +89,7 @@ impl SessionSettings {
         s.hooks = crate::hooks::hook_settings(loaded, &mut notices);
         s.skills = Arc::new(crate::skills::catalog(loaded, env, &mut notices));
         s.max_continuations = u32::try_from(c.hooks.max_continuations).unwrap_or(u32::MAX);
+        s.credential_vars = credential_vars(loaded, env);
         s.tools_mode = c.tools.mode;
         s.code.wall = std::time::Duration::from_secs(c.tools.code_timeout_s);
         s.mode = if yolo {
@@ -121,6 +122,41 @@ impl LoopConfig {
             ..LoopConfig::default()
         }
     }
+}
+
+/// The environment variables that hold credentials dsh was given, for the redaction
+/// disposition: `[model] api_key_env`, every provider's key variable, every variable named
+/// `*API_KEY*` (none is ever passed to commands), and every variable an MCP server's
+/// configuration reads into a header (`headers_env`, `${VAR}` in `headers`). Names only: the
+/// session reads their values when it is assembled.
+fn credential_vars(loaded: &Loaded, env: &BTreeMap<String, String>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    names.extend(loaded.config.model.api_key_env.clone());
+    names.extend(
+        Provider::ALL
+            .iter()
+            .filter_map(|p| p.default_api_key_env())
+            .map(str::to_owned),
+    );
+    names.extend(
+        env.keys()
+            .filter(|k| k.to_ascii_uppercase().contains("API_KEY"))
+            .cloned(),
+    );
+    for server in loaded.config.mcp.servers.values() {
+        if let dsh_config::McpLaunch::Http {
+            headers_env,
+            headers,
+            ..
+        } = &server.value.launch
+        {
+            names.extend(headers_env.values().cloned());
+            names.extend(headers.values().flat_map(|t| dsh_config::variables(t)));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    names.retain(|n| !n.is_empty() && seen.insert(n.clone()));
+    names
 }
 
 /// `[shell]` and `[sandbox]` (the `--sandbox` flag is already merged into `sandbox.mode`).
@@ -525,6 +561,51 @@ mod tests {
     fn pick(model: &ModelConfig, pairs: &[(&str, &str)], explicit: bool) -> (String, String) {
         let p = provider_from_config(model, &env(pairs), explicit).unwrap();
         (p.name().to_string(), p.model().to_string())
+    }
+
+    /// The variables whose values are redacted: the model's, every provider's, every
+    /// `*API_KEY*`, and those MCP headers read (`headers_env` and `.mcp.json`'s `${VAR}`).
+    #[test]
+    fn credential_variables_are_the_keys_dsh_was_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let cfg = dir.path().join("cfg");
+        std::fs::create_dir_all(&cfg).unwrap();
+        std::fs::write(
+            cfg.join("config.toml"),
+            "[model]\nprovider = \"openai\"\napi_key_env = \"MY_MODEL_KEY\"\n\
+             [mcp.servers.web]\nurl = \"https://mcp.example.com/mcp\"\n\
+             headers_env = { Authorization = \"WEB_TOKEN\" }\n",
+        )
+        .unwrap();
+        dsh_config::record_trust(&cfg.join("config.toml"), &ws).unwrap();
+        std::fs::write(
+            ws.join(".mcp.json"),
+            r#"{"mcpServers": {"docs": {"type": "http", "url": "https://docs.example.com/mcp",
+                "headers": {"Authorization": "Bearer ${DOCS_TOKEN}", "X-Team": "core"}}}}"#,
+        )
+        .unwrap();
+        let mut opts = dsh_config::LoadOptions::new(&ws);
+        opts.env = env(&[("DSH_CONFIG_HOME", cfg.to_str().unwrap())]);
+        let loaded = dsh_config::load(&opts).unwrap();
+        let process = env(&[
+            ("SOME_API_KEY_2", "v"),
+            ("GITHUB_TOKEN", "not a key dsh was given"),
+            ("PATH", "/bin"),
+        ]);
+        assert_eq!(
+            credential_vars(&loaded, &process),
+            [
+                "MY_MODEL_KEY",
+                "OPENAI_API_KEY",
+                "ANTHROPIC_API_KEY",
+                "DEEPSEEK_API_KEY",
+                "SOME_API_KEY_2",
+                "DOCS_TOKEN",
+                "WEB_TOKEN",
+            ]
+        );
     }
 
     /// A journaled switch is taken up only to an endpoint this configuration would use for

@@ -76,7 +76,7 @@ pub use rule::Rule;
 pub use scheduler::Dispatch;
 pub use scope::{CallEvents, Direct, Host, NoEvents, Scope, ToolSet};
 pub use slots::Slots;
-pub use spill::{SpillError, SpillPage, SpillStore};
+pub use spill::{Scrub, SpillError, SpillPage, SpillStore};
 pub use tool::{
     Access, ExecContext, Parallel, SubmitError, Tool, ToolError, ToolErrorKind, ToolOutput,
     ToolSpec,

@@ -8,10 +8,16 @@
 //! A resumed session's history still names the outputs its earlier sessions spilled, so a store
 //! may also read (never write) the spill directories of the chain it continues. New ids skip
 //! every id an earlier directory holds, so an id names one output across the whole chain.
+//!
+//! A store may be given a [`Scrub`] (the session's redactor): every text it saves passes it
+//! first, so a file under `DSH_HOME` never holds what the model and the journal may not see —
+//! including what a tool spills on its own before gate 5 (`run_shell`).
 
+use std::borrow::Cow;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why a spill could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -46,12 +52,28 @@ impl SpillPage {
     }
 }
 
+/// A rewrite every text passes before a store keeps it (a redactor replacing secrets with
+/// markers): `None` when it leaves the text as it is. A panic in it propagates to whoever
+/// saves, which fails closed: a disposition's panic withholds the result, a tool's is
+/// `crashed`.
+pub type Scrub = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// The spill directory of one session, and those of the sessions it resumes.
-#[derive(Debug)]
 pub struct SpillStore {
     dir: PathBuf,
     /// The spill directories of the resumed chain, newest first: read, never written.
     earlier: Vec<PathBuf>,
+    scrub: Option<Scrub>,
+}
+
+impl std::fmt::Debug for SpillStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpillStore")
+            .field("dir", &self.dir)
+            .field("earlier", &self.earlier)
+            .field("scrub", &self.scrub.is_some())
+            .finish()
+    }
 }
 
 impl SpillStore {
@@ -61,6 +83,24 @@ impl SpillStore {
         SpillStore {
             dir,
             earlier: Vec::new(),
+            scrub: None,
+        }
+    }
+
+    /// Every text saved passes `scrub` first.
+    #[must_use]
+    pub fn with_scrub(mut self, scrub: Scrub) -> Self {
+        self.scrub = Some(scrub);
+        self
+    }
+
+    /// `text` as this store would keep it. A tool that shows part of an output and spills
+    /// the whole (`run_shell`) scrubs the whole first, so that what it shows, counts and
+    /// saves agree, and no cut can split a secret into halves that no longer look like one.
+    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.scrub.as_ref().and_then(|s| s(text)) {
+            Some(scrubbed) => Cow::Owned(scrubbed),
+            None => Cow::Borrowed(text),
         }
     }
 
@@ -84,8 +124,10 @@ impl SpillStore {
     /// Saves `content` and returns its id: `out-` and the call id (characters outside
     /// `A-Za-z0-9_-` replaced, at most 48 kept), with `-2`, `-3`, … if the call spills twice.
     /// Ids are predictable on purpose, so a scripted batch can page an output back; the store
-    /// is per session, so an id names nothing of another session.
+    /// is per session, so an id names nothing of another session. The content passes the
+    /// store's [`Scrub`] first, if it has one.
     pub fn save(&self, call_id: &str, content: &str) -> Result<String, SpillError> {
+        let content = self.scrub(content);
         let io = |source| SpillError::Io {
             path: self.dir.display().to_string(),
             source,
@@ -253,5 +295,20 @@ mod tests {
         assert_eq!(store.save("call-3", "y").unwrap(), "out-call-3-2");
         assert_eq!(store.save("../etc", "z").unwrap(), "out-___etc");
         assert_eq!(store.read("out-call-3-2", 0, 5).unwrap().text, "y");
+    }
+
+    #[test]
+    fn a_scrubbed_store_keeps_only_the_scrubbed_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SpillStore::new(dir.path()).with_scrub(Arc::new(|t: &str| {
+            t.contains("hunter2")
+                .then(|| t.replace("hunter2", "[redacted]"))
+        }));
+        assert!(matches!(store.scrub("plain"), Cow::Borrowed("plain")));
+        assert_eq!(store.scrub("pw=hunter2"), "pw=[redacted]");
+        let id = store.save("c1", "pw=hunter2 ok").unwrap();
+        assert_eq!(store.read(&id, 0, 100).unwrap().text, "pw=[redacted] ok");
+        let on_disk = std::fs::read_to_string(dir.path().join(format!("{id}.txt"))).unwrap();
+        assert!(!on_disk.contains("hunter2"), "{on_disk}");
     }
 }

@@ -10,6 +10,7 @@
 //! | [`ShellPolicy`] | 1 | rule or default | each command of a `run_shell` line, by `run_shell` rules and the safe/confirm lists; `python` scripts and `-c` code audited first ([`python`]) |
 //! | [`PythonAuditGuard`] | 3 | — | the Python a `run_shell` line runs still passes the audit ([`python`]) |
 //! | [`HookPolicy`] | 1 | rule | `PreToolUse` hooks (Claude Code's protocol) vote allow, deny or ask |
+//! | [`Redact`] | 5 | — | secrets in any output (known credential values, token shapes) replaced by a marker naming the kind |
 //! | [`PostToolUseHooks`] | 5 | — | `PostToolUse` hooks may withhold a result or attach context |
 //! | [`Spill`] | 5 | — | oversized output saved, head and tail kept, locator given |
 //!
@@ -31,6 +32,7 @@ mod memory;
 mod mode;
 mod protect;
 pub mod python;
+mod redact;
 mod rules;
 pub mod shell;
 mod spill;
@@ -43,6 +45,7 @@ pub use memory::{MEMORY_FILE, MemoryPolicy, PROMPT_FILES, is_memory_file};
 pub use mode::{AUTO_NEEDS, KeptCheck, ModePolicy, ModeSwitch};
 pub use protect::{ProtectedPaths, protected_match};
 pub use python::PythonAuditGuard;
+pub use redact::{Redact, SHAPES, Shape};
 pub use rules::{Decision, PermissionRules, RuleError};
 pub use shell::{NetworkVote, READ_ONLY_PROGRAMS, SandboxCheck, ShellLists, ShellPolicy};
 pub use spill::Spill;

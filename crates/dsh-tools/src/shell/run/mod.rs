@@ -132,7 +132,13 @@ impl RunShell {
 
     /// The model-facing text of an output: whole, or head and tail around a marker naming
     /// the spilled full output. Returns the text, whether it was cut, and the spill id.
+    ///
+    /// The whole output passes the session's redactor (the spill store's scrub) first: this
+    /// saves it before gate 5 runs, and a cut could split a secret into halves that gate 5's
+    /// redaction no longer recognizes.
     fn shape_output(&self, call_id: &str, text: &str) -> (String, bool, Option<String>) {
+        let scrubbed = self.spill.scrub(text);
+        let text = &*scrubbed;
         if text.is_empty() {
             return ("(no output)".to_owned(), false, None);
         }
