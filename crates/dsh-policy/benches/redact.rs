@@ -12,7 +12,8 @@
 //!
 //! * `text/copy` — `content.to_owned()`: the floor of any rewrite of 1 MiB;
 //! * `text/redact_clean`, `text/redact_secrets` — `Redact::redact_text` (one scan; no copy
-//!   when nothing matched);
+//!   when nothing matched); `text_4k/redact_clean` the same on the first 4 KiB (an ordinary
+//!   result's size);
 //! * `call/{none,spill,redact_spill}_clean` and `call/redact_spill_secrets` — one call
 //!   through a real pipeline (in-memory journal) whose tool returns the output, with no
 //!   disposition, with the spill disposition alone (the session before redaction: the output
@@ -178,6 +179,15 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("redact_secrets", |b| {
         b.iter(|| black_box(r.redact_text(black_box(&secrets))))
+    });
+    g.finish();
+
+    // An ordinary result's size, for the cost on most calls.
+    let small = &clean[..clean[..4096].rfind('\n').unwrap_or(4096) + 1];
+    let mut g = c.benchmark_group("text_4k");
+    g.throughput(Throughput::Bytes(small.len() as u64));
+    g.bench_function("redact_clean", |b| {
+        b.iter(|| black_box(r.redact_text(black_box(small))))
     });
     g.finish();
 
