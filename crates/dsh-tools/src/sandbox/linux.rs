@@ -120,6 +120,7 @@ pub(super) fn probe_self() -> Probe {
         confine: true,
         lifeline: false,
         status_fd: None,
+        stdin_fd: None,
         program: Vec::new(),
     };
     match landlock(&spec) {

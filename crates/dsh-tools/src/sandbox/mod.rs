@@ -270,6 +270,9 @@ pub struct ExecSpec {
     /// command's to choose, so a command could fake a failure printed there; it cannot
     /// reach this one (close-on-exec).
     pub status_fd: Option<i32>,
+    /// A descriptor the command gets as its standard input instead of `/dev/null` (a
+    /// plugin's arguments); the helper itself keeps no copy once it has forked.
+    pub stdin_fd: Option<i32>,
     /// The program and its arguments, e.g. `bash -c …`.
     pub program: Vec<OsString>,
 }
@@ -315,6 +318,9 @@ impl ExecSpec {
         if let Some(fd) = self.status_fd {
             args.push(format!("--status-fd={fd}").into());
         }
+        if let Some(fd) = self.stdin_fd {
+            args.push(format!("--stdin-fd={fd}").into());
+        }
         args.push("--".into());
         args.extend(self.program.iter().cloned());
         args
@@ -342,6 +348,7 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
         confine: true,
         lifeline: false,
         status_fd: None,
+        stdin_fd: None,
         program: Vec::new(),
     };
     let mut probe = false;
@@ -387,6 +394,14 @@ fn parse(args: Vec<OsString>) -> Result<Request, String> {
                     .filter(|fd| *fd > 2)
                     .ok_or("--status-fd needs a descriptor above 2")?;
                 spec.status_fd = Some(fd);
+            }
+            other if other.starts_with("--stdin-fd=") => {
+                let fd = other["--stdin-fd=".len()..]
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|fd| *fd > 2)
+                    .ok_or("--stdin-fd needs a descriptor above 2")?;
+                spec.stdin_fd = Some(fd);
             }
             other => return Err(format!("unexpected argument `{other}`")),
         }
@@ -557,6 +572,7 @@ mod tests {
             confine: false,
             lifeline: true,
             status_fd: Some(3),
+            stdin_fd: Some(4),
             program: vec!["bash".into(), "-c".into(), "--net -- x".into()],
         };
         assert_eq!(parse(spec.to_args()), Ok(Request::Exec(spec)));
@@ -564,6 +580,7 @@ mod tests {
         assert!(parse(vec!["--landlock=none".into()]).is_err());
         assert!(parse(vec!["--".into()]).is_err());
         assert!(parse(vec!["--status-fd=1".into(), "--".into(), "x".into()]).is_err());
+        assert!(parse(vec!["--stdin-fd=0".into(), "--".into(), "x".into()]).is_err());
     }
 
     #[test]

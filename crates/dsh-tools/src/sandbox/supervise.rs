@@ -61,11 +61,18 @@ pub(super) fn run(spec: &ExecSpec) -> ! {
     match unsafe { libc::fork() } {
         -1 => fail(&format!("fork: {}", std::io::Error::last_os_error())),
         0 => child(spec, helper.as_raw_nonzero().get()),
-        pid => parent(
-            pid,
-            helper.as_raw_nonzero().get(),
-            spec.lifeline.then_some(dsh),
-        ),
+        pid => {
+            if let Some(fd) = spec.stdin_fd {
+                // Only the command holds its input: its end of file is the writer's.
+                // SAFETY: closes a descriptor this process owns and no Rust object wraps.
+                unsafe { libc::close(fd) };
+            }
+            parent(
+                pid,
+                helper.as_raw_nonzero().get(),
+                spec.lifeline.then_some(dsh),
+            )
+        }
     }
 }
 
@@ -80,7 +87,15 @@ fn child(spec: &ExecSpec, helper: i32) -> ! {
     if rustix::process::getppid().map(|p| p.as_raw_nonzero().get()) != Some(helper) {
         std::process::exit(SETUP_FAILED);
     }
-    if spec.lifeline {
+    if let Some(fd) = spec.stdin_fd {
+        // The command reads what dsh gave it (a plugin's arguments), never the lifeline.
+        // SAFETY: plain descriptors; dup2 replaces descriptor 0 only, then `fd` is closed.
+        if unsafe { libc::dup2(fd, 0) } < 0 {
+            fail("cannot give the command its input");
+        }
+        // SAFETY: closes a descriptor this process owns and no Rust object wraps.
+        unsafe { libc::close(fd) };
+    } else if spec.lifeline {
         // The command reads from /dev/null, never from the lifeline.
         match std::fs::File::open("/dev/null") {
             Ok(null) => {

@@ -32,7 +32,7 @@ pub mod env;
 mod keep;
 mod output;
 mod process;
-mod run;
+pub(crate) mod run;
 
 use std::path::PathBuf;
 use std::time::Duration;

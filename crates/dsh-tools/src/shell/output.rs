@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use std::io::Read;
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// Bytes kept from the start of an output.
-const HEAD_BYTES: usize = 4 << 20;
+/// Bytes kept from the start of an output (and the most a plugin may answer).
+pub(crate) const HEAD_BYTES: usize = 4 << 20;
 /// Bytes kept from the end of an output longer than [`HEAD_BYTES`].
 const TAIL_BYTES: usize = 1 << 20;
 
@@ -81,6 +81,11 @@ impl Capture {
     pub(crate) fn total_bytes(&self) -> u64 {
         self.total
     }
+
+    /// Everything written, when all of it was kept (at most [`HEAD_BYTES`]).
+    pub(crate) fn whole(&self) -> Option<&[u8]> {
+        (self.total == self.head.len() as u64).then_some(self.head.as_slice())
+    }
 }
 
 /// Reads `pipe` to its end on a thread of its own, into a shared [`Capture`]; the receiver
@@ -147,6 +152,7 @@ mod tests {
             (10u64 << 20) + 7 - (HEAD_BYTES + TAIL_BYTES) as u64
         )));
         assert!(text.len() < HEAD_BYTES + TAIL_BYTES + 100);
+        assert_eq!(c.whole(), None, "not all of it was kept");
     }
 
     #[test]
@@ -155,6 +161,7 @@ mod tests {
         c.push("héllo ".as_bytes());
         c.push(b"world");
         assert_eq!(c.text(), "héllo world");
+        assert_eq!(c.whole(), Some("héllo world".as_bytes()));
     }
 
     #[test]

@@ -54,31 +54,56 @@ pub(crate) struct Spawned {
     pub pgid: Option<u32>,
 }
 
-/// Spawns `launch` with exactly `env`, in `cwd`, stdin from `/dev/null` (the helper: the
-/// lifeline), stdout and stderr into `output`, and `status` (the helper's status pipe) as
-/// descriptor [`StatusPipe::FD`](crate::sandbox::StatusPipe::FD).
+/// Where a spawned command's standard streams go.
+#[derive(Debug)]
+pub(crate) struct Streams {
+    /// Standard error, and standard output too unless [`Streams::stdout`] is given (one
+    /// pipe, so the two interleave as written).
+    pub output: std::io::PipeWriter,
+    /// Standard output apart from standard error (a plugin's answer).
+    pub stdout: Option<std::io::PipeWriter>,
+    /// Standard input instead of `/dev/null` (a plugin's arguments). The helper gets it as
+    /// descriptor [`INPUT_FD`] and hands it to the command (`--stdin-fd`).
+    pub input: Option<std::io::PipeReader>,
+    /// The helper's status pipe, as descriptor [`StatusPipe::FD`](crate::sandbox::StatusPipe::FD).
+    pub status: Option<std::io::PipeWriter>,
+}
+
+/// The descriptor the sandbox helper gets the command's input on.
+pub(crate) const INPUT_FD: i32 = 4;
+
+/// Spawns `launch` with exactly `env`, in `cwd`, stdin from `/dev/null` or `streams.input`
+/// (the helper: the lifeline, the input as [`INPUT_FD`]), stdout and stderr as `streams`
+/// say, and the helper's status pipe as descriptor
+/// [`StatusPipe::FD`](crate::sandbox::StatusPipe::FD).
 pub(crate) fn spawn(
     launch: &Launch,
     env: Vec<(OsString, OsString)>,
     cwd: &Path,
-    output: std::io::PipeWriter,
-    status: Option<std::io::PipeWriter>,
+    streams: Streams,
 ) -> std::io::Result<Spawned> {
-    #[cfg(unix)]
-    let stdin = if launch.own_session {
-        lifeline()?
-    } else {
-        Stdio::null()
+    let Streams {
+        output,
+        stdout,
+        input,
+        status,
+    } = streams;
+    // The helper's own stdin is the lifeline; a direct command reads its input there.
+    let (stdin, input) = match input {
+        Some(i) if !launch.own_session => (Stdio::from(i), None),
+        other => (null_or_lifeline(launch)?, other),
     };
-    #[cfg(not(unix))]
-    let stdin = Stdio::null();
+    let stdout = match stdout {
+        Some(s) => s,
+        None => output.try_clone()?,
+    };
     let mut cmd = tokio::process::Command::new(&launch.program);
     cmd.args(&launch.args)
         .env_clear()
         .envs(env)
         .current_dir(cwd)
         .stdin(stdin)
-        .stdout(output.try_clone()?)
+        .stdout(stdout)
         .stderr(output)
         .kill_on_drop(true);
     #[cfg(unix)]
@@ -86,35 +111,55 @@ pub(crate) fn spawn(
         cmd.process_group(0);
     }
     // Held until the child exists, then dropped: this process must not keep a write end.
+    // The status descriptor first: its hook must read its source before the input's hook
+    // could overwrite descriptor `INPUT_FD`.
     #[cfg(unix)]
-    let status = status.map(|s| map_status_fd(&mut cmd, &s)).transpose()?;
+    let status = status
+        .map(|s| map_fd(&mut cmd, &s, crate::sandbox::StatusPipe::FD))
+        .transpose()?;
+    #[cfg(unix)]
+    let input = input.map(|i| map_fd(&mut cmd, &i, INPUT_FD)).transpose()?;
+    #[cfg(not(unix))]
+    let _ = input;
     let child = cmd.spawn()?;
     drop(status);
+    drop(input);
     // `cmd` holds the pipe's write ends; drop them now, or the reader never sees the end.
     drop(cmd);
     let pgid = child.id();
     Ok(Spawned { child, pgid })
 }
 
-/// Makes `status` the child's descriptor [`StatusPipe::FD`](crate::sandbox::StatusPipe::FD)
-/// (without close-on-exec there, so the helper gets it).
+/// `/dev/null`, or for the helper its lifeline.
+fn null_or_lifeline(launch: &Launch) -> std::io::Result<Stdio> {
+    #[cfg(unix)]
+    if launch.own_session {
+        return lifeline();
+    }
+    let _ = launch;
+    Ok(Stdio::null())
+}
+
+/// Makes `source` the child's descriptor `target` (without close-on-exec there, so the
+/// helper gets it).
 #[cfg(unix)]
 #[allow(unsafe_code)]
-fn map_status_fd(
+fn map_fd(
     cmd: &mut tokio::process::Command,
-    status: &std::io::PipeWriter,
+    source: &impl std::os::fd::AsFd,
+    target: i32,
 ) -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::AsRawFd;
-    const FD: i32 = crate::sandbox::StatusPipe::FD;
     // Standard streams are set up before the hook below runs: a pipe that happened to get a
-    // descriptor below 3 (dsh started with one closed) would be overwritten by them first.
-    let raw = rustix::io::fcntl_dupfd_cloexec(status, FD + 1)?;
+    // descriptor below 3 (dsh started with one closed) would be overwritten by them first;
+    // and above every target, so that no hook overwrites another's source.
+    let raw = rustix::io::fcntl_dupfd_cloexec(source, 10)?;
     let fd = raw.as_raw_fd();
     // SAFETY: the hook runs between fork and execve and calls only dup2, which is
     // async-signal-safe; `raw` stays open in this process until the spawn returns.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::dup2(fd, FD) < 0 {
+            if libc::dup2(fd, target) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::output::{head_tail, spawn_reader};
-use super::process::{Launch, kill_tree, spawn};
+use super::process::{INPUT_FD, Launch, Streams, kill_tree, spawn};
 use super::{NetworkGrant, ShellSettings, env};
 use crate::parse_args;
 mod plan;
@@ -56,7 +56,7 @@ struct Args {
 }
 
 /// How the command's wait ended.
-enum End {
+pub(crate) enum End {
     Exited(std::process::ExitStatus),
     TimedOut,
     Cancelled,
@@ -79,6 +79,11 @@ impl RunShell {
             probe: Arc::new(OnceLock::new()),
             readable: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The deadline of a command that names none (`shell.timeout_s`).
+    pub(crate) fn default_timeout(&self) -> Duration {
+        self.settings.timeout
     }
 
     fn max_timeout_s(&self) -> u64 {
@@ -165,6 +170,351 @@ impl RunShell {
                 None,
             ),
         }
+    }
+}
+
+/// One command line to launch through the session's sandbox: `run_shell`'s, or a plugin's
+/// (which reads its arguments on stdin and answers on stdout alone).
+pub(crate) struct Job<'a> {
+    /// What messages name as the one that runs it (`run_shell`, a plugin's tool).
+    pub who: &'a str,
+    /// Run with `bash -c`.
+    pub command: &'a str,
+    pub timeout: Duration,
+    /// Lifts the network ban (the caller has checked it may).
+    pub network: bool,
+    /// Bytes on standard input; `None`: `/dev/null`.
+    pub input: Option<Vec<u8>>,
+    /// Standard output apart (bounded; [`Ran::stdout`]); standard error alone is then
+    /// [`Ran::text`].
+    pub split_stdout: bool,
+    /// More trees the profiles that confine reads let it read (a plugin's own folder).
+    pub readable: Vec<PathBuf>,
+    /// Variables set over the command environment's allowlist.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+/// What a launched command did.
+pub(crate) struct Ran {
+    pub end: End,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    /// The exit code as a shell reports it (128 + a signal), or -1.
+    pub exit_code: i32,
+    /// Its output (stdout and stderr interleaved), or its stderr alone with
+    /// [`Job::split_stdout`]; bounded.
+    pub text: String,
+    /// Bytes of `text` written in all.
+    pub bytes: u64,
+    /// With [`Job::split_stdout`]: all of stdout when it was at most 4 MiB (else `None`),
+    /// and how many bytes it wrote.
+    pub stdout: Option<(Option<Vec<u8>>, u64)>,
+    /// Lines for the model about the tree's end (not confirmed stopped, undone writes, …).
+    pub notes: Vec<String>,
+    pub state: SandboxState,
+    /// Why it ran less confined than asked, if it did.
+    pub warning: Option<String>,
+}
+
+impl RunShell {
+    /// Launches `job` as every command runs (the `shell` module docs): planned under the
+    /// sandbox mode, in the profile `cx.clearance` asks for, in a process group (session) of
+    /// its own with the environment allowlist, killed with its whole tree at the deadline,
+    /// on cancellation and when it ends. `Err` when it could not run or could not be
+    /// settled; a command that ran, however it ended, is `Ok`.
+    pub(crate) async fn launch(&self, job: Job<'_>, cx: &ExecContext) -> Result<Ran, ToolError> {
+        let who = job.who;
+        let timeout = job.timeout;
+        let plan = self.plan().await?;
+        self.ensure_tmp_dir()?;
+        // The kept paths before an `auto` command (the hardened profile), to settle after.
+        let mut survey = None;
+        // Where the helper reports a setup failure.
+        let mut setup_pipe = None;
+        let mut env = env::command_env(std::env::vars_os(), &self.settings.pass_env, &self.tmp_dir);
+        env.retain(|(k, _)| !job.env.iter().any(|(o, _)| o == k));
+        env.extend(job.env);
+        env.sort();
+        let bash: Vec<OsString> = vec!["bash".into(), "-c".into(), job.command.into()];
+        let (launch, state, warning) = match plan {
+            Plan::Helper {
+                helper,
+                landlock,
+                confine,
+                state,
+                warning,
+            } => {
+                // A call cleared to read only runs in the read-only profile where it is
+                // enforced in full; elsewhere the policy has made what needs it ask.
+                let read_only = cx.clearance == Clearance::ReadOnly
+                    && state == SandboxState::Landlock
+                    && warning.is_none()
+                    && !job.network;
+                let hardened = cx.clearance == Clearance::Hardened;
+                if hardened && (job.network || self.hardened_profile().is_err()) {
+                    // `auto` allowed it only in the hardened sandbox: nowhere else.
+                    return Err(ToolError::new(
+                        ToolErrorKind::Denied,
+                        format!(
+                            "{who}: auto mode allowed this command only in the hardened sandbox, which cannot be used for it here (no network, Landlock in full and a private mount namespace); run it in ask mode"
+                        ),
+                    ));
+                }
+                let (state, readable, writable) = if hardened {
+                    let mut readable = self.readable(&env);
+                    if let Some(tree) = sandbox::enclosing_work_tree(self.workspace.root(), &env) {
+                        readable.retain(|p| *p != tree);
+                    }
+                    readable.extend(sandbox::toolchains(&env));
+                    readable.extend(job.readable.iter().cloned());
+                    let writable = vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
+                    (SandboxState::Landlock, readable, writable)
+                } else if read_only {
+                    let mut readable = self.readable(&env);
+                    readable.extend(job.readable.iter().cloned());
+                    (
+                        SandboxState::LandlockReadOnly,
+                        readable,
+                        vec![self.tmp_dir.clone()],
+                    )
+                } else {
+                    let writable = vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
+                    (state, Vec::new(), writable)
+                };
+                let home = env
+                    .iter()
+                    .find(|(k, _)| k == "HOME")
+                    .map(|(_, v)| PathBuf::from(v));
+                let (protect, hide) = if hardened {
+                    let s = self
+                        .settings
+                        .keep
+                        .survey(self.workspace.root(), home.as_deref())
+                        .map_err(|e| {
+                            ToolError::new(
+                                ToolErrorKind::Denied,
+                                format!("{who}: auto mode cannot run this command: {e}; run it in ask mode"),
+                            )
+                        })?;
+                    let kept = (s.read_only.clone(), s.hidden.clone());
+                    survey = Some(s);
+                    kept
+                } else if read_only && self.settings.keep.judge.is_some() {
+                    // What the file tools' deny/ask rules keep from reading is hidden from a
+                    // command that runs free too (`grep -r`, `git grep --no-index`).
+                    let hidden = self
+                        .settings
+                        .keep
+                        .survey(self.workspace.root(), home.as_deref())
+                        .map(|s| s.hidden)
+                        .map_err(|e| {
+                            ToolError::new(
+                                ToolErrorKind::Denied,
+                                format!("{who}: this command cannot run free: {e}; a person can let it run"),
+                            )
+                        })?;
+                    if !hidden.is_empty() && self.hardened_profile().is_err() {
+                        return Err(ToolError::new(
+                            ToolErrorKind::Denied,
+                            format!(
+                                "{who}: this command cannot run free here: the files your read rules deny can be hidden from it only in a private mount namespace, which is not available; a person can let it run"
+                            ),
+                        ));
+                    }
+                    (Vec::new(), hidden)
+                } else {
+                    (Vec::new(), Vec::new())
+                };
+                let pipe = StatusPipe::new().map_err(|e| {
+                    ToolError::failed(format!("cannot create the sandbox's status pipe: {e}"))
+                })?;
+                setup_pipe = Some(pipe);
+                let spec = ExecSpec {
+                    landlock,
+                    read_only,
+                    hardened,
+                    protect,
+                    hide,
+                    readable,
+                    writable,
+                    allow_network: job.network,
+                    confine,
+                    lifeline: true,
+                    status_fd: Some(StatusPipe::FD),
+                    stdin_fd: job.input.is_some().then_some(INPUT_FD),
+                    program: bash,
+                };
+                let mut helper_args = vec![OsString::from(sandbox::SUBCOMMAND)];
+                helper_args.extend(spec.to_args());
+                let launch = Launch {
+                    program: helper.into_os_string(),
+                    args: helper_args,
+                    own_session: true,
+                };
+                (launch, state, warning)
+            }
+            Plan::Direct { warning } => {
+                let (program, rest) = bash.split_at(1);
+                let launch = Launch {
+                    program: program[0].clone(),
+                    args: rest.to_vec(),
+                    own_session: false,
+                };
+                (launch, SandboxState::None, Some(warning))
+            }
+        };
+
+        let (reader, writer) = std::io::pipe()
+            .map_err(|e| ToolError::failed(format!("cannot create the output pipe: {e}")))?;
+        let (capture, finished) = spawn_reader(reader)
+            .map_err(|e| ToolError::failed(format!("cannot start the output reader: {e}")))?;
+        let (stdout, stdout_writer) = if job.split_stdout {
+            let (reader, writer) = std::io::pipe()
+                .map_err(|e| ToolError::failed(format!("cannot create the output pipe: {e}")))?;
+            let (capture, finished) = spawn_reader(reader)
+                .map_err(|e| ToolError::failed(format!("cannot start the output reader: {e}")))?;
+            (Some((capture, finished)), Some(writer))
+        } else {
+            (None, None)
+        };
+        let (input_reader, input_writer) = match &job.input {
+            Some(_) => {
+                let (r, w) = std::io::pipe()
+                    .map_err(|e| ToolError::failed(format!("cannot create the input pipe: {e}")))?;
+                (Some(r), Some(w))
+            }
+            None => (None, None),
+        };
+        let streams = Streams {
+            output: writer,
+            stdout: stdout_writer,
+            input: input_reader,
+            status: setup_pipe.as_mut().and_then(StatusPipe::take_writer),
+        };
+        let mut spawned = spawn(&launch, env, self.workspace.root(), streams).map_err(|e| {
+            ToolError::failed(format!(
+                "cannot start {}: {e}",
+                Path::new(&launch.program).display()
+            ))
+        })?;
+        let mut guard = TreeGuard(spawned.pgid);
+        if let (Some(mut w), Some(bytes)) = (input_writer, job.input) {
+            // A thread: a command that does not read its input must not block the call; it
+            // ends when the command's tree is gone (the pipe breaks).
+            std::thread::Builder::new()
+                .name("dsh-command-input".into())
+                .spawn(move || {
+                    use std::io::Write as _;
+                    let _ = w.write_all(&bytes);
+                })
+                .map_err(|e| ToolError::failed(format!("cannot start the input writer: {e}")))?;
+        }
+
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut live = tokio::time::interval(LIVE_EVERY);
+        live.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut reported = 0;
+        let end = loop {
+            tokio::select! {
+                status = spawned.child.wait() => break match status {
+                    Ok(s) => End::Exited(s),
+                    Err(e) => {
+                        return Err(ToolError::failed(format!("waiting for the command: {e}")));
+                    }
+                },
+                () = &mut deadline => break End::TimedOut,
+                () = cx.cancel.cancelled() => break End::Cancelled,
+                _ = live.tick() => {
+                    let latest = {
+                        let c = capture.lock().unwrap_or_else(PoisonError::into_inner);
+                        (c.total_bytes() != reported).then(|| (c.total_bytes(), c.last(LIVE_BYTES)))
+                    };
+                    if let Some((total, text)) = latest {
+                        reported = total;
+                        cx.report_output(&text);
+                    }
+                }
+            }
+        };
+        if !matches!(end, End::Exited(_)) {
+            let _ = spawned.child.start_kill();
+        }
+        let stopped = match spawned.pgid {
+            Some(pgid) => kill_tree(pgid, launch.own_session).await,
+            None => true,
+        };
+        let status = match end {
+            End::Exited(s) => Some(s),
+            End::TimedOut | End::Cancelled => spawned.child.wait().await.ok(),
+        };
+        // The tree is gone and the child reaped: nothing for the guard to do.
+        guard.0 = None;
+        let mut drained = tokio::time::timeout(DRAIN, finished).await.is_ok();
+        let stdout = match stdout {
+            Some((capture, finished)) => {
+                drained &= tokio::time::timeout(DRAIN, finished).await.is_ok();
+                let c = capture.lock().unwrap_or_else(PoisonError::into_inner);
+                Some((c.whole().map(<[u8]>::to_vec), c.total_bytes()))
+            }
+            None => None,
+        };
+        let (text, bytes) = {
+            let c = capture.lock().unwrap_or_else(PoisonError::into_inner);
+            (c.text(), c.total_bytes())
+        };
+
+        let mut notes = Vec::new();
+        if !stopped {
+            notes.push("[some processes of the command could not be confirmed stopped]".to_owned());
+        }
+        if !drained {
+            notes.push(
+                "[a process outside the command's tree still holds its output; output after \
+                 this point is not shown]"
+                    .to_owned(),
+            );
+        }
+        let code = status.as_ref().and_then(std::process::ExitStatus::code);
+        let signal = status.as_ref().and_then(signal_of);
+        let exit_code = code.or(signal.map(|s| 128 + s)).unwrap_or(-1);
+
+        // Only the helper writes there, and only when nothing ran.
+        if let Some(report) = setup_pipe.and_then(StatusPipe::report) {
+            return Err(ToolError::failed(format!(
+                "the sandbox could not be set up, so the command did not run: {report}"
+            )));
+        }
+
+        // What an `auto` command did to kept paths that no mount could prevent is undone (see
+        // `keep.rs`); the result says so, and fails when it could not be.
+        if let Some(survey) = &survey {
+            match survey.settle(
+                &self.settings.keep,
+                self.workspace.root(),
+                &self.quarantine_dir(),
+            ) {
+                Ok(undone) => notes.extend(undone),
+                Err(e) => {
+                    return Err(ToolError::failed(format!(
+                        "{e}. The command's output:\n{}",
+                        text.trim_end()
+                    )));
+                }
+            }
+        }
+        Ok(Ran {
+            end,
+            code,
+            signal,
+            exit_code,
+            text,
+            bytes,
+            stdout,
+            notes,
+            state,
+            warning,
+        })
     }
 }
 
@@ -325,234 +675,33 @@ impl Tool for RunShell {
                 "run_shell: this call was allowed only to read, and the read-only sandbox has no network; ask for `network: true` only where a person or a rule allows the command",
             ));
         }
-        let plan = self.plan().await?;
-        self.ensure_tmp_dir()?;
-        // The kept paths before an `auto` command (the hardened profile), to settle after.
-        let mut survey = None;
-        // Where the helper reports a setup failure.
-        let mut setup_pipe = None;
-        let env = env::command_env(std::env::vars_os(), &self.settings.pass_env, &self.tmp_dir);
-        let bash: Vec<OsString> = vec!["bash".into(), "-c".into(), args.command.clone().into()];
-        let (launch, state, warning) = match plan {
-            Plan::Helper {
-                helper,
-                landlock,
-                confine,
-                state,
-                warning,
-            } => {
-                // A call cleared to read only runs in the read-only profile where it is
-                // enforced in full; elsewhere the policy has made what needs it ask.
-                let read_only = cx.clearance == Clearance::ReadOnly
-                    && state == SandboxState::Landlock
-                    && warning.is_none()
-                    && !args.network;
-                let hardened = cx.clearance == Clearance::Hardened;
-                if hardened && (args.network || self.hardened_profile().is_err()) {
-                    // `auto` allowed it only in the hardened sandbox: nowhere else.
-                    return Err(ToolError::new(
-                        ToolErrorKind::Denied,
-                        "run_shell: auto mode allowed this command only in the hardened sandbox, which cannot be used for it here (no network, Landlock in full and a private mount namespace); run it in ask mode",
-                    ));
-                }
-                let (state, readable, writable) = if hardened {
-                    let mut readable = self.readable(&env);
-                    if let Some(tree) = sandbox::enclosing_work_tree(self.workspace.root(), &env) {
-                        readable.retain(|p| *p != tree);
-                    }
-                    readable.extend(sandbox::toolchains(&env));
-                    let writable = vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
-                    (SandboxState::Landlock, readable, writable)
-                } else if read_only {
-                    let readable = self.readable(&env);
-                    (
-                        SandboxState::LandlockReadOnly,
-                        readable,
-                        vec![self.tmp_dir.clone()],
-                    )
-                } else {
-                    let writable = vec![self.workspace.root().to_path_buf(), self.tmp_dir.clone()];
-                    (state, Vec::new(), writable)
-                };
-                let home = env
-                    .iter()
-                    .find(|(k, _)| k == "HOME")
-                    .map(|(_, v)| PathBuf::from(v));
-                let (protect, hide) = if hardened {
-                    let s = self
-                        .settings
-                        .keep
-                        .survey(self.workspace.root(), home.as_deref())
-                        .map_err(|e| {
-                            ToolError::new(
-                                ToolErrorKind::Denied,
-                                format!("run_shell: auto mode cannot run this command: {e}; run it in ask mode"),
-                            )
-                        })?;
-                    let kept = (s.read_only.clone(), s.hidden.clone());
-                    survey = Some(s);
-                    kept
-                } else if read_only && self.settings.keep.judge.is_some() {
-                    // What the file tools' deny/ask rules keep from reading is hidden from a
-                    // command that runs free too (`grep -r`, `git grep --no-index`).
-                    let hidden = self
-                        .settings
-                        .keep
-                        .survey(self.workspace.root(), home.as_deref())
-                        .map(|s| s.hidden)
-                        .map_err(|e| {
-                            ToolError::new(
-                                ToolErrorKind::Denied,
-                                format!("run_shell: this command cannot run free: {e}; a person can let it run"),
-                            )
-                        })?;
-                    if !hidden.is_empty() && self.hardened_profile().is_err() {
-                        return Err(ToolError::new(
-                            ToolErrorKind::Denied,
-                            "run_shell: this command cannot run free here: the files your read rules deny can be hidden from it only in a private mount namespace, which is not available; a person can let it run",
-                        ));
-                    }
-                    (Vec::new(), hidden)
-                } else {
-                    (Vec::new(), Vec::new())
-                };
-                let pipe = StatusPipe::new().map_err(|e| {
-                    ToolError::failed(format!("cannot create the sandbox's status pipe: {e}"))
-                })?;
-                setup_pipe = Some(pipe);
-                let spec = ExecSpec {
-                    landlock,
-                    read_only,
-                    hardened,
-                    protect,
-                    hide,
-                    readable,
-                    writable,
-                    allow_network: args.network,
-                    confine,
-                    lifeline: true,
-                    status_fd: Some(StatusPipe::FD),
-                    program: bash,
-                };
-                let mut helper_args = vec![OsString::from(sandbox::SUBCOMMAND)];
-                helper_args.extend(spec.to_args());
-                let launch = Launch {
-                    program: helper.into_os_string(),
-                    args: helper_args,
-                    own_session: true,
-                };
-                (launch, state, warning)
-            }
-            Plan::Direct { warning } => {
-                let (program, rest) = bash.split_at(1);
-                let launch = Launch {
-                    program: program[0].clone(),
-                    args: rest.to_vec(),
-                    own_session: false,
-                };
-                (launch, SandboxState::None, Some(warning))
-            }
-        };
-
-        let (reader, writer) = std::io::pipe()
-            .map_err(|e| ToolError::failed(format!("cannot create the output pipe: {e}")))?;
-        let (capture, finished) = spawn_reader(reader)
-            .map_err(|e| ToolError::failed(format!("cannot start the output reader: {e}")))?;
-        let status_writer = setup_pipe.as_mut().and_then(StatusPipe::take_writer);
-        let mut spawned = spawn(&launch, env, self.workspace.root(), writer, status_writer)
-            .map_err(|e| {
-                ToolError::failed(format!(
-                    "cannot start {}: {e}",
-                    Path::new(&launch.program).display()
-                ))
-            })?;
-        let mut guard = TreeGuard(spawned.pgid);
-
-        let deadline = tokio::time::sleep(timeout);
-        tokio::pin!(deadline);
-        let mut live = tokio::time::interval(LIVE_EVERY);
-        live.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut reported = 0;
-        let end = loop {
-            tokio::select! {
-                status = spawned.child.wait() => break match status {
-                    Ok(s) => End::Exited(s),
-                    Err(e) => {
-                        return Err(ToolError::failed(format!("waiting for the command: {e}")));
-                    }
+        let ran = self
+            .launch(
+                Job {
+                    who: "run_shell",
+                    command: &args.command,
+                    timeout,
+                    network: args.network,
+                    input: None,
+                    split_stdout: false,
+                    readable: Vec::new(),
+                    env: Vec::new(),
                 },
-                () = &mut deadline => break End::TimedOut,
-                () = cx.cancel.cancelled() => break End::Cancelled,
-                _ = live.tick() => {
-                    let latest = {
-                        let c = capture.lock().unwrap_or_else(PoisonError::into_inner);
-                        (c.total_bytes() != reported).then(|| (c.total_bytes(), c.last(LIVE_BYTES)))
-                    };
-                    if let Some((total, text)) = latest {
-                        reported = total;
-                        cx.report_output(&text);
-                    }
-                }
-            }
-        };
-        if !matches!(end, End::Exited(_)) {
-            let _ = spawned.child.start_kill();
-        }
-        let stopped = match spawned.pgid {
-            Some(pgid) => kill_tree(pgid, launch.own_session).await,
-            None => true,
-        };
-        let status = match end {
-            End::Exited(s) => Some(s),
-            End::TimedOut | End::Cancelled => spawned.child.wait().await.ok(),
-        };
-        // The tree is gone and the child reaped: nothing for the guard to do.
-        guard.0 = None;
-        let drained = tokio::time::timeout(DRAIN, finished).await.is_ok();
-        let (text, bytes) = {
-            let c = capture.lock().unwrap_or_else(PoisonError::into_inner);
-            (c.text(), c.total_bytes())
-        };
-
-        let mut notes = Vec::new();
-        if !stopped {
-            notes.push("[some processes of the command could not be confirmed stopped]".to_owned());
-        }
-        if !drained {
-            notes.push(
-                "[a process outside the command's tree still holds its output; output after \
-                 this point is not shown]"
-                    .to_owned(),
-            );
-        }
-        let code = status.as_ref().and_then(std::process::ExitStatus::code);
-        let signal = status.as_ref().and_then(signal_of);
-        let exit_code = code.or(signal.map(|s| 128 + s)).unwrap_or(-1);
-
-        // Only the helper writes there, and only when nothing ran.
-        if let Some(report) = setup_pipe.and_then(StatusPipe::report) {
-            return Err(ToolError::failed(format!(
-                "the sandbox could not be set up, so the command did not run: {report}"
-            )));
-        }
-
-        // What an `auto` command did to kept paths that no mount could prevent is undone (see
-        // `keep.rs`); the result says so, and fails when it could not be.
-        if let Some(survey) = &survey {
-            match survey.settle(
-                &self.settings.keep,
-                self.workspace.root(),
-                &self.quarantine_dir(),
-            ) {
-                Ok(undone) => notes.extend(undone),
-                Err(e) => {
-                    return Err(ToolError::failed(format!(
-                        "{e}. The command's output:\n{}",
-                        text.trim_end()
-                    )));
-                }
-            }
-        }
+                cx,
+            )
+            .await?;
+        let Ran {
+            end,
+            code,
+            signal,
+            exit_code,
+            text,
+            bytes,
+            notes,
+            state,
+            warning,
+            ..
+        } = ran;
         let call_id = cx.call.id();
         let (shown, truncated, spill_id) = self.shape_output(call_id, &text);
         let mut content = String::new();
