@@ -143,6 +143,10 @@ pub struct SessionSettings {
     /// The environment variables holding credentials dsh was given: their values, read at
     /// assembly, are redacted from every tool output (`dsh_policy::Redact`).
     pub credential_vars: Vec<String>,
+    /// The plugins whose tools the session registers (`plugins.rs`: approved where needed).
+    pub plugins: Vec<dsh_config::Plugin>,
+    /// Every plugin found and its state, for `/plugins`.
+    pub plugin_status: Vec<crate::plugins::PluginStatus>,
 }
 
 impl SessionSettings {
@@ -198,6 +202,8 @@ impl SessionSettings {
             hooks: Vec::new(),
             max_continuations: 3,
             skills: Arc::default(),
+            plugins: Vec::new(),
+            plugin_status: Vec::new(),
             client: None,
             credential_vars: Vec::new(),
         }
@@ -231,6 +237,14 @@ pub enum AssemblyError {
     Protected(#[from] dsh_policy::PatternError),
     #[error(transparent)]
     Hook(#[from] crate::hooks::HookError),
+    #[error("{at}: plugin `{plugin}` is refused: {source}")]
+    Plugin {
+        /// `plugin.toml:LINE` of the tool.
+        at: String,
+        plugin: String,
+        #[source]
+        source: Box<dsh_core::RegisterError>,
+    },
     #[error("a built-in tool failed to register: {0}")]
     Register(#[from] dsh_core::RegisterError),
     #[error("cannot create the session journal under {path}: {source}")]
@@ -257,6 +271,7 @@ impl AssemblyError {
                 | AssemblyError::Protected(_)
                 | AssemblyError::SubAgents(_)
                 | AssemblyError::Hook(_)
+                | AssemblyError::Plugin { .. }
         )
     }
 }
@@ -494,7 +509,7 @@ impl Session {
             let tool = run_shell.clone();
             dsh_policy::KeptCheck(Arc::new(move |path: &Path| tool.keeps(path)))
         };
-        registry.register_arc(run_shell)?;
+        registry.register_arc(run_shell.clone())?;
         if !settings.skills.is_empty() {
             registry.register(dsh_tools::SkillTool::new(
                 settings.skills.clone(),
@@ -503,6 +518,25 @@ impl Session {
         }
         // Code Mode's reserved tool: every session has it; the tools mode says who may call it.
         registry.register(dsh_code::RunCode::new(settings.code.clone()))?;
+        // Plugins after the built-in tools, so that a plugin cannot take a built-in's name.
+        for plugin in &settings.plugins {
+            for (spec, declared) in crate::plugins::tool_specs(plugin)
+                .into_iter()
+                .zip(&plugin.tools)
+            {
+                let tool = dsh_tools::PluginTool::new(spec, run_shell.clone(), workspace.clone());
+                registry
+                    .register(tool)
+                    .map_err(|source| AssemblyError::Plugin {
+                        at: match declared.line {
+                            Some(line) => format!("{}:{line}", plugin.file().display()),
+                            None => plugin.file().display().to_string(),
+                        },
+                        plugin: plugin.name.clone(),
+                        source: Box::new(source),
+                    })?;
+            }
+        }
         if let Some(r) = settings.rules.iter().find(|r| r.tool == dsh_code::RUN_CODE) {
             return Err(AssemblyError::ReservedRule {
                 at: r.origin.location(),
@@ -647,6 +681,11 @@ impl Session {
     /// The skills the session offers (through the `skill` tool).
     pub fn skills(&self) -> &[dsh_tools::skill::Skill] {
         self.settings.skills.skills()
+    }
+
+    /// Every plugin found for the session and its state (`/plugins`).
+    pub fn plugins(&self) -> &[crate::plugins::PluginStatus] {
+        &self.settings.plugin_status
     }
 
     /// The main agent's tools: every tool of the session but the person's `restore_file`,

@@ -48,6 +48,7 @@ mod keep;
 pub mod leftovers;
 mod mode;
 mod outcome;
+mod plugins;
 pub mod prompt;
 pub mod replay;
 mod reply;
@@ -71,6 +72,7 @@ pub use dsh_code::RUN_CODE;
 pub use ending::{Ending, Totals};
 pub use events::{AgentId, Event, EventKind, EventSink, EventStream};
 pub use mode::{ModeError, next_mode};
+pub use plugins::{PluginState, PluginStatus};
 pub use runtime::{Command, Reply, Runtime, Status, VerifyConfig, VerifyStep};
 pub use session_id::new_session_id;
 pub use settings::{

@@ -88,6 +88,7 @@ impl SessionSettings {
         (s.mcp, s.mcp_skipped) = mcp_servers(loaded, env);
         s.hooks = crate::hooks::hook_settings(loaded, &mut notices);
         s.skills = Arc::new(crate::skills::catalog(loaded, env, &mut notices));
+        (s.plugins, s.plugin_status) = crate::plugins::plugins(loaded, &mut notices);
         s.max_continuations = u32::try_from(c.hooks.max_continuations).unwrap_or(u32::MAX);
         s.credential_vars = credential_vars(loaded, env);
         s.tools_mode = c.tools.mode;

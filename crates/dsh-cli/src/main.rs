@@ -8,6 +8,7 @@ mod hooks;
 mod mcp;
 mod mcp_serve;
 mod mirror;
+mod plugins;
 mod repl;
 mod replay;
 mod sessions;
@@ -135,6 +136,9 @@ enum Command {
     /// Hooks ([[hooks.EVENT]], .claude/settings.json): list them; approve a project's.
     #[command(subcommand)]
     Hooks(hooks::HooksCommand),
+    /// Plugins (folders with a plugin.toml): list them; approve a project's.
+    #[command(subcommand)]
+    Plugins(plugins::PluginsCommand),
 }
 
 /// Exit codes (DESIGN §4), defined once.
@@ -255,6 +259,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Mcp(command)) => mcp::run(&cli.common, &command),
         Some(Command::Hooks(command)) => hooks::run(&cli.common, &command),
+        Some(Command::Plugins(command)) => plugins::run(&cli.common, &command),
         Some(Command::Replay { session }) => {
             runtime().and_then(|rt| rt.block_on(replay::replay(&cli.common, &session)))
         }

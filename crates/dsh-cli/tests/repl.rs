@@ -569,7 +569,7 @@ fn stats_and_the_extension_commands_say_what_there_is() {
     pty.send_line("/skills");
     pty.wait_for_text("no skills: a skill is a folder with a SKILL.md");
     pty.send_line("/plugins");
-    pty.wait_for_text("none configured (add [plugins.NAME]");
+    pty.wait_for_text("no plugins: a plugin is a folder with a plugin.toml");
     leave(pty, 6);
 }
 

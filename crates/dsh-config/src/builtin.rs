@@ -75,7 +75,6 @@ impl Default for Config {
                 max_rounds: 0,
             },
             agents: BTreeMap::new(),
-            plugins: BTreeMap::new(),
         };
         for k in crate::keys::KEYS {
             k.store(&mut c, k.default.map(crate::keys::Fixed::scalar).as_ref());

@@ -404,8 +404,6 @@ pub struct Config {
     /// `[agents.NAME]`, by name (never a built-in name); a higher trusted layer replaces a
     /// lower one's profile of the same name.
     pub agents: BTreeMap<String, Sourced<AgentProfile>>,
-    /// `[plugins.NAME]`, by name: kept as TOML tables until the plugin issue lands.
-    pub plugins: BTreeMap<String, Sourced<toml::Table>>,
 }
 
 /// Each table's defaults are the configuration's (the key table's, through

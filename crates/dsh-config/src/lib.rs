@@ -61,7 +61,7 @@
 //! entries that move a command out of `shell.safe`. Ignored, with one notice per kind
 //! naming the file and `dsh trust`: `permissions.allow`, `shell.safe` additions,
 //! `shell.confirm` additions of refused commands, `shell.pass_env`, `hooks`,
-//! `mcp.servers`, `[agents.*]`, `[plugins.*]`, `[skills.*]`, `[verify]`, `tools.mode`,
+//! `mcp.servers`, `[agents.*]`, `[verify]`, `tools.mode`,
 //! all of `[model]` including `context_window` and `price` (a repository must not
 //! redirect the endpoint, choose the model, or choose which key variable is sent),
 //! `[journal]`, limit increases (a larger `context.max_fraction`, a looser
@@ -71,7 +71,7 @@
 //! No layer may define `[agents.search]`, `[agents.code]`, `[agents.shell]` or
 //! `[agents.general]`: the built-in profiles ([`AgentProfile::BUILT_IN`]); doing so is an
 //! error naming the file, line and key. Keys that no issue uses yet (`[context]`,
-//! `[tools]`, `[verify]`, `[agents.*]`, `[plugins.*]`, `[skills.*]`, `model.price`,
+//! `[tools]`, `[verify]`, `[agents.*]`, `model.price`,
 //! `model.context_window`, `limits.max_cost_usd`) are parsed, validated and carried in
 //! [`Config`], unused. Entries kept from it carry
 //! [`Layer::UntrustedProject`]: a policy must only let them tighten a verdict (an `ask`
@@ -95,6 +95,7 @@ mod mcp_edit;
 mod mcp_json;
 mod merge;
 mod origin;
+mod plugins;
 mod read;
 mod record;
 mod trust;
@@ -113,6 +114,10 @@ pub use config::{
 pub use error::{ConfigError, ErrorKind};
 pub use mcp_edit::{NewMcpServer, add_mcp_server, record_approval, remove_mcp_server};
 pub use mcp_json::{MCP_JSON, expand, variables};
+pub use plugins::{
+    PLUGIN_TOML, PROJECT_PLUGINS, Plugin, PluginSource, PluginTool, Refused as RefusedPlugin,
+    find as find_plugins, plugin_approval_digest, plugin_tool_name_error,
+};
 pub use record::{RecordedRule, RuleScope, record_rule};
 pub use trust::record_trust;
 

@@ -68,7 +68,6 @@ pub(crate) struct Part {
     /// `[workspaces."<path>".permissions]` sections, for [`Part::select_workspace`].
     pub workspaces: Vec<WorkspacePart>,
     pub agents: Vec<(String, Sourced<AgentProfile>)>,
-    pub plugins: Vec<(String, Sourced<toml::Table>)>,
 }
 
 impl Part {
@@ -94,7 +93,6 @@ impl Part {
             approved: Vec::new(),
             workspaces: Vec::new(),
             agents: Vec::new(),
-            plugins: Vec::new(),
         }
     }
 
@@ -290,7 +288,7 @@ impl Builder {
             }
         }
 
-        // [hooks], [mcp], [agents.*], [plugins.*]: they run programs or choose
+        // [hooks], [mcp], [agents.*]: they run programs or choose
         // what the model is told, so never from an untrusted project.
         if untrusted {
             if !part.hooks.is_empty() {
@@ -305,10 +303,6 @@ impl Builder {
                     "agents",
                     part.agents.iter().map(|(n, _)| n.as_str()).collect(),
                 ),
-                (
-                    "plugins",
-                    part.plugins.iter().map(|(n, _)| n.as_str()).collect(),
-                ),
             ] {
                 if !names.is_empty() {
                     ignored.push(format!("{table} ({})", names.join(", ")));
@@ -318,7 +312,6 @@ impl Builder {
             self.config.hooks.entries.extend(part.hooks);
             self.config.mcp.servers.extend(part.mcp);
             self.config.agents.extend(part.agents);
-            self.config.plugins.extend(part.plugins);
         }
 
         for what in ignored {

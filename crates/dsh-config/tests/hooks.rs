@@ -137,3 +137,12 @@ fn a_skills_table_is_an_error_saying_where_skills_go() {
     assert!(e.contains("SKILL.md"), "{e}");
     assert!(e.contains(".dsh/skills/"), "{e}");
 }
+
+#[test]
+fn a_plugins_table_is_an_error_saying_where_plugins_go() {
+    let w = World::new();
+    w.user("[plugins.lint]\ncommand = \"x\"\n");
+    let e = w.error();
+    assert!(e.contains("plugin.toml"), "{e}");
+    assert!(e.contains(".dsh/plugins/"), "{e}");
+}

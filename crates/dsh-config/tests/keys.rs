@@ -41,9 +41,6 @@ timeout_ms = 5000
 command = "npx"
 args = ["git-mcp"]
 
-[plugins.lint]
-command = "lint-plugin"
-
 [limits]
 max_steps = 2000
 max_cost_usd = 2.5
@@ -83,17 +80,13 @@ fn every_new_key_parses_in_the_user_file() {
     assert_eq!(c.agents["reviewer"].origin.line, Some(19));
     assert_eq!(c.hooks.entries.len(), 1);
     assert!(c.mcp.servers.contains_key("git"));
-    assert_eq!(
-        c.plugins["lint"].value["command"].as_str(),
-        Some("lint-plugin")
-    );
     assert_eq!(c.limits.max_steps, 2000);
     assert_eq!(c.limits.max_cost_usd, 2.5);
     assert!(loaded.notices.is_empty(), "{:?}", loaded.notices);
 }
 
 #[test]
-fn an_untrusted_project_loses_agents_hooks_mcp_plugins_verify_and_model() {
+fn an_untrusted_project_loses_agents_hooks_mcp_verify_and_model() {
     let w = World::new();
     let path = w.project(EVERY_NEW_KEY);
     let loaded = w.load();
@@ -102,7 +95,6 @@ fn an_untrusted_project_loses_agents_hooks_mcp_plugins_verify_and_model() {
     assert!(c.agents.is_empty());
     assert!(c.hooks.entries.is_empty());
     assert!(c.mcp.servers.is_empty());
-    assert!(c.plugins.is_empty());
     assert_eq!(c.verify, d.verify);
     assert_eq!(c.tools, d.tools);
     assert_eq!(c.model, d.model);
@@ -116,7 +108,6 @@ fn an_untrusted_project_loses_agents_hooks_mcp_plugins_verify_and_model() {
         "agents (reviewer)",
         "hooks (1 hook)",
         "mcp.servers (git)",
-        "plugins (lint)",
         "[verify]",
         "tools.mode",
         "model.context_window",

@@ -32,6 +32,7 @@
 mod confine;
 mod fs;
 mod output;
+pub mod plugin;
 #[cfg(target_os = "linux")]
 mod private_dir;
 mod procfs;
@@ -55,6 +56,7 @@ pub use fs::seam::{FileSeam, Version};
 pub use fs::sweep::sweep_stale_temp_files;
 pub use fs::write::WriteFile;
 pub use output::read_output::ReadOutput;
+pub use plugin::{PluginTool, PluginToolSpec};
 pub use search::find::FindFiles;
 pub use search::grep::Grep;
 pub use shell::{NetworkGrant, RunShell, ShellSettings};

@@ -447,8 +447,33 @@ pub(crate) async fn run(
             }
         }
         Slash::Plugins => {
-            let n = live.loaded.config.plugins.len();
-            screen.line(&st.dim(&extension_line("plugins", "[plugins.NAME]", n)));
+            let session = live.runtime.session();
+            let plugins = session.plugins();
+            if plugins.is_empty() {
+                screen.line(&st.dim(
+                    "no plugins: a plugin is a folder with a plugin.toml, under plugins/ beside your user config or .dsh/plugins/ of a trusted project",
+                ));
+            }
+            for p in plugins {
+                let tools = if p.tools.is_empty() {
+                    "no tools".to_owned()
+                } else {
+                    p.tools.join(", ")
+                };
+                screen.line(&format!(
+                    "{}  {}",
+                    st.bold(&visible(&p.name, false)),
+                    st.dim(&visible(
+                        &format!(
+                            "({}, {}) {tools}: {}",
+                            p.source.as_str(),
+                            p.dir.display(),
+                            p.state.describe()
+                        ),
+                        false
+                    ))
+                ));
+            }
         }
         Slash::Skills => {
             let session = live.runtime.session();
@@ -472,14 +497,4 @@ pub(crate) async fn run(
         }
     }
     Flow::Continue
-}
-
-fn extension_line(what: &str, key: &str, configured: usize) -> String {
-    if configured == 0 {
-        format!("none configured (add {key} to the configuration); {what} are not implemented yet")
-    } else {
-        format!(
-            "{configured} configured under {key}, but {what} are not implemented yet: none is loaded"
-        )
-    }
 }

@@ -126,19 +126,10 @@ fn convert(src: &Src<'_>, table: toml::Table) -> Result<Part, ConfigError> {
                 ));
             }
             "plugins" => {
-                for (name, v) in value {
-                    let at = p([k(&section), k(&name)]);
-                    let table = as_table(src, &at, v)?;
-                    let origin = src.origin(&at);
-                    let entry = (
-                        name,
-                        Sourced {
-                            value: table,
-                            origin,
-                        },
-                    );
-                    part.plugins.push(entry);
-                }
+                return Err(src.invalid(
+                    &at,
+                    "plugins are not configured in tables: a plugin is a folder with a plugin.toml, under plugins/ beside your user config or .dsh/plugins/ of a trusted project",
+                ));
             }
             "workspaces" => workspaces(src, &mut part, value)?,
             "trust" if src.layer != Layer::User => {

@@ -587,9 +587,9 @@ pub static KEYS: &[Key] = &[
     ),
     structured(
         "plugins",
-        "tables by name",
+        "none: an error saying where plugins go",
         Trust::Ignored,
-        "Plugins (kept for the plugin issue).",
+        "Not a table: plugins are folders with a plugin.toml (plugins/ beside the user config, .dsh/plugins/ of a trusted project).",
     ),
     structured(
         "skills",
