@@ -634,8 +634,10 @@ impl Session {
             .guard(PythonAuditGuard::new(workspace.clone()))
             .wrapper(Timeout::new(settings.tool_timeout))
             .wrapper(Retry::new(3, Duration::from_millis(100)))
-            .disposition(redact)
-            .disposition(dsh_policy::PostToolUseHooks::new(hooks.clone()))
+            .disposition(redact.clone())
+            .disposition(
+                dsh_policy::PostToolUseHooks::new(hooks.clone()).with_scrub(redact.scrubber()),
+            )
             .disposition(Spill::new(spill.clone(), settings.spill_chars))
             .observer(checkpoints.clone())
             .config(PipelineConfig {

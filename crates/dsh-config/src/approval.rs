@@ -41,7 +41,7 @@ const MAX_COVERED_FILE: u64 = 64 * 1024 * 1024;
 
 /// The digest of `path`'s content when it is a regular file inside `workspace` (symlinks
 /// resolved).
-fn workspace_file_digest(workspace: &Path, path: &Path) -> Option<String> {
+pub(crate) fn workspace_file_digest(workspace: &Path, path: &Path) -> Option<String> {
     let real = std::fs::canonicalize(path).ok()?;
     let root = std::fs::canonicalize(workspace).ok()?;
     if !real.starts_with(&root) {

@@ -373,8 +373,10 @@ fn read(dir: &Path, name: &str, source: PluginSource) -> Result<Plugin, ConfigEr
 
 /// What a person's approval of a project's plugin covers, as a digest: the workspace, the
 /// plugin's name and the content of every file in its folder (`plugin.toml` and the scripts
-/// beside it, at most [`MAX_FILES`] of them, symlinks not followed), so a repository that
-/// changes what the plugin runs asks again. Programs outside its folder are not covered.
+/// beside it, at most [`MAX_FILES`] of them, a symlink by its target and the content it
+/// leads to) and of every workspace file its commands name, so a repository (or an agent
+/// writing the workspace) that changes what the plugin runs asks again. Code those files
+/// load in turn is not covered, nor programs outside the workspace.
 pub fn plugin_approval_digest(workspace: &Path, plugin: &Plugin) -> String {
     let mut files = serde_json::Map::new();
     let mut stack = vec![plugin.dir.clone()];
@@ -404,10 +406,30 @@ pub fn plugin_approval_digest(workspace: &Path, plugin: &Plugin) -> String {
                 stack.push(path);
                 "directory".to_owned()
             } else if meta.is_symlink() {
-                format!(
-                    "symlink to {}",
-                    std::fs::read_link(&path).unwrap_or_default().display()
-                )
+                // What the link leads to is what runs: its content is covered too.
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                match std::fs::metadata(&path) {
+                    Ok(m) if m.is_file() && m.len() <= MAX_COVERED_FILE => {
+                        let content = std::fs::read(&path).map_or_else(
+                            |e| format!("unreadable: {e}"),
+                            |b| dsh_core::journal::sha256_hex(&b),
+                        );
+                        format!("symlink to {} holding {content}", target.display())
+                    }
+                    Ok(m) if m.is_file() => {
+                        let mtime = m
+                            .modified()
+                            .ok()
+                            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                            .map_or(0, |d| d.as_nanos());
+                        format!(
+                            "symlink to {} size {} modified {mtime}",
+                            target.display(),
+                            m.len()
+                        )
+                    }
+                    _ => format!("symlink to {}", target.display()),
+                }
             } else if meta.len() > MAX_COVERED_FILE {
                 let mtime = meta
                     .modified()
@@ -424,10 +446,32 @@ pub fn plugin_approval_digest(workspace: &Path, plugin: &Plugin) -> String {
             files.insert(rel, what.into());
         }
     }
+    // The workspace files its commands name (`python3 scripts/tool.py`, with
+    // `$DSH_PLUGIN_DIR` read as its folder), as a hook's approval covers them.
+    let mut named = serde_json::Map::new();
+    let dir = plugin.dir.display().to_string();
+    for tool in &plugin.tools {
+        let command = tool
+            .command
+            .replace("${DSH_PLUGIN_DIR}", &dir)
+            .replace("$DSH_PLUGIN_DIR", &dir)
+            .replace(['"', '\''], "");
+        for word in command.split(|c: char| c.is_whitespace() || ";|&<>()=".contains(c)) {
+            if word.is_empty() {
+                continue;
+            }
+            if let Some(digest) =
+                crate::approval::workspace_file_digest(workspace, &workspace.join(word))
+            {
+                named.insert(word.to_owned(), digest.into());
+            }
+        }
+    }
     let described = serde_json::json!({
         "workspace": workspace.display().to_string(),
         "plugin": plugin.name,
         "files": files,
+        "named": named,
     });
     dsh_core::journal::sha256_hex(described.to_string().as_bytes())
 }

@@ -110,7 +110,10 @@ impl PluginTool {
 
     fn fail(&self, message: impl std::fmt::Display, stderr: &str) -> ToolError {
         let mut text = format!("{}: {message}", self.spec.name);
-        let stderr = stderr.trim();
+        // Redacted whole before the cut: a cut could split a secret into halves that gate 5
+        // no longer recognizes.
+        let scrubbed = self.shell.scrub(stderr);
+        let stderr = scrubbed.trim();
         if !stderr.is_empty() {
             let total = stderr.chars().count();
             let tail: String = stderr

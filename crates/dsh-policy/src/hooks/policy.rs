@@ -119,13 +119,32 @@ impl PrePolicy for HookPolicy {
 /// the result (as DESIGN §4's object) in `tool_response`. A block (or an error, unless the
 /// hook abstains on errors) withholds the result's content behind the hook's reason; context
 /// is attached to the model's next input. Neither changes whether the call succeeded.
+///
+/// What a hook says comes after the redaction disposition: with [`PostToolUseHooks::with_scrub`]
+/// its block reason and its context pass the session's redactor too, so a hook that prints a
+/// secret does not bring it to the model or the journal.
 pub struct PostToolUseHooks {
     hooks: Arc<Hooks>,
+    scrub: Option<dsh_core::Scrub>,
 }
 
 impl PostToolUseHooks {
     pub fn new(hooks: Arc<Hooks>) -> Self {
-        PostToolUseHooks { hooks }
+        PostToolUseHooks { hooks, scrub: None }
+    }
+
+    /// Passes what the hooks say (block reasons, context) through `scrub` (the redactor).
+    #[must_use]
+    pub fn with_scrub(mut self, scrub: dsh_core::Scrub) -> Self {
+        self.scrub = Some(scrub);
+        self
+    }
+
+    fn scrubbed(&self, text: String) -> String {
+        match self.scrub.as_ref().and_then(|s| s(&text)) {
+            Some(clean) => clean,
+            None => text,
+        }
     }
 }
 
@@ -180,10 +199,10 @@ impl Disposition for PostToolUseHooks {
                     text.push('\n');
                     text.push_str(c);
                 }
-                Action::Block(text)
+                Action::Block(self.scrubbed(text))
             }
             None if context.is_empty() => Action::Accept,
-            None => Action::AttachContext(context.join("\n")),
+            None => Action::AttachContext(self.scrubbed(context.join("\n"))),
         }
     }
 }

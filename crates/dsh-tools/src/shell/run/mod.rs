@@ -135,6 +135,12 @@ impl RunShell {
         })
     }
 
+    /// `text` as the session's redactor (the spill store's scrub) leaves it: for a tool that
+    /// shows only part of a command's output (a plugin's stderr tail), before it cuts.
+    pub(crate) fn scrub<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        self.spill.scrub(text)
+    }
+
     /// The model-facing text of an output: whole, or head and tail around a marker naming
     /// the spilled full output. Returns the text, whether it was cut, and the spill id.
     ///
