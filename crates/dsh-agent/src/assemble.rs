@@ -347,6 +347,9 @@ pub struct Session {
     /// The configured hooks: `PreToolUse` and `PostToolUse` are listeners in the pipeline,
     /// the others the runtime fires (`agent/hooked.rs`).
     pub hooks: Arc<dsh_policy::Hooks>,
+    /// The redactor (gate 5's), for what reaches the model outside a call's result: the
+    /// context session hooks attach.
+    pub(crate) scrub: dsh_core::Scrub,
 }
 
 impl std::fmt::Debug for Session {
@@ -675,6 +678,7 @@ impl Session {
             mcp,
             temp_dir,
             hooks,
+            scrub: redact.scrubber(),
         })
     }
 }

@@ -444,3 +444,24 @@ fn a_stop_hook_sends_the_agent_back_at_most_max_continuations_times() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_secret_a_prompt_hook_prints_reaches_neither_the_model_nor_the_journal() {
+    let d = Dirs::new();
+    d.write_user_config(&hook_table(
+        "UserPromptSubmit",
+        None,
+        "leaky-context",
+        &log_of(&d),
+        "",
+    ));
+    let (out, server) = exec_with(&d, vec![Reply::text("ok")], "deploy");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let secret = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8";
+    let first = server.requests()[0]["messages"].to_string();
+    assert!(first.contains("the deploy token is [redacted"), "{first}");
+    assert!(!first.contains(secret), "{first}");
+    let journal = std::fs::read_to_string(&common::journals(&d.home)[0]).unwrap();
+    assert!(journal.contains("context_attached"), "{journal}");
+    assert!(!journal.contains(secret), "{journal}");
+}

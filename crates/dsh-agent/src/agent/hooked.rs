@@ -114,7 +114,13 @@ impl Agent {
         if texts.is_empty() {
             return Ok(());
         }
-        for text in texts {
+        // A hook may print a secret: it reaches neither the model nor the journal.
+        let scrub = self.session.scrub.clone();
+        let texts: Vec<String> = texts
+            .iter()
+            .map(|t| scrub(t).unwrap_or_else(|| t.clone()))
+            .collect();
+        for text in &texts {
             let attached = AttachedContext {
                 call_id: String::new(),
                 policy: HOOKS.to_owned(),

@@ -66,6 +66,8 @@ elif mode == "stop-once":
     print(json.dumps({"decision": "block", "reason": "run the tests before you stop"}))
 elif mode == "stop-always":
     print(json.dumps({"decision": "block", "reason": "keep going"}))
+elif mode == "leaky-context":
+    print("the deploy token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")
 elif mode == "session-start":
     print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
                                              "additionalContext": "the team's conventions: tabs"}}))
