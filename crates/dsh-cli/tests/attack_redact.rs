@@ -147,15 +147,15 @@ fn a_post_tool_use_hooks_block_reason_is_redacted() {
 }
 
 #[test]
-#[ignore = "finding: grep cuts a match line to 300 characters (search/grep.rs `preview`) before gate 5, so a token or known key straddling the cut shows its first characters (here `ghp_` + 16 and 20 of the key's 28) to the model, the journal and the result; the cut should run on redacted text (or drop the cut secret-shaped word)"]
 fn a_grep_match_line_cut_inside_a_secret_shows_no_part_of_it() {
     let d = world("");
-    // grep shows 300 characters of a line: the cut falls 20 characters into each secret.
+    // grep shows 300 characters of a line: the cut falls 20 characters into each secret
+    // (a token is a word of its own: the shapes match at word boundaries).
     std::fs::write(
         d.ws.join("long.txt"),
         format!(
-            "{}{TOKEN}\nmarker{}{KEY}\n",
-            "x".repeat(280),
+            "{} {TOKEN}\nmarker{}{KEY}\n",
+            "x".repeat(279),
             "y".repeat(274)
         ),
     )
@@ -169,13 +169,13 @@ fn a_grep_match_line_cut_inside_a_secret_shows_no_part_of_it() {
 }
 
 #[test]
-#[ignore = "finding: read_file cuts a line at 2000 characters (fs/read.rs `LINE_MAX_CHARS`) before gate 5, so a token or known key straddling the cut shows its first 20 characters to the model and the journal; the cut should run on redacted text"]
 fn a_read_file_line_cut_inside_a_secret_shows_no_part_of_it() {
     let d = world("");
     // read_file shows 2000 characters of a line: the cut falls 20 characters in.
     std::fs::write(
         d.ws.join("long.txt"),
-        format!("{}{TOKEN}\n{}{KEY}\n", "x".repeat(1980), "y".repeat(1980)),
+        // A token is a word of its own (the shapes match at word boundaries).
+        format!("{} {TOKEN}\n{}{KEY}\n", "x".repeat(1979), "y".repeat(1980)),
     )
     .unwrap();
     let (out, r) = batch(

@@ -102,9 +102,13 @@ pub fn session_tools(
     spill_chars: usize,
 ) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(ReadFile::new(ws.clone(), limits).with_seam(seam.clone())),
+        Arc::new(
+            ReadFile::new(ws.clone(), limits)
+                .with_seam(seam.clone())
+                .with_scrub(spill.clone()),
+        ),
         Arc::new(ListDir::new(ws.clone(), limits)),
-        Arc::new(Grep::new(ws.clone(), limits)),
+        Arc::new(Grep::new(ws.clone(), limits).with_scrub(spill.clone())),
         Arc::new(FindFiles::new(ws.clone(), limits)),
         Arc::new(WriteFile::new(ws.clone(), seam.clone())),
         Arc::new(EditFile::new(ws.clone(), seam.clone())),

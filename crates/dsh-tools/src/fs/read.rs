@@ -46,6 +46,9 @@ pub struct ReadFile {
     seam: Option<Arc<FileSeam>>,
     max_bytes: usize,
     max_lines: usize,
+    /// The session's redactor (its spill store's): a long line is scrubbed before it is
+    /// cut, so no cut leaves a recognisable half of a secret.
+    scrub: Option<Arc<dsh_core::SpillStore>>,
 }
 
 #[derive(Deserialize)]
@@ -61,6 +64,7 @@ impl ReadFile {
         ReadFile {
             ws,
             seam: None,
+            scrub: None,
             max_bytes: limits.max_read_bytes.max(1),
             max_lines: limits.max_read_lines.max(1),
         }
@@ -70,6 +74,14 @@ impl ReadFile {
     #[must_use]
     pub fn with_seam(mut self, seam: Arc<FileSeam>) -> Self {
         self.seam = Some(seam);
+        self
+    }
+
+    /// Scrubs each line longer than [`LINE_MAX_CHARS`] with `store`'s redactor before
+    /// cutting it.
+    #[must_use]
+    pub fn with_scrub(mut self, store: Arc<dsh_core::SpillStore>) -> Self {
+        self.scrub = Some(store);
         self
     }
 }
@@ -185,7 +197,7 @@ impl ReadFile {
                 break;
             };
             let number = offset + shown;
-            let text = decode(&line, len).ok_or_else(|| {
+            let text = decode(&line, len, self.scrub.as_deref()).ok_or_else(|| {
                 binary(
                     &args.path,
                     &format!("line {number} is not valid UTF-8 text"),
@@ -290,7 +302,7 @@ fn past_end(path: &str, offset: u64, lines: u64) -> ToolError {
 
 /// The line as shown: valid UTF-8, at most [`LINE_MAX_CHARS`] characters plus a marker if
 /// cut. `kept` holds the first bytes of a line `len` bytes long. `None`: not UTF-8.
-fn decode(kept: &[u8], len: usize) -> Option<String> {
+fn decode(kept: &[u8], len: usize, scrub: Option<&dsh_core::SpillStore>) -> Option<String> {
     let text = match std::str::from_utf8(kept) {
         Ok(s) => s,
         // A character cut by the byte cap is not an encoding error.
@@ -298,6 +310,16 @@ fn decode(kept: &[u8], len: usize) -> Option<String> {
             std::str::from_utf8(&kept[..e.valid_up_to()]).ok()?
         }
         Err(_) => return None,
+    };
+    // A line that will be cut is scrubbed whole first (what is kept of it: four times the
+    // shown length), so a secret across the cut is replaced, not halved.
+    let scrubbed;
+    let text = match scrub {
+        Some(store) if len > LINE_MAX_CHARS => {
+            scrubbed = store.scrub(text).into_owned();
+            scrubbed.as_str()
+        }
+        _ => text,
     };
     let cut_at = text.char_indices().nth(LINE_MAX_CHARS).map(|(i, _)| i);
     match cut_at {
@@ -461,15 +483,15 @@ mod tests {
     #[test]
     fn decode_cuts_long_lines_and_tolerates_a_character_split_by_the_cap() {
         let long = "é".repeat(LINE_MAX_CHARS + 5);
-        let cut = decode(long.as_bytes(), long.len()).unwrap();
+        let cut = decode(long.as_bytes(), long.len(), None).unwrap();
         assert!(cut.ends_with("[… line cut at 2000 chars]"));
         assert_eq!(cut.chars().filter(|&c| c == 'é').count(), LINE_MAX_CHARS);
         // A kept prefix ending inside a character, of a longer line.
         assert_eq!(
-            decode(&"aé".as_bytes()[..2], 3).unwrap(),
+            decode(&"aé".as_bytes()[..2], 3, None).unwrap(),
             "a[… line cut at 2000 chars]"
         );
-        assert_eq!(decode(b"\xff\xfe", 2), None);
-        assert_eq!(decode(b"plain", 5).unwrap(), "plain");
+        assert_eq!(decode(b"\xff\xfe", 2, None), None);
+        assert_eq!(decode(b"plain", 5, None).unwrap(), "plain");
     }
 }

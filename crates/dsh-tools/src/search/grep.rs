@@ -45,6 +45,9 @@ const LOSSY_PATHS: &str = "some paths are not valid UTF-8 and are shown with \u{
 pub struct Grep {
     ws: Arc<Workspace>,
     max_results: usize,
+    /// The session's redactor (its spill store's): a matching line is scrubbed before it is
+    /// cut, so no cut leaves a recognisable half of a secret.
+    scrub: Option<Arc<dsh_core::SpillStore>>,
 }
 
 #[derive(Deserialize)]
@@ -60,7 +63,15 @@ impl Grep {
         Grep {
             ws,
             max_results: limits.max_results.max(1),
+            scrub: None,
         }
+    }
+
+    /// Scrubs each matching line with `store`'s redactor before cutting it.
+    #[must_use]
+    pub fn with_scrub(mut self, store: Arc<dsh_core::SpillStore>) -> Self {
+        self.scrub = Some(store);
+        self
     }
 }
 
@@ -248,15 +259,27 @@ impl Sink for FileSink {
     }
 }
 
-/// A matching line as shown: without its line terminator, lossy UTF-8, cut to
-/// [`TEXT_MAX_CHARS`].
+/// How far past [`TEXT_MAX_CHARS`] a matching line is kept until it is shown: room for a
+/// secret across the cut to be seen whole by the redactor first.
+const SCRUB_MARGIN_CHARS: usize = 512;
+
+/// A matching line as kept: without its line terminator, lossy UTF-8, cut (marked) a margin
+/// past [`TEXT_MAX_CHARS`]; [`cut`] makes it what is shown.
 fn preview(bytes: &[u8]) -> String {
     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
     let text = String::from_utf8_lossy(bytes);
-    match text.char_indices().nth(TEXT_MAX_CHARS) {
+    match text.char_indices().nth(TEXT_MAX_CHARS + SCRUB_MARGIN_CHARS) {
         Some((i, _)) => format!("{}[… cut]", &text[..i]),
         None => text.into_owned(),
+    }
+}
+
+/// A kept line as shown: at most [`TEXT_MAX_CHARS`] characters, `[… cut]` after a cut.
+fn cut(text: String) -> String {
+    match text.char_indices().nth(TEXT_MAX_CHARS) {
+        Some((i, _)) => format!("{}[… cut]", &text[..i]),
+        None => text,
     }
 }
 
@@ -341,9 +364,13 @@ impl Grep {
         let mut content = String::new();
         let mut matches = Vec::with_capacity(hits.len());
         let mut any_lossy = false;
-        for hit in hits {
+        for mut hit in hits {
             let (path, lossy) = display(&hit.path);
             any_lossy |= lossy;
+            if let Some(store) = &self.scrub {
+                hit.text = store.scrub(&hit.text).into_owned();
+            }
+            hit.text = cut(hit.text);
             content.push_str(&format!("{path}:{}:{}\n", hit.line, hit.text));
             matches.push(json!({"path": path, "line": hit.line, "text": hit.text}));
         }
