@@ -190,7 +190,6 @@ fn a_read_file_line_cut_inside_a_secret_shows_no_part_of_it() {
 /// `run_shell` scrubs it: a secret across either cut must not survive in halves (in the
 /// saved output under `DSH_HOME`, which `read_output` pages to the model).
 #[test]
-#[ignore = "finding: run_shell's capture keeps the first 4 MiB and last 1 MiB of an output (shell/output.rs `Capture`) and run_shell scrubs only that cut text, so a known key across either cut survives as two halves (14 characters each here) in the spill file under DSH_HOME, which read_output pages to the model; a private-key body whose BEGIN line fell in the dropped middle would show too"]
 fn a_secret_across_the_capture_cut_of_a_huge_output_leaves_no_half_behind() {
     let d = world("[permissions]\nallow = [\"run_shell(python3 huge.py)\"]\n");
     let program = r#"

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// Bytes kept from the start of an output (and the most a plugin may answer).
 pub(crate) const HEAD_BYTES: usize = 4 << 20;
+/// Bytes on each side of a flood's cut that are dropped with its middle.
+const EDGE_BYTES: usize = 512;
 /// Bytes kept from the end of an output longer than [`HEAD_BYTES`].
 const TAIL_BYTES: usize = 1 << 20;
 
@@ -38,22 +40,29 @@ impl Capture {
     }
 
     /// The output as text (invalid UTF-8 replaced), with a line saying how many bytes in the
-    /// middle were not kept, if any.
+    /// middle were not kept, if any. Around that cut, [`EDGE_BYTES`] more on each side go with
+    /// the middle: a secret the cut split would leave halves the redactor cannot recognise.
     pub(crate) fn text(&self) -> String {
-        let mut text = String::from_utf8_lossy(&self.head).into_owned();
-        let kept = (self.head.len() + self.tail.len()) as u64;
-        if self.total > kept {
-            text.push_str(&format!(
-                "\n[… {} bytes of output were not kept …]\n",
-                self.total - kept
-            ));
-        }
         let (a, b) = self.tail.as_slices();
-        if b.is_empty() {
-            text.push_str(&String::from_utf8_lossy(a));
+        let tail: std::borrow::Cow<'_, [u8]> = if b.is_empty() {
+            a.into()
         } else {
-            text.push_str(&String::from_utf8_lossy(&[a, b].concat()));
+            [a, b].concat().into()
+        };
+        let kept = (self.head.len() + tail.len()) as u64;
+        if self.total <= kept {
+            let mut text = String::from_utf8_lossy(&self.head).into_owned();
+            text.push_str(&String::from_utf8_lossy(&tail));
+            return text;
         }
+        let head = &self.head[..self.head.len().saturating_sub(EDGE_BYTES)];
+        let tail = &tail[EDGE_BYTES.min(tail.len())..];
+        let mut text = String::from_utf8_lossy(head).into_owned();
+        text.push_str(&format!(
+            "\n[… {} bytes of output were not kept …]\n",
+            self.total - (head.len() + tail.len()) as u64
+        ));
+        text.push_str(&String::from_utf8_lossy(tail));
         text
     }
 
@@ -149,7 +158,7 @@ mod tests {
         assert!(text.ends_with("aTHE END"));
         assert!(text.contains(&format!(
             "[… {} bytes of output were not kept …]",
-            (10u64 << 20) + 7 - (HEAD_BYTES + TAIL_BYTES) as u64
+            (10u64 << 20) + 7 - (HEAD_BYTES + TAIL_BYTES - 2 * EDGE_BYTES) as u64
         )));
         assert!(text.len() < HEAD_BYTES + TAIL_BYTES + 100);
         assert_eq!(c.whole(), None, "not all of it was kept");
