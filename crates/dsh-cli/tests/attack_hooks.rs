@@ -441,10 +441,8 @@ fn an_approval_note_cannot_write_config_into_the_user_file() {
 }
 
 /// Claude Code hooks name their script in several ways; each is "a workspace script the
-/// command names", so changing the script must ask again. Today only some spellings are
-/// seen by the digest's word split.
+/// command names", so changing the script must ask again.
 #[test]
-#[ignore = "finding: hook_approval_digest finds the script only when a whitespace-separated word, joined to the workspace, is a file: `$(git rev-parse --show-toplevel)/…`, `${CLAUDE_PROJECT_DIR:-.}/…`, `$PWD/…` and `cd .claude/hooks && ./g.sh` name a workspace script it does not cover, so a `git pull` that changes it runs without asking"]
 fn every_spelling_of_a_workspace_script_is_covered_by_the_approval() {
     let spellings = [
         "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/g.sh",

@@ -63,6 +63,34 @@ pub(crate) fn workspace_file_digest(workspace: &Path, path: &Path) -> Option<Str
     Some(dsh_core::journal::sha256_hex(&bytes))
 }
 
+/// `command` with the ways hooks spell the workspace (`$CLAUDE_PROJECT_DIR`,
+/// `${CLAUDE_PROJECT_DIR}`, `${CLAUDE_PROJECT_DIR:-…}`, `$PWD`, `$(git rev-parse
+/// --show-toplevel)` — a hook runs in the workspace) written as `root`, and quotes removed.
+fn workspace_spelled(command: &str, root: &str) -> String {
+    let mut s = command.to_owned();
+    for toplevel in [
+        "$(git rev-parse --show-toplevel)",
+        "`git rev-parse --show-toplevel`",
+    ] {
+        s = s.replace(toplevel, root);
+    }
+    // `${NAME:-default}`, `${NAME-default}` and `${NAME}` of the two variables.
+    for name in ["CLAUDE_PROJECT_DIR", "PWD"] {
+        let open = format!("${{{name}");
+        while let Some(at) = s.find(&open) {
+            let after = &s[at + open.len()..];
+            let Some(end) = after.find('}') else { break };
+            let rest = &after[..end];
+            if !(rest.is_empty() || rest.starts_with(":-") || rest.starts_with('-')) {
+                break;
+            }
+            s.replace_range(at..at + open.len() + end + 1, root);
+        }
+        s = s.replace(&format!("${name}"), root);
+    }
+    s.replace(['"', '\''], "")
+}
+
 /// What a person's approval of a project's hook covers, as a digest: the workspace, the
 /// event, the matcher, the command line, its environment and the content of every workspace
 /// file a word of the command names (`./scripts/check.sh`, `"$CLAUDE_PROJECT_DIR"/.claude/
@@ -72,17 +100,29 @@ pub(crate) fn workspace_file_digest(workspace: &Path, path: &Path) -> Option<Str
 pub fn hook_approval_digest(workspace: &Path, hook: &Hook) -> String {
     let mut files = serde_json::Map::new();
     let root = workspace.display().to_string();
-    let command = hook
-        .command
-        .replace("${CLAUDE_PROJECT_DIR}", &root)
-        .replace("$CLAUDE_PROJECT_DIR", &root)
-        .replace(['"', '\''], "");
-    for word in command.split(|c: char| c.is_whitespace() || ";|&<>()=".contains(c)) {
-        if word.is_empty() {
-            continue;
+    let command = workspace_spelled(&hook.command, &root);
+    // Words are tried from the workspace and from each directory a `cd` names
+    // (`cd .claude/hooks && ./check.sh`).
+    let mut bases = vec![workspace.to_path_buf()];
+    let words: Vec<&str> = command
+        .split(|c: char| c.is_whitespace() || ";|&<>()=`".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    for pair in words.windows(2) {
+        if pair[0] == "cd" {
+            bases.push(workspace.join(pair[1]));
         }
-        if let Some(digest) = workspace_file_digest(workspace, &workspace.join(word)) {
-            files.insert(word.to_owned(), digest.into());
+    }
+    for word in &words {
+        for base in &bases {
+            if let Some(digest) = workspace_file_digest(workspace, &base.join(word)) {
+                let key = if base == workspace {
+                    (*word).to_owned()
+                } else {
+                    base.join(word).display().to_string()
+                };
+                files.insert(key, digest.into());
+            }
         }
     }
     let described = serde_json::json!({
@@ -132,5 +172,19 @@ mod tests {
             ..hook.clone()
         };
         assert_eq!(after, hook_approval_digest(&ws, &longer));
+    }
+
+    #[test]
+    fn the_ways_hooks_spell_the_workspace_are_read_as_it() {
+        for spelled in [
+            "\"$CLAUDE_PROJECT_DIR\"/x.sh",
+            "${CLAUDE_PROJECT_DIR}/x.sh",
+            "${CLAUDE_PROJECT_DIR:-.}/x.sh",
+            "$PWD/x.sh",
+            "\"$(git rev-parse --show-toplevel)/x.sh\"",
+        ] {
+            assert_eq!(workspace_spelled(spelled, "/ws"), "/ws/x.sh", "{spelled}");
+        }
+        assert_eq!(workspace_spelled("${OTHER:-x}", "/ws"), "${OTHER:-x}");
     }
 }
