@@ -63,6 +63,38 @@ pub(crate) fn workspace_file_digest(workspace: &Path, path: &Path) -> Option<Str
     Some(dsh_core::journal::sha256_hex(&bytes))
 }
 
+/// The workspace files a command line (its variables already written out, quotes removed)
+/// names, with their content digests, into `files`: each word tried from the workspace and
+/// from each directory a `cd` names (`cd .claude/hooks && ./check.sh`).
+pub(crate) fn named_files(
+    workspace: &Path,
+    command: &str,
+    files: &mut serde_json::Map<String, serde_json::Value>,
+) {
+    let words: Vec<&str> = command
+        .split(|c: char| c.is_whitespace() || ";|&<>()=`".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut bases = vec![workspace.to_path_buf()];
+    for pair in words.windows(2) {
+        if pair[0] == "cd" {
+            bases.push(workspace.join(pair[1]));
+        }
+    }
+    for word in &words {
+        for base in &bases {
+            if let Some(digest) = workspace_file_digest(workspace, &base.join(word)) {
+                let key = if base == workspace {
+                    (*word).to_owned()
+                } else {
+                    base.join(word).display().to_string()
+                };
+                files.insert(key, digest.into());
+            }
+        }
+    }
+}
+
 /// `command` with the ways hooks spell the workspace (`$CLAUDE_PROJECT_DIR`,
 /// `${CLAUDE_PROJECT_DIR}`, `${CLAUDE_PROJECT_DIR:-…}`, `$PWD`, `$(git rev-parse
 /// --show-toplevel)` — a hook runs in the workspace) written as `root`, and quotes removed.
@@ -100,31 +132,11 @@ fn workspace_spelled(command: &str, root: &str) -> String {
 pub fn hook_approval_digest(workspace: &Path, hook: &Hook) -> String {
     let mut files = serde_json::Map::new();
     let root = workspace.display().to_string();
-    let command = workspace_spelled(&hook.command, &root);
-    // Words are tried from the workspace and from each directory a `cd` names
-    // (`cd .claude/hooks && ./check.sh`).
-    let mut bases = vec![workspace.to_path_buf()];
-    let words: Vec<&str> = command
-        .split(|c: char| c.is_whitespace() || ";|&<>()=`".contains(c))
-        .filter(|w| !w.is_empty())
-        .collect();
-    for pair in words.windows(2) {
-        if pair[0] == "cd" {
-            bases.push(workspace.join(pair[1]));
-        }
-    }
-    for word in &words {
-        for base in &bases {
-            if let Some(digest) = workspace_file_digest(workspace, &base.join(word)) {
-                let key = if base == workspace {
-                    (*word).to_owned()
-                } else {
-                    base.join(word).display().to_string()
-                };
-                files.insert(key, digest.into());
-            }
-        }
-    }
+    named_files(
+        workspace,
+        &workspace_spelled(&hook.command, &root),
+        &mut files,
+    );
     let described = serde_json::json!({
         "workspace": root,
         "hook": hook.event.as_str(),

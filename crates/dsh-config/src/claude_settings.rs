@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::config::{Hook, HookEvent, Layer, OnError, Origin, Sourced};
-use crate::error::{ConfigError, ErrorKind};
+use crate::error::ConfigError;
 use crate::merge::Part;
 
 /// The file, under a workspace or a home directory.
@@ -61,18 +61,10 @@ pub(crate) fn read_in(
     notices: &mut Vec<String>,
 ) -> Result<Option<Part>, ConfigError> {
     let path = claude_dir.join("settings.json");
-    let Some(text) = crate::read::read_optional(&path)? else {
+    let shape = r#"Claude Code settings ({"hooks": {EVENT: [{"matcher", "hooks": [...]}]}})"#;
+    let Some((file, text)) = crate::read::read_json::<File>(&path, shape, files)? else {
         return Ok(None);
     };
-    files.push(path.clone());
-    let file: File = serde_json::from_str(&text).map_err(|e| {
-        ConfigError::new(
-            ErrorKind::Syntax,
-            format!("not Claude Code settings ({{\"hooks\": {{EVENT: [{{\"matcher\", \"hooks\": [...]}}]}}}}): {e}"),
-        )
-        .in_file(&path)
-        .at_line(Some(e.line()))
-    })?;
     let mut part = Part::new(layer, path.display().to_string());
     for (event_name, groups) in file.hooks {
         let line = text

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::config::{Layer, McpLaunch, McpServer, Origin, Sourced};
-use crate::error::{ConfigError, ErrorKind};
+use crate::error::ConfigError;
 use crate::merge::Part;
 
 /// The file's name, at the workspace root.
@@ -49,18 +49,10 @@ pub(crate) fn read(
     notices: &mut Vec<String>,
 ) -> Result<Option<Part>, ConfigError> {
     let path = workspace.join(MCP_JSON);
-    let Some(text) = crate::read::read_optional(&path)? else {
+    let shape = r#"an MCP server list ({"mcpServers": {…}})"#;
+    let Some((file, text)) = crate::read::read_json::<File>(&path, shape, files)? else {
         return Ok(None);
     };
-    files.push(path.clone());
-    let file: File = serde_json::from_str(&text).map_err(|e| {
-        ConfigError::new(
-            ErrorKind::Syntax,
-            format!("not an MCP server list ({{\"mcpServers\": {{…}}}}): {e}"),
-        )
-        .in_file(&path)
-        .at_line(Some(e.line()))
-    })?;
     let mut part = Part::new(layer, path.display().to_string());
     for (name, e) in file.servers {
         let origin = Origin {

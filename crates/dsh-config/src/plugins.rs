@@ -456,16 +456,7 @@ pub fn plugin_approval_digest(workspace: &Path, plugin: &Plugin) -> String {
             .replace("${DSH_PLUGIN_DIR}", &dir)
             .replace("$DSH_PLUGIN_DIR", &dir)
             .replace(['"', '\''], "");
-        for word in command.split(|c: char| c.is_whitespace() || ";|&<>()=".contains(c)) {
-            if word.is_empty() {
-                continue;
-            }
-            if let Some(digest) =
-                crate::approval::workspace_file_digest(workspace, &workspace.join(word))
-            {
-                named.insert(word.to_owned(), digest.into());
-            }
-        }
+        crate::approval::named_files(workspace, &command, &mut named);
     }
     let described = serde_json::json!({
         "workspace": workspace.display().to_string(),

@@ -44,3 +44,24 @@ pub(crate) fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> 
             .at_line(Some(line))
     })
 }
+
+/// Reads a JSON file another harness writes (`.mcp.json`, `.claude/settings.json`) as a `T`:
+/// `Ok(None)` when it does not exist; its text beside the value, for the lines of its keys;
+/// an error naming the file, the line and `shape` (what the file should hold) when it is
+/// not such JSON. A file read is pushed on `files`.
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    shape: &str,
+    files: &mut Vec<std::path::PathBuf>,
+) -> Result<Option<(T, String)>, ConfigError> {
+    let Some(text) = read_optional(path)? else {
+        return Ok(None);
+    };
+    files.push(path.to_path_buf());
+    let value = serde_json::from_str(&text).map_err(|e| {
+        ConfigError::new(ErrorKind::Syntax, format!("not {shape}: {e}"))
+            .in_file(path)
+            .at_line(Some(e.line()))
+    })?;
+    Ok(Some((value, text)))
+}

@@ -254,13 +254,7 @@ impl Hooks {
     }
 
     fn env_for(&self, hook: &HookSpec) -> Vec<(OsString, OsString)> {
-        let mut env: Vec<(OsString, OsString)> = self
-            .host
-            .env
-            .iter()
-            .filter(|(k, _)| k != "CLAUDE_PROJECT_DIR")
-            .cloned()
-            .collect();
+        let mut env = self.host.env.clone();
         env.extend(hook.env.iter().map(|(k, v)| (k.into(), v.into())));
         // Last, so a hook's own `env` cannot point it elsewhere (its approval reads it as
         // the workspace).
