@@ -26,6 +26,8 @@
 //       only after this step has sent session/cancel). With no option of the kind, or no
 //       answer left, it is answered cancelled and a driver_note says why. cancel_on sends
 //       session/cancel once, at the first update of that kind (or first permission request).
+//       "until": "text" (with "max_tries", default 100, and "pause_ms", default 100) sends
+//       the prompt again until an agent_message_chunk of it contains the text.
 //   {"op":"set_mode","modeId":"read-only","sessionId"?:"s"}
 //   {"op":"raw","line":"any text","wait_response":false}
 //       writes the line and "\n" to the agent's stdin as is. A raw request is told apart from
@@ -494,8 +496,32 @@ async function runRequest(s, timeoutMs) {
   step = null;
 }
 
+// The text of the agent_message_chunk updates logged from `from` on.
+function saidSince(from) {
+  let text = "";
+  for (let i = from; i < updateLog.length; i++) {
+    const u = updateLog[i];
+    if (u && u.update && u.update.sessionUpdate === "agent_message_chunk") {
+      text += (u.update.content && u.update.content.text) || "";
+    }
+  }
+  return text;
+}
+
 async function runStep(s) {
   const timeoutMs = s.timeout_ms ?? DEFAULT_TIMEOUT_MS;
+  if (s.op === "prompt" && typeof s.until === "string") {
+    // Polls: the prompt again (after pause_ms) until the agent's message says `until`, at
+    // most max_tries times (a slash command that reports a state that comes, e.g. /mcp).
+    const tries = s.max_tries ?? 100;
+    for (let i = 0; i < tries; i++) {
+      const from = updateLog.length;
+      await runRequest(s, timeoutMs);
+      if (saidSince(from).includes(s.until)) return;
+      await new Promise((r) => setTimeout(r, s.pause_ms ?? 100));
+    }
+    fail(`prompt: the agent never said ${JSON.stringify(s.until)} in ${tries} tries`);
+  }
   if (s.op in requestOps) return runRequest(s, timeoutMs);
   switch (s.op) {
     case "raw": {

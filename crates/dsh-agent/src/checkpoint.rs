@@ -166,6 +166,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+impl crate::Session {
+    /// The content a file had before a change, by the digest its `checkpoint` record (or
+    /// a result's [`FileChange::before`]) names: what a front end shows as a diff's old
+    /// side. `None` when the pre-image is not kept (or no longer matches its digest).
+    pub fn pre_image(&self, digest: &str) -> Option<Vec<u8>> {
+        dsh_tools::PreImages::new(self.settings.dsh_home.join("checkpoints").join(&self.id))
+            .get(digest)
+            .ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

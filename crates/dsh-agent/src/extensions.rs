@@ -54,6 +54,43 @@ pub(crate) fn env_pairs<'a>(
         .collect()
 }
 
+impl SessionSettings {
+    /// MCP servers a front end's client hands the session (an editor's, through `dsh acp`):
+    /// the person configured them there, so they start without `dsh mcp approve` — their
+    /// tools are still gated like any MCP tool's, and a stdio server still gets the command
+    /// environment's allowlist under its own variables, never dsh's keys. A name a
+    /// configured server has already stays the configured one's (the client's is skipped,
+    /// saying so). A stdio server without a directory starts in `trusted_workspace` when
+    /// the workspace is trusted, else in the session's private directory.
+    pub fn add_client_servers(
+        &mut self,
+        servers: Vec<dsh_mcp::ServerSpec>,
+        skipped: Vec<dsh_mcp::Skipped>,
+        trusted_workspace: Option<&Path>,
+    ) {
+        for mut spec in servers {
+            let taken = self.mcp.iter().any(|s| s.name == spec.name)
+                || self.mcp_skipped.iter().any(|s| s.name == spec.name);
+            if taken {
+                self.mcp_skipped.push(dsh_mcp::Skipped {
+                    name: spec.name.clone(),
+                    launch: spec.launch.describe(),
+                    why: "the client names a server the configuration names already: the configured one is used".to_owned(),
+                });
+                continue;
+            }
+            if let (dsh_mcp::Launch::Stdio { cwd, .. }, Some(ws)) =
+                (&mut spec.launch, trusted_workspace)
+                && cwd.as_os_str().is_empty()
+            {
+                ws.clone_into(cwd);
+            }
+            self.mcp.push(spec);
+        }
+        self.mcp_skipped.extend(skipped);
+    }
+}
+
 impl Session {
     /// Starts the MCP servers in the background (once). Needs a tokio runtime.
     pub fn start_extensions(&self) {

@@ -1,6 +1,7 @@
 //! The `dsh` binary: argument parsing, rendering and exit codes. Thin by design: sessions are
 //! assembled by `dsh-agent`, decisions taken by the pipeline.
 
+mod acp;
 mod batch;
 mod exec;
 mod hangup;
@@ -58,7 +59,7 @@ struct Cli {
 }
 
 /// Options every subcommand takes.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub(crate) struct Common {
     /// The workspace: the only directory tools may touch (default: the current directory;
     /// `--resume` and `replay` keep the one the session recorded unless this is given).
@@ -136,6 +137,11 @@ enum Command {
     /// Hooks ([[hooks.EVENT]], .claude/settings.json): list them; approve a project's.
     #[command(subcommand)]
     Hooks(hooks::HooksCommand),
+    /// Serve an editor as an Agent Client Protocol agent on stdio (Zed, JetBrains IDEs,
+    /// Neovim, Emacs): each session the editor opens is a dsh session in the directory it
+    /// names (with --workspace DIR, only in DIR or below), its asks sent to the editor.
+    /// Exits when stdin closes.
+    Acp,
     /// Plugins (folders with a plugin.toml): list them; approve a project's.
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),
@@ -259,6 +265,9 @@ fn main() -> ExitCode {
         }
         Some(Command::Mcp(command)) => mcp::run(&cli.common, &command),
         Some(Command::Hooks(command)) => hooks::run(&cli.common, &command),
+        Some(Command::Acp) => {
+            runtime().and_then(|rt| rt.block_on(acp::serve(&cli.common, &cli.model)))
+        }
         Some(Command::Plugins(command)) => plugins::run(&cli.common, &command),
         Some(Command::Replay { session }) => {
             runtime().and_then(|rt| rt.block_on(replay::replay(&cli.common, &session)))

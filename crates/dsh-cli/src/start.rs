@@ -60,6 +60,9 @@ pub(crate) struct Started {
     /// Nothing names a model and no key is set: the session tries a local Ollama at this
     /// URL (front ends say so; `dsh exec` exits 2 when it does not answer).
     pub unconfigured: Option<String>,
+    /// What a resumed session's conversation holds, for a front end that shows it again
+    /// (`dsh acp`'s `session/load`); empty for a new session.
+    pub history: Vec<dsh_model::Message>,
 }
 
 impl Started {
@@ -151,6 +154,30 @@ pub(crate) fn start(
     cancel: &dsh_core::CancellationToken,
     verify: bool,
 ) -> Result<Started, Failure> {
+    start_with(common, args, approval, cancel, verify, Extra::default())
+}
+
+/// What a front end's client adds to a session (`dsh acp`'s editor): its MCP servers and
+/// its name.
+#[derive(Default)]
+pub(crate) struct Extra {
+    pub mcp: Vec<dsh_mcp::ServerSpec>,
+    pub mcp_skipped: Vec<dsh_mcp::Skipped>,
+    pub client: Option<String>,
+    /// Keep a resumed conversation in [`Started::history`].
+    pub history: bool,
+}
+
+/// [`start`] with what the client adds.
+pub(crate) fn start_with(
+    common: &Common,
+    args: &ModelArgs,
+    approval: Option<Approval>,
+    cancel: &dsh_core::CancellationToken,
+    verify: bool,
+    extra: Extra,
+) -> Result<Started, Failure> {
+    let keep_history = extra.history;
     let by_id = match &args.resume {
         Some(id) => Some(resume_id(id, args.resume_point, &common.workspace)?),
         None => None,
@@ -188,6 +215,14 @@ pub(crate) fn start(
     let mut unconfigured = dsh_agent::fallback_endpoint(&loaded, &env);
 
     let mut settings = settings::session_settings(common, &loaded)?;
+    settings.add_client_servers(
+        extra.mcp,
+        extra.mcp_skipped,
+        loaded.trusted.then_some(loaded.workspace.as_path()),
+    );
+    if extra.client.is_some() {
+        settings.client = extra.client;
+    }
     // The yolo mode (a flag or the user's configuration) is its own approver.
     if let Some(approval) = approval
         && settings.mode != dsh_config::PermissionMode::Yolo
@@ -243,6 +278,11 @@ pub(crate) fn start(
     drop(settings);
     let session = Arc::new(session);
     let config = LoopConfig::from_loaded(&loaded);
+    let history = resumed
+        .as_ref()
+        .filter(|_| keep_history)
+        .map(|r| r.history.clone())
+        .unwrap_or_default();
     let (agent, note) = match resumed {
         None => (Agent::new(session.clone(), provider, config), None),
         Some(r) => {
@@ -285,6 +325,7 @@ pub(crate) fn start(
         mirror,
         resumed: note,
         unconfigured,
+        history,
     })
 }
 

@@ -70,6 +70,27 @@ fn body(path: &Path, upto: Option<u64>) -> Body {
     out
 }
 
+/// The newest file of the chain the file `id` belongs to: the files that resumed it are
+/// followed (where one was resumed twice, the newer branch) to one nobody resumed; `id`'s
+/// own summary when nothing resumed it. `summaries` newest first, as [`super::list`]
+/// returns them. An editor that loads a session by the id it first knew finds where the
+/// session went on.
+pub fn newest_of<'a>(summaries: &'a [Summary], id: &str) -> Option<&'a Summary> {
+    let mut at = summaries.iter().find(|s| s.id == id)?;
+    let mut seen: HashSet<&str> = HashSet::from([at.id.as_str()]);
+    while let Some(next) = summaries.iter().find(|s| {
+        s.resumed_from
+            .as_ref()
+            .is_some_and(|r| r.session.as_ref() == at.id)
+    }) {
+        if !seen.insert(next.id.as_str()) {
+            break;
+        }
+        at = next;
+    }
+    Some(at)
+}
+
 /// `summaries` (newest first, as [`super::list`] returns them) grouped into chains, newest
 /// first: a file some other listed file resumed is part of that one's chain, not a session
 /// of its own. Two branches of one file are two sessions sharing their older files.

@@ -24,7 +24,7 @@ use crate::leftovers::{Artefact, classify, crash_artefact};
 mod chain;
 
 pub use crate::session_id::sessions_dir;
-pub use chain::{Chain, chains};
+pub use chain::{Chain, chains, newest_of};
 
 /// Why a session could not be found or read.
 #[derive(Debug, thiserror::Error)]
