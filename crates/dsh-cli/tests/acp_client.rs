@@ -199,7 +199,13 @@ fn an_editor_drives_a_session_through_every_gate_and_loads_it_again() {
         text("Refused, as it should be."),
         tool("c8", "mcp__mini__echo", json!({"text": "hi"})),
         text("Echoed."),
+        tool(
+            "c9",
+            "write_file",
+            json!({"path": "never.txt", "content": "x\n"}),
+        ),
         text("Still here."),
+        text("Here again."),
     ]);
     let ws = d.ws.display().to_string();
     let mcp_servers = json!([{
@@ -226,6 +232,8 @@ fn an_editor_drives_a_session_through_every_gate_and_loads_it_again() {
             {"op": "set_mode", "modeId": "ask"},
             {"op": "prompt", "text": "/mcp", "until": "ready", "max_tries": 300},
             prompt("Echo hi.", &["allow_once"]),
+            // A question nobody answers before the turn is cancelled: not run.
+            {"op": "prompt", "text": "Write never.txt.", "answers": ["wait_for_cancel"], "cancel_on": "permission"},
             // Bad input: each a JSON-RPC error, and dsh goes on serving.
             {"op": "raw", "line": "this is not json"},
             {"op": "raw", "line": "{\"jsonrpc\":\"2.0\",\"id\":\"x1\",\"method\":\"no/such\",\"params\":{}}", "wait_response": true},
@@ -368,6 +376,10 @@ fn an_editor_drives_a_session_through_every_gate_and_loads_it_again() {
     assert_eq!(asked.len(), 1, "an MCP tool asks: {s:#?}");
     assert_eq!(finished(s)["status"], "completed", "{s:#?}");
     let sent_tools = model.requests();
+    let s = &steps[mcp_step + 2];
+    assert_eq!(permissions(s).len(), 1, "{s:#?}");
+    assert_eq!(stop_reason(s), "cancelled", "{s:#?}");
+    assert!(!d.ws.join("never.txt").exists());
     assert!(
         sent_tools.iter().any(|r| r["tools"]
             .as_array()
@@ -416,6 +428,14 @@ fn an_editor_drives_a_session_through_every_gate_and_loads_it_again() {
         recs.iter()
             .any(|r| r["kind"] == "mode_changed" && r["mode"] == "read-only")
     );
+    let unanswered = recs
+        .iter()
+        .find(|r| r["kind"] == "tool_result" && r["call_id"] == "c9")
+        .unwrap_or_else(|| panic!("c9 has no result"));
+    assert_eq!(
+        unanswered["failure_kind"], "cancelled_before",
+        "{unanswered}"
+    );
     assert_eq!(recs.last().unwrap()["kind"], "session_end");
 
     // A new process loads the session: its history comes back before the answer, and it
@@ -452,5 +472,34 @@ fn an_editor_drives_a_session_through_every_gate_and_loads_it_again() {
     let resumed = records(&journal[1]);
     assert!(resumed[0]["resumed_from"].is_object(), "{}", resumed[0]);
     assert_eq!(resumed.last().unwrap()["kind"], "session_end");
+
+    // Loaded again by the id the editor first knew: it goes on from the newest file.
+    let second = resumed[0]["session"].as_str().unwrap().to_owned();
+    let events = run(
+        &d,
+        &driver,
+        &model.url,
+        json!([
+            {"op": "initialize"},
+            {"op": "load_session", "sessionId": session, "cwd": ws, "mcpServers": []},
+            prompt("Again?", &[]),
+            {"op": "close"},
+        ]),
+    );
+    let steps = by_step(&events);
+    let replayed: Vec<&str> = updates(&steps[1], "user_message_chunk")
+        .iter()
+        .map(|u| u["content"]["text"].as_str().unwrap())
+        .collect();
+    assert!(replayed.contains(&"Are you there?"), "{replayed:?}");
+    assert_eq!(said(&steps[2]), "Here again.");
+    let journal = journals(&d.home);
+    assert_eq!(journal.len(), 3, "{journal:?}");
+    let third = journal
+        .iter()
+        .map(|j| records(j))
+        .find(|r| r[0]["resumed_from"]["session"] == second.as_str())
+        .unwrap_or_else(|| panic!("no file goes on from {second}"));
+    assert_eq!(third.last().unwrap()["kind"], "session_end");
     assert_eq!(model.remaining(), 0);
 }
