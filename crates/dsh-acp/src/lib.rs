@@ -25,7 +25,9 @@ mod opener;
 mod outbox;
 mod permission;
 mod prompt;
+mod stdio;
 mod tool_call;
+mod visible;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -39,7 +41,7 @@ use agent_client_protocol::v1::schema::{
     PromptCapabilities, PromptRequest, PromptResponse, SessionId, SessionUpdate,
     SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
-use agent_client_protocol::{Agent, Client, Error, ErrorCode, Stdio};
+use agent_client_protocol::{Agent, Client, Error, ErrorCode};
 use dsh_agent::Ending;
 use dsh_core::CancellationToken;
 
@@ -74,7 +76,7 @@ impl AcpServer {
     /// Serves the client on this process's stdin and stdout until stdin closes or `stop`
     /// is cancelled. The sessions stay open: [`AcpServer::finish`] ends them.
     pub async fn serve_stdio(&self, stop: &CancellationToken) -> Result<(), String> {
-        let served = self.connection().connect_to(Stdio::new());
+        let served = self.connection().connect_to(stdio::transport());
         tokio::select! {
             r = served => r.map_err(|e| format!("the ACP connection failed: {e}")),
             () = stop.cancelled() => Ok(()),
@@ -262,6 +264,14 @@ impl State {
         replay_as: Option<String>,
         cx: &ConnectionTo<Client>,
     ) -> Result<(SessionId, Arc<Live>), Error> {
+        if let Some(id) = &replay_as
+            && lock(&self.sessions).contains_key(id)
+        {
+            return Err(Error::new(
+                ErrorCode::INVALID_PARAMS,
+                format!("session {id} is open in this dsh acp already: go on with it as it is"),
+            ));
+        }
         if !open.cwd.is_absolute() {
             return Err(Error::new(
                 ErrorCode::INVALID_PARAMS,
@@ -286,11 +296,7 @@ impl State {
             eprintln!("dsh: {notice}");
         }
         let live = Live::new(opened.runtime, opened.stream, outbox);
-        let replaced = lock(&self.sessions).insert(id, live.clone());
-        if let Some(old) = replaced {
-            // Loaded again: the earlier one ends (its journal closed) in the background.
-            tokio::spawn(async move { old.finish(Ending::Finished).await });
-        }
+        lock(&self.sessions).insert(id, live.clone());
         Ok((session_id, live))
     }
 

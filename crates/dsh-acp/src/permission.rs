@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 
 use crate::outbox::Outbox;
 use crate::tool_call;
+use crate::visible::visible;
 
 const ALLOW_ONCE: &str = "allow_once";
 const ALLOW_ALWAYS: &str = "allow_always";
@@ -37,12 +38,12 @@ pub(crate) async fn ask(
     if let Some(a) = &always {
         options.push(PermissionOption::new(
             ALLOW_ALWAYS,
-            format!(
+            visible(&format!(
                 "Always allow: add `{}` to {} in {}",
                 a.rule,
                 a.section,
                 a.file.display()
-            ),
+            )),
             PermissionOptionKind::AllowAlways,
         ));
     }

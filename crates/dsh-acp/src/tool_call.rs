@@ -152,14 +152,14 @@ fn text(s: &str) -> ToolCallContent {
 }
 
 /// `[sub-1] run_shell: cargo test`: who calls (when not the main agent), the tool, its
-/// arguments in short.
+/// arguments in short, with what could disguise them escaped.
 fn title(call: &ToolCall) -> String {
     let who = call.agent().map(|a| format!("[{a}] ")).unwrap_or_default();
     let args = short_args(call.args());
     if args.is_empty() {
-        format!("{who}{}", call.name())
+        format!("{who}{}", crate::visible::visible(call.name()))
     } else {
-        format!("{who}{}: {args}", call.name())
+        format!("{who}{}: {args}", crate::visible::visible(call.name()))
     }
 }
 
@@ -173,10 +173,19 @@ fn short_args(args: &Value) -> String {
         (None, Some(path), None) => path.to_owned(),
         (None, None, None) => s("name").or(s("task")).unwrap_or_default().to_owned(),
     };
-    let one_line: String = text
+    // A command's line breaks and tabs read as spaces on one line; what else could
+    // disguise it is escaped.
+    let spaced: String = text
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect();
+    let one_line = crate::visible::visible(&spaced);
     if one_line.chars().count() > 200 {
         let cut: String = one_line.chars().take(200).collect();
         format!("{cut}…")

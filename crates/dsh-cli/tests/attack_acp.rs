@@ -1007,7 +1007,6 @@ fn command_output_never_reaches_stdout_as_bytes() {
 /// escape, a newline) — what `dsh sessions` and `/load` would later print. The REPL
 /// refuses such a name ("a name has no control characters"); the editor's `/save` must too.
 #[test]
-#[ignore = "finding: the editor's `/save NAME` journals any name, escape sequences and BEL included (dsh-acp commands.rs passes it to Command::Name unchecked), where the REPL's /save refuses a name with control characters; `dsh sessions` makes them visible, but `session_named.name` holds raw terminal escapes"]
 fn save_refuses_a_name_with_control_characters() {
     let d = Dirs::new();
     let model = ScriptedServer::start(vec![text("hi")]);
@@ -1182,7 +1181,6 @@ fn a_sub_agents_and_a_programs_calls_ask_the_editor() {
 /// person reads what the rule will be — says something else than the rule written. Must
 /// hold: no option label a person reads carries control or bidi characters from the call.
 #[test]
-#[ignore = "finding: the allow_always option's label embeds the proposed rule verbatim, so a model-chosen path with newlines, backticks or U+202E (bidi override) reaches the editor's permission dialog unescaped (the tool call's title is cleaned of control characters, the label is not): `Always allow: add `write_file(/ok.txt` to nothing: this option REJECTS\\n\\nx.txt)` to …`"]
 fn an_always_allow_label_carries_no_control_or_bidi_characters_from_the_call() {
     let d = Dirs::new();
     let paths = [
@@ -1280,7 +1278,6 @@ fn loading_a_session_that_is_open_here_is_refused() {
 /// session is open. Must hold, as for any other garbage: a JSON-RPC parse error (or
 /// silence), and dsh goes on serving the open session.
 #[test]
-#[ignore = "finding: one line of invalid UTF-8 on stdin ends the whole ACP connection (`dsh: the ACP connection failed: Internal error: \"stream did not contain valid UTF-8\"`, exit 1): every open session is ended mid-turn, where any other garbage line gets a -32700/-32600 error and dsh goes on"]
 fn a_line_that_is_not_utf8_does_not_end_the_connection() {
     let d = Dirs::new();
     let model = ScriptedServer::start(vec![text("Still here.")]);

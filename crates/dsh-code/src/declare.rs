@@ -237,8 +237,8 @@ mod tests {
                 &json!({"type": "object", "properties": {"p": {"type": "string", "description": "a path"}, "n": {"type": "integer"}}, "required": ["p"], "additionalProperties": false}),
                 0
             ),
-            // serde_json keeps keys sorted.
-            "{\n  n?: number;\n  /** a path */\n  p: string;\n}"
+            // Properties in the order the schema declares them (`preserve_order`).
+            "{\n  /** a path */\n  p: string;\n  n?: number;\n}"
         );
         assert_eq!(ts_type(&json!({}), 0), "unknown");
         assert_eq!(

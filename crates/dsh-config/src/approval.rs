@@ -32,7 +32,7 @@ pub fn approval_digest(workspace: &Path, name: &str, server: &McpServer) -> Stri
         "launch": server.launch,
         "files": files,
     });
-    dsh_core::journal::sha256_hex(described.to_string().as_bytes())
+    dsh_core::journal::json_digest(&described)
 }
 
 /// The largest file whose content an approval covers; a bigger one is covered by its size
@@ -147,7 +147,7 @@ pub fn hook_approval_digest(workspace: &Path, hook: &Hook) -> String {
         "on_error": hook.on_error,
         "files": files,
     });
-    dsh_core::journal::sha256_hex(described.to_string().as_bytes())
+    dsh_core::journal::json_digest(&described)
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::defaults;
 pub use crate::origin::{Layer, Origin, Sourced};
@@ -439,11 +438,7 @@ impl Config {
     pub fn digest(&self) -> String {
         let mut value = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
         strip_origins(&mut value);
-        let bytes = serde_json::to_vec(&value).unwrap_or_default();
-        Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        dsh_core::journal::json_digest(&value)
     }
 }
 

@@ -464,7 +464,7 @@ pub fn plugin_approval_digest(workspace: &Path, plugin: &Plugin) -> String {
         "files": files,
         "named": named,
     });
-    dsh_core::journal::sha256_hex(described.to_string().as_bytes())
+    dsh_core::journal::json_digest(&described)
 }
 
 /// The most files of a plugin's folder an approval covers one by one.

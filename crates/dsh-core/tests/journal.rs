@@ -1304,3 +1304,24 @@ fn a_malformed_line_is_an_error_naming_the_file_and_line() {
     );
     assert!(err.to_string().contains("call_id"), "{err}");
 }
+
+/// Digests of JSON values hash what they say, not the order their maps keep: keys sorted at
+/// every depth, compact, exactly as a sorted map serializes (so approvals recorded before
+/// maps kept their order still hold).
+#[test]
+fn json_digests_do_not_depend_on_key_order() {
+    use dsh_core::journal::{canonical_json, json_digest};
+    let a: serde_json::Value =
+        serde_json::from_str(r#"{"b":1,"a":{"d":[1,{"z":"\"q\"","y":2}],"c":"é"}}"#).unwrap();
+    let b: serde_json::Value =
+        serde_json::from_str(r#"{"a":{"c":"é","d":[1,{"y":2,"z":"\"q\""}]},"b":1}"#).unwrap();
+    assert_eq!(
+        canonical_json(&a),
+        r#"{"a":{"c":"é","d":[1,{"y":2,"z":"\"q\""}]},"b":1}"#
+    );
+    assert_eq!(json_digest(&a), json_digest(&b));
+    assert_ne!(
+        json_digest(&a),
+        json_digest(&serde_json::json!({"a": 1, "b": 1}))
+    );
+}

@@ -271,6 +271,13 @@ impl Serving {
                 self.agent.reload_system_prompt();
                 Reply::Done
             }
+            // What a front end shows of a name (lists, `/load`) is what it holds: a name
+            // is one line of visible text.
+            Command::Name(name) if name.trim().is_empty() || name.chars().any(char::is_control) => {
+                Reply::Refused(
+                    "a session name is visible text on one line: no control characters".to_owned(),
+                )
+            }
             Command::Name(name) => {
                 let journal = self.agent.session().pipeline.journal();
                 Reply::Recorded(
