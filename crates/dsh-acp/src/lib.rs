@@ -111,7 +111,7 @@ impl AcpServer {
             .on_receive_request(
                 async move |req: InitializeRequest, responder, _cx| {
                     if let Some(info) = &req.client_info {
-                        *lock(&s1.client) = client_name(&info.name);
+                        info.name.clone_into(&mut lock(&s1.client));
                     }
                     responder.respond(initialize())
                 },
@@ -315,18 +315,4 @@ impl State {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The longest client name the journal keeps.
-const CLIENT_NAME_MAX: usize = 200;
-
-/// The client's name as `session_start` keeps it: no control characters, bounded.
-fn client_name(name: &str) -> String {
-    let clean: String = name.chars().filter(|c| !c.is_control()).collect();
-    if clean.chars().count() <= CLIENT_NAME_MAX {
-        return clean;
-    }
-    let mut cut: String = clean.chars().take(CLIENT_NAME_MAX).collect();
-    cut.push('…');
-    cut
 }

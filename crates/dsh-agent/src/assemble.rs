@@ -132,7 +132,8 @@ pub struct SessionSettings {
     pub mcp: Vec<dsh_mcp::ServerSpec>,
     /// Configured servers not to start, with why (shown in `/mcp`).
     pub mcp_skipped: Vec<dsh_mcp::Skipped>,
-    /// The client the session serves (`dsh mcp serve`), for `session_start`.
+    /// The client the session serves (`dsh mcp serve`, `dsh acp`), for `session_start`:
+    /// set with [`SessionSettings::set_client`].
     pub client: Option<String>,
     /// The configured hooks (`[[hooks.EVENT]]`, `.claude/settings.json`).
     pub hooks: Vec<crate::hooks::HookSetting>,
@@ -149,7 +150,24 @@ pub struct SessionSettings {
     pub plugin_status: Vec<crate::plugins::PluginStatus>,
 }
 
+/// The longest client name `session_start` keeps.
+const CLIENT_NAME_MAX: usize = 200;
+
 impl SessionSettings {
+    /// The client the session serves, as `session_start` keeps its name: without control
+    /// characters, at most [`CLIENT_NAME_MAX`] characters (a client chooses it: it may be
+    /// anything, of any length).
+    pub fn set_client(&mut self, name: &str) {
+        let clean: String = name.chars().filter(|c| !c.is_control()).collect();
+        self.client = Some(if clean.chars().count() <= CLIENT_NAME_MAX {
+            clean
+        } else {
+            let mut cut: String = clean.chars().take(CLIENT_NAME_MAX).collect();
+            cut.push('…');
+            cut
+        });
+    }
+
     /// Defaults for a workspace and a state directory, all from `dsh_config::defaults`
     /// (every default in one place).
     pub fn new(workspace: impl Into<PathBuf>, dsh_home: impl Into<PathBuf>) -> Self {

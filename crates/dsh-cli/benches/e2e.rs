@@ -35,42 +35,21 @@
 mod env;
 #[path = "common/process.rs"]
 mod process;
+#[path = "common/task.rs"]
+mod task;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use dsh_testkit::model_server::{Reply, ScriptedServer, ServerHandle, Turn};
+use dsh_testkit::model_server::{ScriptedServer, ServerHandle};
 use env::{BIN, Env};
 use process::{Usage, median, peak_rss_kib, run};
 use serde_json::Value;
+use task::script;
 
 const TOOL_CALLS: usize = 20;
-
-/// `steps` tool-call turns, then a final answer.
-fn script(steps: usize) -> Vec<Reply> {
-    let mut replies: Vec<Reply> = (0..steps)
-        .map(|i| {
-            let turn = if i % 2 == 0 {
-                Turn::tool_call(
-                    &format!("c{i}"),
-                    "read_file",
-                    &format!(r#"{{"path":"src/m{i}.rs"}}"#),
-                )
-            } else {
-                Turn::tool_call(&format!("c{i}"), "list_dir", r#"{"path":"src"}"#)
-            };
-            turn.usage(1000, 20).deltas(64).into()
-        })
-        .collect();
-    replies.push(
-        Turn::text("Every module returns its index.")
-            .deltas(64)
-            .into(),
-    );
-    replies
-}
 
 fn version_cmd() -> Command {
     let mut cmd = Command::new(BIN);

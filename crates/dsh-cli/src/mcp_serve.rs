@@ -29,21 +29,6 @@ struct Host {
 /// How long the end waits for the calls still running to record their results.
 const CALLS_WIND_DOWN: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The longest client name the journal keeps.
-const CLIENT_NAME_MAX: usize = 200;
-
-/// The client's name as `session_start` keeps it: without control characters, at most
-/// [`CLIENT_NAME_MAX`] characters (a client chooses it: it may be anything, of any length).
-fn client_name(name: &str) -> String {
-    let clean: String = name.chars().filter(|c| !c.is_control()).collect();
-    if clean.chars().count() <= CLIENT_NAME_MAX {
-        return clean;
-    }
-    let mut cut: String = clean.chars().take(CLIENT_NAME_MAX).collect();
-    cut.push('…');
-    cut
-}
-
 #[async_trait::async_trait]
 impl ToolHost for Host {
     fn tools(&self) -> Vec<HostTool> {
@@ -116,7 +101,7 @@ pub(crate) async fn serve(common: &Common) -> Result<u8, Failure> {
     let calls = inflight.clone();
     let make: dsh_mcp::HostFactory = Box::new(move |client: &str| {
         let mut settings = settings.clone();
-        settings.client = Some(client_name(client));
+        settings.set_client(client);
         let session = Session::assemble(&settings).map_err(|e| e.to_string())?;
         crate::start::say_mode(&session);
         let session = Arc::new(session);

@@ -220,8 +220,8 @@ pub(crate) fn start_with(
         extra.mcp_skipped,
         loaded.trusted.then_some(loaded.workspace.as_path()),
     );
-    if extra.client.is_some() {
-        settings.client = extra.client;
+    if let Some(client) = &extra.client {
+        settings.set_client(client);
     }
     // The yolo mode (a flag or the user's configuration) is its own approver.
     if let Some(approval) = approval
