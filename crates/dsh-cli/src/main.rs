@@ -6,6 +6,7 @@ mod batch;
 mod exec;
 mod hangup;
 mod hooks;
+mod init;
 mod mcp;
 mod mcp_serve;
 mod mirror;
@@ -26,13 +27,17 @@ use std::process::ExitCode;
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+/// `dsh --version`: the package version and the commit it was built from (build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("DSH_COMMIT"), ")");
+
 /// dsh — a terminal coding agent whose every tool call passes one fixed, journaled pipeline
-/// of gates: journal, pre-policy votes, one-shot approval, deny-only guards, execution
-/// wrappers, disposition, normalization, freeze.
+/// of gates. `dsh` alone opens the interactive REPL in the current directory; `dsh exec
+/// "TASK"` runs a task headless; `dsh init` writes a project configuration and `dsh doctor`
+/// checks what works here.
 #[derive(Debug, Parser)]
 #[command(
     name = "dsh",
-    version,
+    version = VERSION,
     about,
     long_about = None,
     after_help = "`dsh` alone opens the REPL; `dsh \"PROMPT\"` opens it and sends PROMPT first; `dsh -p \"PROMPT\"` runs it headless, as `dsh exec \"PROMPT\"` does."
@@ -137,6 +142,19 @@ enum Command {
     /// Hooks ([[hooks.EVENT]], .claude/settings.json): list them; approve a project's.
     #[command(subcommand)]
     Hooks(hooks::HooksCommand),
+    /// Write a commented .dsh/config.toml for this project: its test command for [verify]
+    /// and allow rules for its build and test commands to accept (Cargo, npm, pnpm, yarn,
+    /// Python, Go, Make detected; no model needed). Never replaces a file unasked.
+    Init {
+        /// Print the configuration instead of writing it.
+        #[arg(long)]
+        print: bool,
+    },
+    /// Print a shell completion script: `dsh completions bash > /etc/bash_completion.d/dsh`,
+    /// or zsh, fish, powershell, elvish.
+    Completions { shell: clap_complete::Shell },
+    /// Print dsh's manual page (roff): `dsh man > dsh.1 && man ./dsh.1`.
+    Man,
     /// Serve an editor as an Agent Client Protocol agent on stdio (Zed, JetBrains IDEs,
     /// Neovim, Emacs): each session the editor opens is a dsh session in the directory it
     /// names (with --workspace DIR, only in DIR or below), its asks sent to the editor.
@@ -214,6 +232,18 @@ impl Failure {
     }
 }
 
+/// Writes `bytes` to stdout; a reader that went away (`| head`) is no failure.
+fn print_all(bytes: &[u8]) -> Result<u8, Failure> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(exit::OK),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(exit::OK),
+        Err(e) => Err(Failure::harness(anyhow::anyhow!(
+            "cannot write to stdout: {e}"
+        ))),
+    }
+}
+
 fn main() -> ExitCode {
     // The hidden `dsh sandbox-exec …` subcommand: run_shell's sandbox helper. It confines
     // itself and execs the command, before any thread or runtime exists; it never returns.
@@ -265,6 +295,21 @@ fn main() -> ExitCode {
         }
         Some(Command::Mcp(command)) => mcp::run(&cli.common, &command),
         Some(Command::Hooks(command)) => hooks::run(&cli.common, &command),
+        Some(Command::Init { print }) => init::init(&cli.common, print),
+        Some(Command::Completions { shell }) => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "dsh", &mut out);
+            print_all(&out)
+        }
+        Some(Command::Man) => {
+            let mut out = Vec::new();
+            match clap_mangen::Man::new(Cli::command()).render(&mut out) {
+                Ok(()) => print_all(&out),
+                Err(e) => Err(Failure::harness(anyhow::anyhow!(
+                    "cannot render the page: {e}"
+                ))),
+            }
+        }
         Some(Command::Acp) => {
             runtime().and_then(|rt| rt.block_on(acp::serve(&cli.common, &cli.model)))
         }

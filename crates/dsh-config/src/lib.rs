@@ -89,6 +89,7 @@ mod config;
 pub mod defaults;
 mod error;
 mod file;
+pub mod init;
 pub mod keys;
 mod locate;
 mod mcp_edit;

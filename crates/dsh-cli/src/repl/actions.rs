@@ -123,6 +123,20 @@ pub(crate) async fn run(
                 ui.screen
                     .line(&st.red(&format!("/init: the turn failed: {e}")));
             }
+            // The configuration is the person's to write, not the model's: offered.
+            let root = live.runtime.session().workspace.root().to_path_buf();
+            if !root.join(".dsh/config.toml").exists() {
+                let found = dsh_config::init::detect(&root);
+                let what = if found.is_empty() {
+                    String::new()
+                } else {
+                    let names: Vec<&str> = found.iter().map(|e| e.name.as_str()).collect();
+                    format!(" ({} found)", names.join(", "))
+                };
+                ui.screen.line(&st.dim(&format!(
+                    "no .dsh/config.toml here: `dsh init` writes a commented one{what} with the test command for [verify] and allow rules to accept"
+                )));
+            }
         }
         Slash::Clear => match ask(live, Command::Clear).await {
             Some(Reply::Recorded(Ok(()))) => ui.screen.line(

@@ -325,7 +325,7 @@ pub static KEYS: &[Key] = &[
         "guards.protected",
         "array of path patterns",
         Trust::Applied,
-        "Workspace paths no tool may write (.git/** and .dsh/** always).",
+        "Workspace paths no tool may write (.git/**, .dsh/**, .claude/** and .mcp.json always).",
     ),
     // [hooks]
     scalar(
