@@ -32,15 +32,16 @@ pub(crate) fn run(common: &Common, command: &HooksCommand) -> Result<u8, Failure
 }
 
 /// A hook as `dsh hooks list` shows it.
-struct Shown<'a> {
-    number: usize,
-    hook: &'a dsh_config::Sourced<dsh_config::Hook>,
+pub(crate) struct Shown<'a> {
+    pub number: usize,
+    pub hook: &'a dsh_config::Sourced<dsh_config::Hook>,
     /// `None`: not a project's hook (needs no approval).
-    approved: Option<bool>,
+    pub approved: Option<bool>,
     digest: String,
 }
 
-fn shown(loaded: &dsh_config::Loaded) -> Vec<Shown<'_>> {
+/// Every hook of `loaded`, numbered as `dsh hooks list` and `approve` number them.
+pub(crate) fn shown(loaded: &dsh_config::Loaded) -> Vec<Shown<'_>> {
     loaded
         .config
         .hooks

@@ -3,6 +3,7 @@
 
 mod acp;
 mod batch;
+mod doctor;
 mod exec;
 mod hangup;
 mod hooks;
@@ -91,7 +92,7 @@ pub(crate) struct Common {
     /// `exec` and `batch`: print the session's journal records, one JSON line each, as they
     /// are written (instead of the final text or the result objects). `check` always prints
     /// JSON. `sessions list`: one object per session; `sessions show`: the records;
-    /// `replay`: one object per call, then the summary.
+    /// `replay`: one object per call, then the summary; `doctor`: one object per check.
     #[arg(long, global = true)]
     json: bool,
     /// The OS sandbox for run_shell: auto (as much as the OS offers, warning otherwise),
@@ -163,6 +164,8 @@ enum Command {
     /// Plugins (folders with a plugin.toml): list them; approve a project's.
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),
+    /// Check the model endpoint, sandbox, MCP servers, hooks, trust and config; exit 1 if broken.
+    Doctor,
 }
 
 /// Exit codes (DESIGN §4), defined once.
@@ -314,6 +317,9 @@ fn main() -> ExitCode {
             runtime().and_then(|rt| rt.block_on(acp::serve(&cli.common, &cli.model)))
         }
         Some(Command::Plugins(command)) => plugins::run(&cli.common, &command),
+        Some(Command::Doctor) => {
+            runtime().and_then(|rt| rt.block_on(doctor::doctor(&cli.common, &cli.model)))
+        }
         Some(Command::Replay { session }) => {
             runtime().and_then(|rt| rt.block_on(replay::replay(&cli.common, &session)))
         }

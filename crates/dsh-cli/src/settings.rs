@@ -17,6 +17,20 @@ pub(crate) fn load_config_with(
     common: &Common,
     overrides: dsh_config::Overrides,
 ) -> Result<Loaded, Failure> {
+    let opts = load_options(common, overrides)?;
+    let loaded = dsh_config::load(&opts).map_err(Failure::usage)?;
+    for notice in &loaded.notices {
+        eprintln!("dsh: {notice}");
+    }
+    Ok(loaded)
+}
+
+/// What [`load_config_with`] loads: the common flags over `overrides` (a usage error when
+/// they contradict each other).
+pub(crate) fn load_options(
+    common: &Common,
+    overrides: dsh_config::Overrides,
+) -> Result<LoadOptions, Failure> {
     let mut opts = LoadOptions::new(&common.workspace);
     opts.user_config.clone_from(&common.config);
     opts.overrides = overrides;
@@ -32,11 +46,7 @@ pub(crate) fn load_config_with(
         (false, m) => m,
     };
     opts.env = dsh_config::process_env();
-    let loaded = dsh_config::load(&opts).map_err(Failure::usage)?;
-    for notice in &loaded.notices {
-        eprintln!("dsh: {notice}");
-    }
-    Ok(loaded)
+    Ok(opts)
 }
 
 /// The session settings for `common`.

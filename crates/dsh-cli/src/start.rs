@@ -49,6 +49,26 @@ pub(crate) struct ModelArgs {
     pub resume_point: Option<u64>,
 }
 
+impl ModelArgs {
+    /// The configuration these flags override (a usage error for an unknown provider).
+    pub(crate) fn overrides(&self) -> Result<dsh_config::Overrides, Failure> {
+        let provider = match &self.provider {
+            Some(p) => Some(
+                p.parse()
+                    .map_err(|e: String| Failure::usage(anyhow!("--provider: {e}")))?,
+            ),
+            None => None,
+        };
+        Ok(dsh_config::Overrides {
+            provider,
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            max_steps: self.max_steps,
+            ..dsh_config::Overrides::default()
+        })
+    }
+}
+
 /// A started session: everything a front end drives.
 pub(crate) struct Started {
     pub loaded: dsh_config::Loaded,
@@ -190,21 +210,7 @@ pub(crate) fn start_with(
         }
         None => common,
     };
-    let provider = match &args.provider {
-        Some(p) => Some(
-            p.parse()
-                .map_err(|e: String| Failure::usage(anyhow!("--provider: {e}")))?,
-        ),
-        None => None,
-    };
-    let overrides = dsh_config::Overrides {
-        provider,
-        base_url: args.base_url.clone(),
-        model: args.model.clone(),
-        max_steps: args.max_steps,
-        ..dsh_config::Overrides::default()
-    };
-    let loaded = settings::load_config_with(common, overrides)?;
+    let loaded = settings::load_config_with(common, args.overrides()?)?;
     if verify && loaded.config.verify.command.is_none() {
         return Err(Failure::usage(anyhow!(
             "--verify: no [verify] command is configured (e.g. [verify] command = \"cargo test\" in .dsh/config.toml)"

@@ -6,7 +6,8 @@
 //! streams, connections cut mid-way, error statuses with `Retry-After`.
 //!
 //! Replies are served in order, one per request; each request body is recorded. A request after
-//! the script is exhausted gets a 400 whose message says so.
+//! the script is exhausted gets a 400 whose message says so. After
+//! [`ServerHandle::require_key`], a request without that key gets the provider's 401.
 //!
 //! ```no_run
 //! use dsh_testkit::model_server::{Reply, ScriptedServer, Turn};
@@ -59,6 +60,8 @@ struct State {
     dialect: Dialect,
     /// What `GET …/models` lists (in the dialect's shape); such requests are not recorded.
     models: Mutex<Vec<String>>,
+    /// The only key accepted (see [`ServerHandle::require_key`]); `None`: any or none.
+    key: Mutex<Option<String>>,
     script: Mutex<VecDeque<Reply>>,
     recorded: Mutex<Vec<Recorded>>,
     /// Signalled at each recorded request.
@@ -86,6 +89,7 @@ impl ScriptedServer {
         let state = Arc::new(State {
             dialect,
             models: Mutex::new(Vec::new()),
+            key: Mutex::new(None),
             script: Mutex::new(script.into()),
             recorded: Mutex::new(Vec::new()),
             arrived: std::sync::Condvar::new(),
@@ -155,6 +159,14 @@ impl ServerHandle {
         *self.state.models.lock().unwrap() = names.iter().map(|n| (*n).to_owned()).collect();
     }
 
+    /// From now on, refuses every request — `GET …/models` included — whose key is not `key`
+    /// (`Authorization: Bearer KEY` for OpenAI, `x-api-key: KEY` for Anthropic) with a 401 and
+    /// the provider's own error body (`invalid_api_key`, `authentication_error`). A refused
+    /// chat request is recorded (a listing is not, as ever) and uses up no reply.
+    pub fn require_key(&self, key: &str) {
+        *self.state.key.lock().unwrap() = Some(key.to_owned());
+    }
+
     /// The recorded request bodies, in arrival order.
     pub fn requests(&self) -> Vec<Value> {
         self.recorded().into_iter().map(|r| r.body).collect()
@@ -210,6 +222,14 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
             Dialect::OpenAi => request.path.ends_with("/models"),
             Dialect::Anthropic => request.path == "/v1/models",
         };
+    if let Some(body) = refused_key(&state, &request) {
+        if !lists_models {
+            state.recorded.lock().unwrap().push(request.clone());
+            state.arrived.notify_all();
+        }
+        let _ = write_status(&mut socket, 401, &body.to_string(), None).await;
+        return;
+    }
     if lists_models {
         let names = state.models.lock().unwrap().clone();
         let body = match state.dialect {
@@ -282,4 +302,27 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
             write_stream(&mut socket, &turn, events).await
         }
     };
+}
+
+/// The provider's 401 body when a key is required and `request` does not carry it.
+fn refused_key(state: &State, request: &Recorded) -> Option<Value> {
+    let required = state.key.lock().unwrap().clone()?;
+    let given = match state.dialect {
+        Dialect::OpenAi => request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim),
+        Dialect::Anthropic => request.headers.get("x-api-key").map(|v| v.trim()),
+    };
+    if given == Some(required.as_str()) {
+        return None;
+    }
+    Some(match state.dialect {
+        Dialect::OpenAi => json!({"error": {
+            "message": "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.",
+            "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}),
+        Dialect::Anthropic => json!({"type": "error", "error": {
+            "type": "authentication_error", "message": "invalid x-api-key"}}),
+    })
 }
