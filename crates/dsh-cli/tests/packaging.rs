@@ -40,7 +40,7 @@ fn completions_for_each_shell_name_the_verbs() {
     ] {
         let text = stdout(&run(&d, &["completions", shell]));
         assert!(text.contains(marker), "{shell}: {text}");
-        for verb in ["exec", "init", "acp", "sessions"] {
+        for verb in ["exec", "init", "doctor", "acp", "sessions"] {
             assert!(text.contains(verb), "{shell} lacks {verb}");
         }
     }
