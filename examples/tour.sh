@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The tour: runs examples/tour.jsonl through every gate against a throwaway copy of
 # examples/tour/, with throwaway state and config dirs. The repository is left unchanged.
+# It uses $DSH_BIN, else the `dsh` on PATH, else target/release/dsh (built once if missing).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cp -R "$here/tour" "$tmp/ws"
 export DSH_HOME="$tmp/home" DSH_CONFIG_HOME="$tmp/cfg"
-dsh=(cargo run --quiet --locked --manifest-path "$here/../Cargo.toml" -p dsh-cli --bin dsh --)
-[ -n "${DSH_BIN:-}" ] && dsh=("$DSH_BIN")
+# shellcheck source=examples/dsh-bin.sh
+. "$here/dsh-bin.sh"
+echo "# the tour: 11 scripted tool calls through every gate, no model; one line each: outcome, gate, policy, why" >&2
 "${dsh[@]}" --workspace "$tmp/ws" --config "$here/tour.toml" batch "$here/tour.jsonl" >"$tmp/results.jsonl"
 if command -v jq >/dev/null 2>&1; then
   # One line per call: id, outcome, the gate and policy that decided, and why.
