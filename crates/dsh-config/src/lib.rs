@@ -70,10 +70,7 @@
 //!
 //! No layer may define `[agents.search]`, `[agents.code]`, `[agents.shell]` or
 //! `[agents.general]`: the built-in profiles ([`AgentProfile::BUILT_IN`]); doing so is an
-//! error naming the file, line and key. Keys that no issue uses yet (`[context]`,
-//! `[tools]`, `[verify]`, `[agents.*]`, `model.price`,
-//! `model.context_window`, `limits.max_cost_usd`) are parsed, validated and carried in
-//! [`Config`], unused. Entries kept from it carry
+//! error naming the file, line and key. Entries kept from an untrusted project carry
 //! [`Layer::UntrustedProject`]: a policy must only let them tighten a verdict (an `ask`
 //! rule must not turn a refused shell command into an ask). A trusted project file
 //! applies fully (still below environment and flags, still unable to loosen the

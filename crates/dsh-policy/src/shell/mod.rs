@@ -5,7 +5,8 @@
 //!
 //! Each command's decision is its matching rule's (deny > ask > allow among matching rules),
 //! else the default lists': on the safe list and read-only by its flag table → allow; on the
-//! confirm list → ask; anything else → deny. The line's decision is the strictest command or
+//! confirm list → ask; anything else → `[shell] unlisted` (ask by default, deny if set). The
+//! line's decision is the strictest command or
 //! structural decision, with tier `Rule` when any rule or structural check decided a part of
 //! it, else `Default`.
 //!

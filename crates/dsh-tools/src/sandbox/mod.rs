@@ -100,9 +100,11 @@
 //!
 //! * **Inside the workspace, everything is writable.** Landlock grants whole hierarchies: a
 //!   command can rewrite `.git/` (hooks, config), `.dsh/` (project config, rules) or any file
-//!   the protected-paths guard protects. That guard covers dsh's own file tools only
-//!   (`write_file`, `edit_file`), never what a shell command writes. Review what a command
-//!   did to `.git/hooks` before running git there.
+//!   the protected-paths guard protects. That guard covers dsh's file tools, and the shell
+//!   policy judges a command's redirections and known destinations against the same
+//!   patterns — but a program that writes on its own is not seen (in `auto`'s hardened
+//!   profile `.git` and `.dsh` are read-only). Review what a command did to `.git/hooks`
+//!   before running git there.
 //! * **Reads are not restricted.** A command can read anything its user can (`~/.ssh`,
 //!   other projects); with the network banned it cannot send it anywhere but into its
 //!   output, which the model sees.

@@ -10,7 +10,7 @@
 //!   ([`crate::sandbox`]) unless the mode is `off`;
 //! * an environment built from an allowlist ([`mod@env`]): never dsh's API keys, `BASH_ENV`,
 //!   `ENV` or exported functions; `TMPDIR` is the session's own directory (mode 0700);
-//! * a deadline (`shell.timeout_s`, default 30 s; `timeout_s` per call up to
+//! * a deadline (`shell.timeout_s`, default 120 s; `timeout_s` per call up to
 //!   [`ShellSettings::max_timeout`]) that kills the whole tree and waits until it has stopped
 //!   before the call returns — the scheduler keeps the call's slot until then (DESIGN §3);
 //! * when the command ends, whatever it left running in the background is killed too;
@@ -60,7 +60,7 @@ pub enum NetworkGrant {
 /// How `run_shell` runs commands; filled from `[shell]`, `[sandbox]` and flags.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShellSettings {
-    /// The deadline when a call gives no `timeout_s` (`shell.timeout_s`, default 30 s).
+    /// The deadline when a call gives no `timeout_s` (`shell.timeout_s`, default 120 s).
     pub timeout: Duration,
     /// The largest `timeout_s` a call may ask for (default 600 s).
     pub max_timeout: Duration,
