@@ -161,6 +161,10 @@ impl JsonlJournal {
             }
         }
         let (line, hash, seq) = state.chain.line(&self.session, body)?;
+        // The test-only crash point (`fault-injection`): before, half-way through or after
+        // this record's write.
+        #[cfg(all(feature = "fault-injection", unix))]
+        let kill_after = super::fault::at_write(&mut state.file, line.as_bytes());
         // One write of the whole line. When it fails, whatever part of it reached the file is
         // cut off again, so the file still ends with a whole record. A closing record gets one
         // more try after the reserve's space is given back.
@@ -188,6 +192,10 @@ impl JsonlJournal {
                 return Err(self.io(e));
             }
             state.dirty = false;
+        }
+        #[cfg(all(feature = "fault-injection", unix))]
+        if kill_after {
+            super::fault::kill();
         }
         Ok(seq)
     }

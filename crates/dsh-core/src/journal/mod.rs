@@ -23,6 +23,8 @@
 //!
 //! [`FrozenResult`]: crate::FrozenResult
 
+#[cfg(all(feature = "fault-injection", unix))]
+pub mod fault;
 mod jsonl;
 mod mirror;
 mod read;
