@@ -8,172 +8,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
+use common::acp_wire::{Agent, error_code};
 use common::{Dirs, journals, records};
 use dsh_testkit::model_server::{Reply, ScriptedServer, Turn};
 use serde_json::{Value, json};
-
-/// How long one answer may take before the test fails (a hung dsh, not a slow one).
-const PATIENCE: Duration = Duration::from_secs(60);
-
-/// A `dsh acp` process and the lines it writes.
-struct Agent {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    /// Every message read so far that was not an answer someone waited for.
-    seen: Vec<Value>,
-}
-
-impl Agent {
-    fn start(d: &Dirs, url: &str, extra: &[&str]) -> Agent {
-        let mut args = vec![
-            "--provider",
-            "openai",
-            "--base-url",
-            url,
-            "--model",
-            "scripted",
-        ];
-        args.extend_from_slice(extra);
-        args.push("acp");
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        c.args(&args)
-            .env("DSH_HOME", &d.home)
-            .env("DSH_CONFIG_HOME", &d.cfg)
-            .env("HOME", &d.user_home)
-            .env("OPENAI_API_KEY", "sk-secret-key")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        let mut child = c.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        Agent {
-            child,
-            stdin,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    fn send_line(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// The next message dsh writes; every line must be one JSON-RPC message.
-    fn next(&mut self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(PATIENCE)
-            .expect("dsh answered within the patience");
-        let v: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout carries only protocol messages: {e}: {line}"));
-        assert_eq!(v["jsonrpc"], "2.0", "{v}");
-        v
-    }
-
-    /// Sends a request and reads until its answer (other messages kept in `seen`).
-    fn request(&mut self, id: &str, method: &str, params: Value) -> Value {
-        self.send_line(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
-        );
-        self.answer(&json!(id))
-    }
-
-    fn answer(&mut self, id: &Value) -> Value {
-        loop {
-            let v = self.next();
-            if v.get("method").is_none() && &v["id"] == id {
-                return v;
-            }
-            self.seen.push(v);
-        }
-    }
-
-    fn initialize(&mut self) -> Value {
-        self.request(
-            "init",
-            "initialize",
-            json!({"protocolVersion": 1, "clientInfo": {"name": "wire-test", "version": "1"}}),
-        )
-    }
-
-    fn new_session(&mut self, cwd: &std::path::Path, mcp: Value) -> Value {
-        self.request("new", "session/new", json!({"cwd": cwd, "mcpServers": mcp}))
-    }
-
-    fn prompt(&mut self, session: &str, text: &str) -> Value {
-        self.request(
-            "p",
-            "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
-        )
-    }
-
-    /// The text of the agent's message chunks seen so far, then forgets them.
-    fn said(&mut self) -> String {
-        let text = self
-            .seen
-            .iter()
-            .filter(|v| v["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
-            .map(|v| {
-                v["params"]["update"]["content"]["text"]
-                    .as_str()
-                    .unwrap_or_default()
-            })
-            .collect();
-        self.seen.clear();
-        text
-    }
-
-    /// Closes stdin; dsh must exit 0 on its own.
-    fn close(mut self) {
-        drop(self.stdin.take());
-        let deadline = std::time::Instant::now() + PATIENCE;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert_eq!(status.code(), Some(0));
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "dsh acp did not exit when its stdin closed"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn error_code(v: &Value) -> i64 {
-    v["error"]["code"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("an error: {v}"))
-}
 
 #[test]
 fn bad_input_gets_json_rpc_errors_and_dsh_goes_on_serving() {
@@ -193,7 +34,7 @@ fn bad_input_gets_json_rpc_errors_and_dsh_goes_on_serving() {
     );
 
     // Garbage: a parse error with a null id.
-    a.send_line("{this is not json");
+    a.send_bytes(b"{this is not json");
     let parse = a.answer(&Value::Null);
     assert_eq!(error_code(&parse), -32700, "{parse}");
     // An unknown method.
@@ -348,10 +189,9 @@ fn a_client_mcp_server_starts_in_an_untrusted_workspace_without_dsh_keys_and_its
     );
 
     // The model calls its tool: it asks the client (no rule allows it); allowed once.
-    a.send_line(
+    a.send(
         &json!({"jsonrpc": "2.0", "id": "p", "method": "session/prompt",
-                "params": {"sessionId": id, "prompt": [{"type": "text", "text": "env?"}]}})
-        .to_string(),
+                "params": {"sessionId": id, "prompt": [{"type": "text", "text": "env?"}]}}),
     );
     let asked = loop {
         let v = a.next();
@@ -361,11 +201,8 @@ fn a_client_mcp_server_starts_in_an_untrusted_workspace_without_dsh_keys_and_its
         a.seen.push(v);
     };
     assert_eq!(asked["params"]["toolCall"]["title"], "mcp__mini__env");
-    a.send_line(
-        &json!({"jsonrpc": "2.0", "id": asked["id"],
-                "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}})
-        .to_string(),
-    );
+    a.send(&json!({"jsonrpc": "2.0", "id": asked["id"],
+                "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}}));
     let done = a.answer(&json!("p"));
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     let finished = a

@@ -2,6 +2,8 @@
 //! binary in them. Each test file keeps its own fixtures and configuration conventions.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod acp_wire;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
