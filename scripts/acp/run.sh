@@ -13,6 +13,7 @@ eval "$(scripts/acp/install.sh)"
 export DSH_ACP_REQUIRED=1
 t0=$(date +%s)
 status=0
-cargo test -p dsh-cli --test acp_client --locked -- --test-threads=2 "$@" </dev/null || status=$?
+# The README's test command's flags, so the test binary it built is reused, not rebuilt.
+cargo test --workspace --locked --features dsh-cli/fault-injection --test acp_client -- --test-threads=2 "$@" </dev/null || status=$?
 echo "acp: cases ran in $(($(date +%s) - t0)) s" >&2
 exit "$status"

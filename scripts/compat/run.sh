@@ -135,7 +135,8 @@ export DSH_COMPAT_LITELLM=http://127.0.0.1:$ll_port
 export DSH_COMPAT_REQUIRED=1
 t0=$(now)
 status=0
-cargo test -p dsh-cli --test compat --locked -- --test-threads=1 "$@" </dev/null || status=$?
+# The README's test command's flags, so the test binary it built is reused, not rebuilt.
+cargo test --workspace --locked --features dsh-cli/fault-injection --test compat -- --test-threads=1 "$@" </dev/null || status=$?
 say "cases ran in $(($(now) - t0)) s"
 if ((status != 0)); then
   say "failed; the servers' logs are in $logs" >&2

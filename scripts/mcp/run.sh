@@ -13,6 +13,7 @@ eval "$(scripts/mcp/install.sh)"
 export DSH_MCP_REQUIRED=1
 t0=$(date +%s)
 status=0
-cargo test -p dsh-cli --test mcp_servers --locked -- --test-threads=2 "$@" </dev/null || status=$?
+# The README's test command's flags, so the test binary it built is reused, not rebuilt.
+cargo test --workspace --locked --features dsh-cli/fault-injection --test mcp_servers -- --test-threads=2 "$@" </dev/null || status=$?
 echo "mcp: cases ran in $(($(date +%s) - t0)) s" >&2
 exit "$status"
