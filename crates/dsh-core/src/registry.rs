@@ -40,21 +40,33 @@ pub(crate) struct Entry {
 impl Entry {
     /// `Err` names the first mismatch, as the model should read it.
     pub(crate) fn check_input(&self, args: &Value) -> Result<(), String> {
-        describe(&self.input, args)
+        describe(&self.input, args, Quote::Value)
     }
 
+    /// The mismatch is named without quoting the value: the output is withheld, and its text
+    /// could carry a secret in a form redaction does not recognise (JSON-escaped, `\nghp_…`).
     pub(crate) fn check_output(&self, value: &Value) -> Result<(), String> {
-        describe(&self.output, value)
+        describe(&self.output, value, Quote::Masked)
     }
 }
 
-fn describe(validator: &Validator, value: &Value) -> Result<(), String> {
+/// Whether a mismatch's description quotes the offending value.
+#[derive(Clone, Copy)]
+enum Quote {
+    Value,
+    Masked,
+}
+
+fn describe(validator: &Validator, value: &Value, quote: Quote) -> Result<(), String> {
     match validator.validate(value) {
         Ok(()) => Ok(()),
         Err(e) => {
             let at = e.instance_path().to_string();
             let at = if at.is_empty() { "/".to_owned() } else { at };
-            Err(format!("at {at}: {e}"))
+            match quote {
+                Quote::Value => Err(format!("at {at}: {e}")),
+                Quote::Masked => Err(format!("at {at}: {}", e.masked_with("the value"))),
+            }
         }
     }
 }

@@ -591,6 +591,11 @@ async fn output_violating_the_declared_schema_is_invalid_output() {
     assert_eq!(r.decided_by().gate, Gate::Normalize);
     assert!(!r.content().contains("trust me"));
     assert_eq!(r.value(), None);
+    // The withheld value is not quoted in the reason either (it could carry a secret in a form
+    // redaction misses), but where it broke the schema is.
+    assert!(!r.content().contains("not a number"), "{}", r.content());
+    assert!(!r.decided_by().reason.contains("not a number"));
+    assert!(r.content().contains("/n"), "{}", r.content());
 }
 
 #[tokio::test]
