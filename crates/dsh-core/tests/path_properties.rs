@@ -131,7 +131,7 @@ fn plain(parts: &[&str]) -> String {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 500,
+        cases: dsh_testkit::proptest_cases(500),
         // A failure prints its minimal input; nothing is written beside the sources.
         failure_persistence: None,
         ..ProptestConfig::default()

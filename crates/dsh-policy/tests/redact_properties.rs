@@ -106,7 +106,7 @@ fn run(p: &Pipeline) -> Arc<dsh_core::FrozenResult> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 300,
+        cases: dsh_testkit::proptest_cases(300),
         // A failure prints its minimal input; nothing is written beside the sources.
         failure_persistence: None,
         ..ProptestConfig::default()

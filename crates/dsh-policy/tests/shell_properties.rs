@@ -178,7 +178,7 @@ fn allow_rules() -> impl Strategy<Value = Vec<&'static str>> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 400,
+        cases: dsh_testkit::proptest_cases(400),
         // A failure prints its minimal input; nothing is written beside the sources.
         failure_persistence: None,
         ..ProptestConfig::default()

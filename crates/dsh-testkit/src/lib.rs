@@ -18,6 +18,15 @@ use dsh_core::{
 };
 use serde_json::{Value, json};
 
+/// How many cases a property test runs: `PROPTEST_CASES` when set (a longer hunt), else the
+/// test's own bounded default. (An explicit count in a test's config would hide the variable.)
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The output schema of the scripted tools: `{"n": integer}`.
 pub fn counter_schema() -> Value {
     json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false})
