@@ -566,7 +566,8 @@ fn gone(words: &[&str]) -> bool {
 
 /// Attack: the client goes away (stdin closed) while a command runs. Must hold: dsh exits
 /// on its own, the command is killed (nothing left running), its result is journaled as
-/// cancelled before the journal's `session_end`, and nothing but protocol went to stdout.
+/// cancelled before the journal's `session_end`, the journal verifies, and nothing but
+/// protocol went to stdout.
 #[test]
 fn a_disconnect_mid_command_kills_it_and_ends_the_journal() {
     let d = Dirs::new();
@@ -593,11 +594,12 @@ fn a_disconnect_mid_command_kills_it_and_ends_the_journal() {
         "{result}"
     );
     assert_eq!(recs.last().unwrap()["kind"], "session_end", "{recs:#?}");
+    common::verify_all(&d);
 }
 
 /// Attack: the client goes away while a permission question is open. Must hold: the
 /// question is nobody's yes — the call is journaled `cancelled_before` and never runs —
-/// dsh exits, and the journal ends with `session_end`.
+/// dsh exits, and the journal ends with `session_end` and verifies.
 #[test]
 fn a_disconnect_with_an_open_question_runs_nothing() {
     let d = Dirs::new();
@@ -627,6 +629,7 @@ fn a_disconnect_with_an_open_question_runs_nothing() {
         "cancelled_before"
     );
     assert_eq!(recs.last().unwrap()["kind"], "session_end", "{recs:#?}");
+    common::verify_all(&d);
 }
 
 /// Attack: protocol abuse — a response with a null id (what the TypeScript SDK sends back

@@ -443,8 +443,9 @@ fn control_sequences_from_a_server_never_reach_the_terminal() {
     }
 }
 
-/// Defended: a result line larger than rmcp's 16 MiB cap is dropped; the call fails at its
-/// timeout and the session goes on.
+/// Defended: a result line larger than dsh's bound on one MCP message (16 MiB) ends the
+/// connection; the call fails at once as a `tool_error` naming the bound, and the session
+/// goes on (the server started again). tests/extension_faults.rs has the full case.
 #[test]
 fn a_100_mb_line_fails_the_call_not_the_session() {
     let d = Dirs::new();
@@ -465,13 +466,22 @@ fn a_100_mb_line_fails_the_call_not_the_session() {
             call("mcp__h__t", json!({})),
         ],
     );
-    assert_ne!(
+    assert_eq!(
         kind(&r[0]),
-        "ok",
+        "tool_error",
         "{}",
         &r[0].to_string()[..300.min(r[0].to_string().len())]
     );
+    assert!(
+        r[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 16 MiB"),
+        "{}",
+        r[0]
+    );
     assert_eq!(r[1]["content"], "called t", "{r:?}");
+    common::verify_all(&d);
 }
 
 /// Defended: a flood of `notifications/tools/list_changed` does not stop the session.

@@ -257,6 +257,7 @@ fn a_hung_plugin_is_killed_at_its_deadline() {
     let r = batch(&d, &[call("hang", json!({}))], &[]);
     assert_eq!(kind(&r[0]), "timeout", "{}", r[0]);
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    common::verify_all(&d);
 }
 
 #[test]
@@ -288,6 +289,7 @@ fn an_answer_over_four_mebibytes_or_not_json_is_a_tool_error() {
         "the answer is not quoted whole"
     );
     assert_eq!(kind(&r[1]), "tool_error", "{}", content(&r[1]));
+    common::verify_all(&d);
 }
 
 /// A plugin allowed by a rule runs in the workspace-write profile, exactly as a `run_shell`

@@ -165,6 +165,8 @@ fn each_answer_style_decides_as_claude_code_hooks_mean_it_and_errors_fail_closed
     );
     assert_eq!(first["_env"]["HOOK_OWN"], "mine");
     assert!(first["_env"].get("OPENAI_API_KEY").is_none(), "{first}");
+    // The hook errors left the journal intact.
+    common::verify_all(&d);
 }
 
 #[test]

@@ -12,11 +12,14 @@
 //! are shown, never trusted. Faults are results: a server that cannot start, dies mid-call,
 //! hangs past its timeout or answers garbage gives a failure naming it, and a status line in
 //! `/mcp` ([`McpServers::status`]); a dead stdio server is started again on the next call, a
-//! bounded number of times. A server's stderr goes to its log file, never to the terminal.
+//! bounded number of times. A stdio server's message longer than [`MAX_MESSAGE_BYTES`] ends
+//! its connection (what dsh holds of one message is bounded), failing at once the call that
+//! waited for it. A server's stderr goes to its log file, never to the terminal.
 //!
 //! **Server.** [`serve_stdio`] answers an MCP client with a [`ToolHost`]'s tools; dsh-cli's
 //! `dsh mcp serve` wires the host to a session, so the calls pass its gates (`serve.rs`).
 
+mod bound;
 mod content;
 mod http;
 mod names;
@@ -30,6 +33,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
+pub use bound::MAX_MESSAGE_BYTES;
 pub use content::content_schema;
 pub use names::{PREFIX, server_of, tool_name};
 pub use serve::{HostFactory, HostResult, HostTool, ToolHost, serve_stdio};

@@ -5,15 +5,17 @@
 //! happened, kept for `/mcp`.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, Implementation};
 use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::bound::{Bounded, MAX_MESSAGE_BYTES, describe_bound};
 use crate::process::{ServerProcess, last_log_line, spawn};
 use crate::spec::{Launch, ServerSpec};
 
@@ -163,6 +165,25 @@ struct Live {
     service: RunningService<RoleClient, Handler>,
     /// A stdio server's process (none for an HTTP server).
     process: tokio::sync::Mutex<Option<ServerProcess>>,
+    /// Set when a stdio server sent a message longer than [`MAX_MESSAGE_BYTES`], which ended
+    /// the connection.
+    overrun: Arc<AtomicBool>,
+}
+
+impl Live {
+    /// Why its connection ended, when it was dsh that ended it: a message over the bound.
+    fn overran(&self) -> bool {
+        self.overrun.load(Ordering::SeqCst)
+    }
+}
+
+/// What a server that overran the bound did (`during`: ` while running `TOOL``, or empty),
+/// for an error.
+fn overran(name: &str, during: &str) -> String {
+    format!(
+        "MCP server `{name}` sent a message longer than {}{during} (dsh's bound on one MCP message, MAX_MESSAGE_BYTES); dsh closed the connection and stopped it",
+        describe_bound()
+    )
 }
 
 enum Link {
@@ -326,20 +347,22 @@ impl Server {
             if !live.service.is_transport_closed() {
                 return Ok(live.clone());
             }
-            let how = live
-                .process
-                .lock()
-                .await
-                .as_mut()
-                .and_then(ServerProcess::exited);
-            self.shared.set(
-                State::Failed,
-                Some(format!(
+            let mut process = live.process.lock().await;
+            let why = if live.overran() {
+                if let Some(p) = process.as_mut() {
+                    p.kill().await;
+                }
+                overran(&self.spec.name, "")
+            } else {
+                let how = process.as_mut().and_then(ServerProcess::exited);
+                format!(
                     "MCP server `{}` ended ({})",
                     self.spec.name,
                     how.as_deref().unwrap_or("its connection closed")
-                )),
-            );
+                )
+            };
+            drop(process);
+            self.shared.set(State::Failed, Some(why));
             *link = Link::Down;
         }
         if matches!(*link, Link::NotStarted) {
@@ -404,6 +427,7 @@ impl Server {
                         Ok(Live {
                             service,
                             process: tokio::sync::Mutex::new(None),
+                            overrun: Arc::default(),
                         })
                     }
                     Ok(Err(e)) => Err(format!("MCP server `{name}` ({url}) did not start: {e}")),
@@ -416,7 +440,13 @@ impl Server {
         };
         let (mut process, stdout, stdin) = spawn(program, args, env, cwd, &self.log)
             .map_err(|e| format!("MCP server `{name}`: could not start `{program}`: {e}"))?;
-        let started = initialize(handler, (stdout, stdin));
+        let overrun = Arc::new(AtomicBool::new(false));
+        let transport = AsyncRwTransport::new_client(
+            Bounded::new(stdout, MAX_MESSAGE_BYTES, overrun.clone()),
+            stdin,
+        )
+        .with_max_line_length(MAX_MESSAGE_BYTES);
+        let started = initialize(handler, transport);
         let outcome = tokio::time::timeout(self.spec.startup_timeout, started).await;
         let why = match outcome {
             Ok(Ok((service, tools))) => {
@@ -424,8 +454,13 @@ impl Server {
                 return Ok(Live {
                     service,
                     process: tokio::sync::Mutex::new(Some(process)),
+                    overrun,
                 });
             }
+            Ok(Err(_)) if overrun.load(Ordering::SeqCst) => format!(
+                "it sent a message longer than {} (dsh's bound on one MCP message, MAX_MESSAGE_BYTES)",
+                describe_bound()
+            ),
             Ok(Err(e)) => e,
             Err(_) => format!(
                 "it did not finish starting within {} s (startup_timeout_s)",
@@ -490,19 +525,27 @@ impl Server {
                 e.message, e.code.0
             ))),
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                let how = wait_exit(&live).await;
                 let left = self
                     .spec
                     .max_restarts
                     .saturating_sub(self.restarts.load(Ordering::SeqCst));
-                let what = format!(
-                    "MCP server `{name}` ended while running `{remote}` ({how}); {}",
-                    if left > 0 {
-                        "it is started again on the next call".to_owned()
-                    } else {
-                        "it is not started again this session".to_owned()
+                let next = if left > 0 {
+                    "it is started again on the next call"
+                } else {
+                    "it is not started again this session"
+                };
+                let what = if live.overran() {
+                    if let Some(p) = live.process.lock().await.as_mut() {
+                        p.kill().await;
                     }
-                );
+                    format!(
+                        "{}; {next}",
+                        overran(name, &format!(" while running `{remote}`"))
+                    )
+                } else {
+                    let how = wait_exit(&live).await;
+                    format!("MCP server `{name}` ended while running `{remote}` ({how}); {next}")
+                };
                 let what = self.failure(&what);
                 self.shared.set(State::Failed, Some(what.clone()));
                 Err(CallError::Failed(what))

@@ -167,6 +167,33 @@ pub fn journals(home: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Runs `dsh sessions verify` on every journal (`*.jsonl`) under `d.home/sessions`, asserting
+/// there is at least one and that each is intact and ended (exit 0, nothing broken, no torn
+/// line, a `session_end`): how many were verified.
+pub fn verify_all(d: &Dirs) -> usize {
+    let all: Vec<PathBuf> = journals(&d.home)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert!(
+        !all.is_empty(),
+        "no journal under {}",
+        d.home.join("sessions").display()
+    );
+    for path in &all {
+        let out = d
+            .dsh(&["sessions", "verify", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let said = format!("{}{}", stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{}: {said}", path.display());
+        assert!(said.contains("intact"), "{}: {said}", path.display());
+        assert!(!said.contains("torn"), "{}: {said}", path.display());
+        assert!(!said.contains("did not end"), "{}: {said}", path.display());
+    }
+    all.len()
+}
+
 /// A journal's records as JSON, in order.
 pub fn records(path: &Path) -> Vec<Value> {
     dsh_core::journal::read_journal(path)

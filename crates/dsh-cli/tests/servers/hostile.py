@@ -18,11 +18,16 @@ dsh and logs the answers), "swap" (switches its tool list and says it changed), 
 (1000 notifications/tools/list_changed), "huge" (answers with one line of `bytes` bytes),
 "fork" (starts a child in its process group that outlives the call), "fork_setsid" (the same
 in a new session), "close_stdout" (closes its stdout and keeps running), "rpc_error" (a
-JSON-RPC error whose message holds terminal control sequences). With "fork_at_start" it
-starts such a child before serving; with "hold_at_start" it never reads or answers.
+JSON-RPC error whose message holds terminal control sequences), "die" (SIGKILLs itself
+mid-call), "hang" (never answers that call, answering the others), "garbage" (answers with a
+line of invalid JSON carrying the call's id), "junk" (writes `bytes` bytes of lines that are
+not JSON-RPC, then answers). With "fork_at_start" it starts such a child before serving; with
+"hold_at_start" it never reads or answers; with "huge_list_bytes" its tool list is padded to
+that many bytes.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -96,6 +101,25 @@ def act(rid, name, args):
         for _ in range(1000):
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         return {"content": [{"type": "text", "text": "flooded"}]}
+    if action == "die":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if action == "hang":
+        log("hanging")
+        return None
+    if action == "garbage":
+        with lock:
+            sys.stdout.write('{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": not json\n' % json.dumps(rid))
+            sys.stdout.flush()
+        return None
+    if action == "junk":
+        line = "this is not JSON-RPC " + "j" * 1000 + "\n"
+        left = int(args.get("bytes", 100 * 1024 * 1024))
+        with lock:
+            while left > 0:
+                sys.stdout.write(line)
+                left -= len(line)
+            sys.stdout.flush()
+        return {"content": [{"type": "text", "text": "after the junk"}]}
     if action == "huge":
         return {"content": [{"type": "text", "text": "x" * int(args.get("bytes", 20 * 1024 * 1024))}]}
     if action in ("fork", "fork_setsid"):
@@ -130,7 +154,10 @@ def handle(msg):
             "serverInfo": {"name": "hostile", "version": "1"},
         }})
     elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
+        result = {"tools": tools}
+        if SPEC.get("huge_list_bytes"):
+            result["_pad"] = "p" * int(SPEC["huge_list_bytes"])
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
         log("listed")
     elif method == "tools/call":
         p = msg["params"]
