@@ -727,6 +727,7 @@ fn too_much_output_non_utf8_and_a_signal_are_errors_that_deny() {
         assert_eq!(kind(&r[0]), "denied", "{mode}: {}", r[0]);
         assert!(reason(&r[0]).contains(why), "{mode}: {}", reason(&r[0]));
         assert!(!d.ws.join("ran").exists(), "{mode}");
+        common::verify_all(&d);
     }
 }
 

@@ -211,7 +211,7 @@ fn an_mcp_server_killed_mid_call_is_one_tool_error_and_is_started_again() {
 
 #[test]
 fn an_mcp_server_that_never_answers_is_one_timeout_and_goes_on_serving() {
-    let d = mcp_world("hang", "timeout_s = 2");
+    let d = mcp_world("hang", "timeout_s = 3");
     let (hung, next) = mcp_fault_then_call(&d, "hang", json!({}));
     assert_eq!(kind(&hung), "timeout", "{hung}");
     assert_eq!(content(&next), "called t", "{next}");
@@ -224,7 +224,7 @@ fn an_mcp_server_that_never_answers_is_one_timeout_and_goes_on_serving() {
 
 #[test]
 fn an_mcp_server_answering_invalid_json_is_one_timeout_and_goes_on_serving() {
-    let d = mcp_world("garbage", "timeout_s = 2");
+    let d = mcp_world("garbage", "timeout_s = 3");
     let (garbled, next) = mcp_fault_then_call(&d, "garbage", json!({}));
     assert_eq!(kind(&garbled), "timeout", "{garbled}");
     assert_eq!(content(&next), "called t", "{next}");
@@ -270,7 +270,6 @@ fn an_mcp_server_sending_a_100_mb_message_is_one_tool_error_at_once_with_memory_
     );
     assert!(content(&r[0]).len() < 2000, "{}", content(&r[0]).len());
     assert_eq!(content(&r[1]), "called t", "{}", r[1]);
-    eprintln!("dsh's peak RSS: {peak} KiB");
     let pids = starts(&d);
     assert_eq!(pids.len(), 2, "started again for the next call: {pids:?}");
     assert!(
@@ -342,7 +341,6 @@ fn an_mcp_server_flooding_100_mb_of_junk_lines_still_answers_with_memory_bounded
     assert_eq!(content(&r[0]), "after the junk", "{}", r[0]);
     assert_eq!(content(&r[1]), "called t", "{}", r[1]);
     assert_eq!(starts(&d).len(), 1);
-    eprintln!("dsh's peak RSS: {peak} KiB");
     assert!(
         peak > 0 && peak < FLOOD_RSS_BOUND_KIB,
         "dsh's peak RSS {peak} KiB"
@@ -355,10 +353,10 @@ fn an_mcp_server_flooding_100_mb_of_junk_lines_still_answers_with_memory_bounded
 // ---------------------------------------------------------------------------------------
 
 /// A `[[hooks.EVENT]]` table running fault_hook.py (its fault `forced`, else picked from the
-/// event), killed after a second.
+/// event), killed after 3 s (ample for a crash or garbage to come first on a loaded machine).
 fn fault_hook(event: &str, forced: &str) -> String {
     format!(
-        "[[hooks.{event}]]\ncommand = \"/usr/bin/python3 {} {forced}\"\ntimeout_ms = 1000\n",
+        "[[hooks.{event}]]\ncommand = \"/usr/bin/python3 {} {forced}\"\ntimeout_ms = 3000\n",
         servers().join("fault_hook.py").display()
     )
 }
@@ -406,7 +404,7 @@ fn pre_tool_use_hook_faults_each_deny_one_call_and_the_session_goes_on() {
     assert_eq!(stdout(&out).trim(), "done");
     let recs = all_records(&d);
     for (id, why) in [
-        ("c1", "did not answer within 1000 ms and was killed"),
+        ("c1", "did not answer within 3000 ms and was killed"),
         (
             "c2",
             "exited with code 1 (RuntimeError: the hook crashed on purpose)",
@@ -476,7 +474,7 @@ fn user_prompt_submit_hook_faults_each_block_one_prompt_and_the_session_goes_on(
     let (out, _server) = exec(&d, vec![Reply::text("first")], &[], "hello");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     for (prompt, why) in [
-        ("hang-me", "did not answer within 1000 ms"),
+        ("hang-me", "did not answer within 3000 ms"),
         ("crash-me", "exited with code 1"),
         ("garbage-me", "invalid JSON"),
     ] {
@@ -524,7 +522,7 @@ fn stop_hook_faults_are_told_and_each_turn_ends_with_its_answer() {
     let d = Dirs::new();
     d.write_user_config(&fault_hook("Stop", ""));
     for (i, (answer, why)) in [
-        ("hang-me", "did not answer within 1000 ms"),
+        ("hang-me", "did not answer within 3000 ms"),
         ("crash-me", "exited with code 1"),
         ("garbage-me", "invalid JSON"),
     ]
@@ -559,7 +557,7 @@ fn session_start_hook_faults_are_told_and_the_session_starts() {
     assert_eq!(stdout(&out).trim(), "answered");
     let err = stderr(&out);
     for why in [
-        "did not answer within 1000 ms",
+        "did not answer within 3000 ms",
         "exited with code 1",
         "invalid JSON",
     ] {
@@ -637,7 +635,8 @@ fn program(id: &str, code: &str) -> Reply {
 fn code_mode_programs_that_exhaust_memory_loop_flood_or_call_10000_times_each_end_in_one_result() {
     let d = Dirs::new();
     std::fs::write(d.ws.join("f.txt"), "the file\n").unwrap();
-    d.write_user_config("[tools]\ncode_timeout_s = 3\n");
+    // The loop runs for the whole wall limit; the 200 calls of `serial` take well under it.
+    d.write_user_config("[tools]\ncode_timeout_s = 5\n");
     let (out, server) = exec(
         &d,
         vec![
