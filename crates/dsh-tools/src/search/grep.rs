@@ -8,6 +8,11 @@
 //! matches, so the total said when truncated is a lower bound ("at least N"), the same on
 //! every run.
 //!
+//! **Long lines.** The searcher holds a line whole while it looks at it, so a file of one
+//! 1 GB line would cost 1 GB. Its line buffer is held to [`LINE_MAX_BYTES`]: a longer line
+//! ends the search of its file there (what was found before it is kept), and the result says
+//! which file was not searched to its end and why. `read_file` pages such a file, its lines cut.
+//!
 //! **Interrupts.** The searcher calls back only on matches, so a file with few matches would
 //! be searched to its end before anything looked at the cancellation token. Each file is
 //! therefore read through [`Cancellable`], which checks the token before every read (the
@@ -36,6 +41,10 @@ use crate::{ReadCaps, blocking, cancelled, parse_args, path_access};
 
 /// Characters of a matching line shown; longer lines are cut with a marker.
 pub const TEXT_MAX_CHARS: usize = 300;
+
+/// The longest line searched, in bytes (8 MiB): the searcher's buffer (one per walker thread)
+/// never grows past it; a longer line ends the search of its file (see the module docs).
+pub const LINE_MAX_BYTES: usize = 8 << 20;
 
 /// Said when some path had to be shown lossily.
 const LOSSY_PATHS: &str = "some paths are not valid UTF-8 and are shown with \u{FFFD}; tools cannot open them by that name";
@@ -156,6 +165,10 @@ struct Found {
     files: u64,
     binary: u64,
     hard_linked: u64,
+    /// Files whose search stopped before their end (a line over [`LINE_MAX_BYTES`], a read
+    /// error), and the first of them by path with why.
+    cut_short: u64,
+    first_cut_short: Option<(PathBuf, String)>,
 }
 
 impl Found {
@@ -167,6 +180,20 @@ impl Found {
             files: 0,
             binary: 0,
             hard_linked: 0,
+            cut_short: 0,
+            first_cut_short: None,
+        }
+    }
+
+    /// Notes that `rel`'s search stopped before its end, for `why`.
+    fn cut_short(&mut self, rel: &Path, why: String) {
+        self.cut_short += 1;
+        if self
+            .first_cut_short
+            .as_ref()
+            .is_none_or(|(first, _)| rel < first.as_path())
+        {
+            self.first_cut_short = Some((rel.to_path_buf(), why));
         }
     }
 
@@ -177,6 +204,10 @@ impl Found {
         self.files += other.files;
         self.binary += other.binary;
         self.hard_linked += other.hard_linked;
+        if let Some((rel, why)) = other.first_cut_short {
+            self.cut_short(&rel, why);
+            self.cut_short += other.cut_short - 1;
+        }
     }
 
     /// Searches one opened file; `rel` is its workspace-relative path. Stops early, keeping
@@ -197,9 +228,19 @@ impl Found {
             more: false,
         };
         self.files += 1;
-        // An I/O error mid-file (a file truncated under us, or the call cancelled) keeps what
-        // was found before it.
-        let _ = searcher.search_reader(matcher, Cancellable { file, cancel }, &mut sink);
+        // An error mid-file (a line over the limit, a file truncated under us, the call
+        // cancelled) keeps what was found before it; but for a cancellation, the result says
+        // the file was not searched to its end.
+        if let Err(e) = searcher.search_reader(matcher, Cancellable { file, cancel }, &mut sink)
+            && !cancel.is_cancelled()
+        {
+            let why = if e.to_string().contains("allocation limit") {
+                format!("past a line longer than {} MiB", LINE_MAX_BYTES >> 20)
+            } else {
+                format!("to its end: {e}")
+            };
+            self.cut_short(rel, why);
+        }
         if sink.binary {
             self.binary += 1;
             return;
@@ -287,6 +328,7 @@ fn searcher() -> Searcher {
     SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(0))
+        .heap_limit(Some(LINE_MAX_BYTES))
         .build()
 }
 
@@ -394,6 +436,15 @@ impl Grep {
         }
         if found.binary > 0 && matches.is_empty() {
             content.push_str(&format!("[{} binary files were skipped]\n", found.binary));
+        }
+        if let Some((rel, why)) = &found.first_cut_short {
+            let (path, _) = display(rel);
+            content.push_str(&match found.cut_short {
+                1 => format!("[`{path}` was not searched {why}]\n"),
+                n => format!(
+                    "[{n} files were not searched to their end; the first, `{path}`, was not searched {why}]\n"
+                ),
+            });
         }
         if found.hard_linked > 0 {
             content.push_str(&format!(
@@ -562,6 +613,35 @@ mod tests {
         // No read after the one that saw the cancellation: the needle 2 MB on is never met.
         assert_eq!(inner.reads, 1);
         assert!(sink.matches.iter().all(|(line, _)| *line == 1));
+    }
+
+    /// A line over the limit ends its file's search: the match before it is kept, the one
+    /// after it is not, and the result says so.
+    #[test]
+    fn a_line_over_the_limit_ends_the_search_of_its_file_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::from("needle first\n");
+        text.push_str(&"x".repeat(LINE_MAX_BYTES + 1));
+        text.push_str("\nneedle after\n");
+        std::fs::write(dir.path().join("long.txt"), text).unwrap();
+        std::fs::write(dir.path().join("short.txt"), "a needle\n").unwrap();
+        let ws = Arc::new(Workspace::new(dir.path()).unwrap());
+        let grep = Grep::new(ws, &crate::ReadCaps::default());
+        for path in ["long.txt", "."] {
+            let args = Args {
+                pattern: "needle".to_owned(),
+                path: Some(path.to_owned()),
+                include: None,
+            };
+            let out = grep.grep(&args, &CancellationToken::new()).unwrap();
+            let content = out.content;
+            assert!(content.contains("long.txt:1:needle first"), "{content}");
+            assert!(!content.contains("needle after"), "{content}");
+            assert!(
+                content.contains("[`long.txt` was not searched past a line longer than 8 MiB]"),
+                "{content}"
+            );
+        }
     }
 
     #[test]
