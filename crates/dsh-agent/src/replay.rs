@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use dsh_core::journal::{Entry, Record};
+use dsh_core::journal::{Entry, Record, Stored};
 use dsh_core::{CallSource, Decision, FailureKind, Gate, ToolCall, ToolSet};
 use serde::Serialize;
 use serde_json::Value;
@@ -141,6 +141,10 @@ struct Seen {
 ///
 /// A record belongs to the call with the same `call_id` and `agent` most recently opened by
 /// a `tool_call`: models may reuse ids across steps, and sub-agents number their own.
+///
+/// Arguments stored in a blob are judged as read into the records by
+/// [`resolve_blobs`](dsh_core::journal::resolve_blobs); unresolved, their reference
+/// (`{"$blob":…,"bytes":N}`) stands in their place.
 pub fn recorded_calls(records: &[Entry]) -> Vec<RecordedCall> {
     let mut calls: Vec<(RecordedCall, Seen)> = Vec::new();
     let mut open: HashMap<(Option<&str>, &str), usize> = HashMap::new();
@@ -168,7 +172,10 @@ pub fn recorded_calls(records: &[Entry]) -> Vec<RecordedCall> {
                         seq: entry.seq,
                         call_id: call_id.to_string(),
                         tool: name.to_string(),
-                        args: args.as_ref().clone(),
+                        args: match args {
+                            Stored::Inline(v) => v.as_ref().clone(),
+                            Stored::Blob(r) => serde_json::to_value(r).unwrap_or_default(),
+                        },
                         source: *source,
                         agent: entry.agent.clone(),
                         profile: agent.and_then(|a| profiles.get(a)).map(|p| (*p).to_owned()),

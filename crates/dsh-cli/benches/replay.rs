@@ -130,7 +130,7 @@ fn write_journal(path: &Path, ws: &Path, calls: usize) {
             .append(&Record::ToolCall {
                 call_id: id.as_str().into(),
                 name: tool.into(),
-                args: std::borrow::Cow::Owned(args),
+                args: args.into(),
                 source: dsh_core::CallSource::Model,
                 parent: None,
                 step: 1,

@@ -8,7 +8,7 @@ use dsh_agent::Session;
 use dsh_agent::replay::{self, Row};
 use dsh_agent::sessions;
 use dsh_core::Decision;
-use dsh_core::journal::{Record, read_journal};
+use dsh_core::journal::{Record, read_journal, resolve_blobs};
 
 use crate::sessions::{short_args, shorten};
 use crate::{Common, Failure, exit, settings};
@@ -49,7 +49,10 @@ pub(crate) async fn replay(common: &Common, given: &str) -> Result<u8, Failure> 
             )));
         }
     };
-    let transcript = read_journal(&path)
+    let mut transcript = read_journal(&path)
+        .map_err(|e| Failure::harness(anyhow!("{e} (`dsh sessions verify` says more)")))?;
+    // Arguments stored beside the journal (over 1 MiB) are judged in full.
+    resolve_blobs(&path, &mut transcript)
         .map_err(|e| Failure::harness(anyhow!("{e} (`dsh sessions verify` says more)")))?;
     if let Some(torn) = &transcript.torn_tail {
         eprintln!(

@@ -544,7 +544,7 @@ fn call<'a>(id: &'a str, name: &'a str, args: Value, parent: Option<&'a str>) ->
     Record::ToolCall {
         call_id: id.into(),
         name: name.into(),
-        args: std::borrow::Cow::Owned(args),
+        args: args.into(),
         source: if parent.is_some() {
             dsh_core::CallSource::SubAgent
         } else {

@@ -1092,7 +1092,7 @@ fn one_of_every_kind(
         Record::ToolCall {
             call_id: "c1".into(),
             name: "read_file".into(),
-            args: Cow::Owned(json!({"path": "a.txt"})),
+            args: json!({"path": "a.txt"}).into(),
             source: CallSource::Code,
             parent: Some("c0".into()),
             step: 1,

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use dsh_core::journal::{Record, RequestedCall};
+use dsh_core::journal::{JournalError, Record, RequestedCall, Stored};
 use dsh_core::{CallSource, CancellationToken, ToolCall};
 use dsh_model::{Message, ModelError, StreamEvent};
 use serde_json::{Value, json};
@@ -157,18 +157,23 @@ impl Agent {
             self.record_model_call(step, &request, &completion, elapsed, reservation)?;
             let mut message = completion.message;
             unique_call_ids(&mut message, step);
+            // Arguments over 1 MiB go to a blob, durable before the record naming it.
+            let journal = self.session.pipeline.journal().as_ref();
+            let tool_calls = message
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    Ok(RequestedCall {
+                        id: Cow::Borrowed(&c.id),
+                        name: Cow::Borrowed(&c.name),
+                        arguments: Stored::text(journal, &c.arguments)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, JournalError>>()?;
             self.record(&Record::AssistantMessage {
                 step,
                 content: Cow::Borrowed(&message.content),
-                tool_calls: message
-                    .tool_calls
-                    .iter()
-                    .map(|c| RequestedCall {
-                        id: Cow::Borrowed(&c.id),
-                        name: Cow::Borrowed(&c.name),
-                        arguments: Cow::Borrowed(&c.arguments),
-                    })
-                    .collect(),
+                tool_calls,
                 reasoning: message.reasoning.as_deref().map(Cow::Borrowed),
             })?;
             if !message.content.is_empty() {

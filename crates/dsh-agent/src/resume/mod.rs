@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dsh_core::FrozenResult;
-use dsh_core::journal::{Entry, Record, ResumedFrom, read_journal};
+use dsh_core::journal::{Entry, Record, ResumedFrom, read_journal, resolve_blobs};
 use dsh_model::{Message, ToolCallRequest};
 
 use crate::sessions::{self, SessionsError};
@@ -191,6 +191,11 @@ pub fn load_at(path: &Path, point: Option<u64>) -> Result<Resumed, ResumeError> 
             path: at.display().to_string(),
             reason: e.to_string(),
         })?;
+        // Arguments stored beside the journal (over 1 MiB) are the model's again in full.
+        resolve_blobs(&at, &mut transcript).map_err(|e| ResumeError::Unusable {
+            path: at.display().to_string(),
+            reason: e.to_string(),
+        })?;
         if let Some(end) = cut {
             if !transcript.records.iter().any(|e| e.seq == end) {
                 return Err(ResumeError::Unusable {
@@ -244,7 +249,10 @@ pub fn load_at(path: &Path, point: Option<u64>) -> Result<Resumed, ResumeError> 
     Ok(Resumed {
         chain,
         workspace,
-        ..rebuild(&entries, link)
+        ..rebuild(&entries, link).map_err(|reason| ResumeError::Unusable {
+            path: shown.clone(),
+            reason,
+        })?
     })
 }
 
@@ -273,8 +281,9 @@ fn has_user_message(path: &Path) -> bool {
     })
 }
 
-/// The main agent's conversation from a chain's records, with the unfinished calls closed.
-fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
+/// The main agent's conversation from a chain's records (their blobs resolved), with the
+/// unfinished calls closed.
+fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Result<Resumed, String> {
     let mut history: Vec<Message> = Vec::new();
     let mut turn_starts = Vec::new();
     let mut steps = 0;
@@ -319,14 +328,19 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
                 ..
             } => {
                 flush_attached(&mut history, &mut attached);
-                let calls: Vec<ToolCallRequest> = tool_calls
+                let calls = tool_calls
                     .iter()
-                    .map(|c| ToolCallRequest {
-                        id: c.id.to_string(),
-                        name: c.name.to_string(),
-                        arguments: c.arguments.to_string(),
+                    .map(|c| {
+                        let arguments = c.arguments.inline().ok_or_else(|| {
+                            format!("record {} names a blob that was not read", e.seq)
+                        })?;
+                        Ok(ToolCallRequest {
+                            id: c.id.to_string(),
+                            name: c.name.to_string(),
+                            arguments: arguments.to_owned(),
+                        })
                     })
-                    .collect();
+                    .collect::<Result<Vec<_>, String>>()?;
                 open = calls
                     .iter()
                     .map(|c| (c.id.clone(), c.name.clone()))
@@ -400,7 +414,7 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
         history.push(Message::tool(r.call_id(), r.content()));
     }
     flush_attached(&mut history, &mut attached);
-    Resumed {
+    Ok(Resumed {
         session: link.session.to_string(),
         workspace: None,
         link,
@@ -413,7 +427,7 @@ fn rebuild(entries: &[Entry], link: ResumedFrom<'static>) -> Resumed {
         compacted_turns,
         chain: Vec::new(),
         model,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -463,7 +477,7 @@ mod tests {
         Record::ToolCall {
             call_id: id.to_owned().into(),
             name: "run_shell".into(),
-            args: Cow::Owned(json!({"command": "true"})),
+            args: json!({"command": "true"}).into(),
             source: CallSource::Model,
             parent: None,
             step: 1,
@@ -484,7 +498,7 @@ mod tests {
             let nested = Record::ToolCall {
                 call_id: "a.0".into(),
                 name: "read_file".into(),
-                args: Cow::Owned(json!({})),
+                args: json!({}).into(),
                 source: CallSource::Code,
                 parent: Some("a".into()),
                 step: 1,
@@ -650,7 +664,7 @@ mod tests {
                 let child = Record::ToolCall {
                     call_id: id.to_owned().into(),
                     name: "run_shell".into(),
-                    args: Cow::Owned(json!({})),
+                    args: json!({}).into(),
                     source: CallSource::SubAgent,
                     parent: Some("m1".into()),
                     step: 1,

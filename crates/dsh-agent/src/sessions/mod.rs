@@ -15,7 +15,7 @@ use std::fs::{File, TryLockError};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use dsh_core::journal::{ReadError, Record, ResumedFrom, Totals, read_journal};
+use dsh_core::journal::{ReadError, Record, ResumedFrom, Totals, check_blobs, read_journal};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -565,6 +565,12 @@ fn verify_file(path: &Path) -> (FileCheck, Option<ResumedFrom<'static>>) {
             ),
         });
     }
+    // Each argument stored beside the journal exists and hashes to its name.
+    if check.problem.is_none()
+        && let Err(e) = check_blobs(path, &transcript)
+    {
+        check.problem = Some(problem_of(&e));
+    }
     check.did_not_end = !matches!(
         transcript.records.last().map(|e| &e.record),
         Some(Record::SessionEnd { .. })
@@ -642,6 +648,7 @@ fn problem_of(e: &ReadError) -> Problem {
             *line,
             "the first record's `prev` is not 64 zeros".to_owned(),
         ),
+        ReadError::Blob { line, reason, .. } => (*line, reason.clone()),
         _ => (0, e.to_string()),
     };
     Problem { line, what }

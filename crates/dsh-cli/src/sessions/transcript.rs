@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use dsh_core::journal::{Entry, Record, Transcript, read_journal};
+use dsh_core::journal::{Entry, Record, Stored, Transcript, read_journal};
 use serde_json::Value;
 
 /// A journal's records as `dsh sessions show` prints them (the REPL's `/log`).
@@ -163,7 +163,7 @@ impl<'a> Out<'a> {
 /// order: a result, an approval belongs to the call with the same agent and call id most
 /// recently opened by a `tool_call` (sub-agents number their calls on their own).
 fn record_texts(records: &[Entry]) -> Vec<Option<String>> {
-    let mut calls: CallMap<'_, (&str, &Value)> = HashMap::new();
+    let mut calls: CallMap<'_, (&str, &Stored<'_, Value>)> = HashMap::new();
     let mut approvals: CallMap<'_, String> = HashMap::new();
     let mut texts = Vec::with_capacity(records.len());
     for entry in records {
@@ -299,7 +299,7 @@ type CallMap<'a, T> = HashMap<(Option<&'a str>, &'a str), T>;
 fn tool_line(
     result: &serde_json::Map<String, Value>,
     agent: Option<&str>,
-    calls: &CallMap<'_, (&str, &Value)>,
+    calls: &CallMap<'_, (&str, &Stored<'_, Value>)>,
     approvals: &CallMap<'_, String>,
 ) -> String {
     let call_id = result.get("call_id").and_then(Value::as_str).unwrap_or("");
@@ -307,7 +307,11 @@ fn tool_line(
     let tool = result.get("tool").and_then(Value::as_str).unwrap_or("?");
     let args = calls
         .get(&key)
-        .map(|(_, args)| short_args(args))
+        .map(|(_, args)| match args {
+            Stored::Inline(args) => short_args(args),
+            // Not read for a one-line summary: what it is and where.
+            Stored::Blob(r) => format!("[arguments in {r}]"),
+        })
         .unwrap_or_default();
     let outcome = result
         .get("failure_kind")

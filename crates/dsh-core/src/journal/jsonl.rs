@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::{Body, Chain, Journal, JournalError, Mirror};
+use super::{BlobStore, Body, Chain, Journal, JournalError, Mirror};
 
 /// When records become durable. Every record is handed to the OS (one `write`) before
 /// `append` returns either way; this decides when `fsync` runs.
@@ -60,6 +60,8 @@ pub struct JsonlJournal {
     display: String,
     session: String,
     policy: SyncPolicy,
+    /// `<stem>.blobs` beside the file: arguments over 1 MiB (made at the first one).
+    blobs: BlobStore,
     state: Mutex<State>,
 }
 
@@ -99,6 +101,7 @@ impl JsonlJournal {
             }
         }
         Ok(JsonlJournal {
+            blobs: BlobStore::beside(&path),
             path,
             display,
             session: session.into(),
@@ -289,5 +292,9 @@ impl Journal for JsonlJournal {
     fn last_seq(&self) -> Option<u64> {
         let state = self.state.lock().ok()?;
         Some(state.chain.seq())
+    }
+
+    fn blobs(&self) -> Option<&BlobStore> {
+        Some(&self.blobs)
     }
 }

@@ -23,6 +23,7 @@
 //!
 //! [`FrozenResult`]: crate::FrozenResult
 
+mod blob;
 #[cfg(all(feature = "fault-injection", unix))]
 pub mod fault;
 mod jsonl;
@@ -35,6 +36,9 @@ use std::sync::{Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
 
+pub use blob::{
+    BlobRef, BlobStore, FromBlob, INLINE_MAX, Stored, blobs_of, check_blobs, resolve_blobs,
+};
 pub use jsonl::{JsonlJournal, RESERVE_BYTES, SyncPolicy};
 pub use mirror::{DEFAULT_CAPACITY as MIRROR_CAPACITY, Mirror};
 pub use read::{Entry, ReadError, Transcript, read_journal};
@@ -131,6 +135,12 @@ pub trait Journal: Send + Sync {
     /// The `seq` of the last record written (0: none yet); `None` where the journal does not
     /// keep count.
     fn last_seq(&self) -> Option<u64> {
+        None
+    }
+
+    /// Where arguments too large to journal inline go ([`Stored`]); `None`: this journal
+    /// keeps every argument inline (a journal in memory).
+    fn blobs(&self) -> Option<&BlobStore> {
         None
     }
 

@@ -95,6 +95,13 @@ pub enum ReadError {
     BrokenChain { path: String, line: usize },
     #[error("{path}: line {line}: the first record's `prev` must be 64 zeros")]
     BadGenesis { path: String, line: usize },
+    /// A blob the record names is missing, unreadable or altered ([`super::Stored`]).
+    #[error("{path}: line {line}: {reason}")]
+    Blob {
+        path: String,
+        line: usize,
+        reason: String,
+    },
 }
 
 /// The envelope's fields, besides `kind`.

@@ -16,6 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use super::Stored;
 use crate::call::CallSource;
 use crate::policy::ApprovalOutcome;
 use crate::result::{AttachedContext, FrozenResult};
@@ -83,7 +84,9 @@ pub enum Record<'a> {
     ToolCall {
         call_id: Cow<'a, str>,
         name: Cow<'a, str>,
-        args: Cow<'a, Value>,
+        /// Inline, or over [`INLINE_MAX`](super::INLINE_MAX) bytes in a blob beside the
+        /// journal.
+        args: Stored<'a, Value>,
         source: CallSource,
         parent: Option<Cow<'a, str>>,
         step: u32,
@@ -190,12 +193,13 @@ pub struct ResumedFrom<'a> {
 }
 
 /// A tool call as the model asked for it, in `assistant_message`: `arguments` is the model's
-/// raw text, which may not be valid JSON.
+/// raw text, which may not be valid JSON (inline, or over [`INLINE_MAX`](super::INLINE_MAX)
+/// bytes in a blob beside the journal).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestedCall<'a> {
     pub id: Cow<'a, str>,
     pub name: Cow<'a, str>,
-    pub arguments: Cow<'a, str>,
+    pub arguments: Stored<'a, str>,
 }
 
 /// What a session spent, carried by `stop` and `session_end` (DESIGN §6).

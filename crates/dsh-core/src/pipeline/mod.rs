@@ -50,7 +50,7 @@ use tokio_util::sync::CancellationToken;
 use crate::call::ToolCall;
 use crate::clearance::Clearance;
 use crate::decision::Decision;
-use crate::journal::{Journal, JournalError, Record};
+use crate::journal::{Journal, JournalError, Record, Stored};
 use crate::panic;
 use crate::policy::{
     ApprovalRequest, Approver, Disposition, Guard, PolicyContext, PrePolicy, Vote, combine_votes,
@@ -467,12 +467,14 @@ impl Pipeline {
     /// place a call's own records are written; gate 2 writes `approval` in
     /// [`crate::policy::ask_once`].
     pub(crate) fn record_call(&self, call: &ToolCall) -> Result<(), JournalError> {
+        // Arguments over 1 MiB go to a blob, durable before the record naming it.
+        let args = Stored::value(self.journal.as_ref(), call.args())?;
         self.journal.append_as(
             call.agent(),
             &Record::ToolCall {
                 call_id: call.id().into(),
                 name: call.name().into(),
-                args: Cow::Borrowed(call.args()),
+                args,
                 source: call.source(),
                 parent: call.parent().map(Cow::Borrowed),
                 step: call.step(),
