@@ -362,6 +362,17 @@ fn a_10_mb_argument_is_stored_beside_the_journal() {
         stderr(&out)
     );
 
+    // The transcript names the blob instead of reading it for a one-line summary.
+    let out = d.dsh(&["sessions", "show", &id]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!(
+            "tool write_file [arguments in blob sha256:{digest} ({bytes} bytes)] → ok"
+        )),
+        "{}",
+        stdout(&out)
+    );
+
     // Replay judges the call with its whole argument: as recorded, nothing changed.
     let out = d.dsh(&["replay", &id, "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
