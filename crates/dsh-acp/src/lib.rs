@@ -17,6 +17,9 @@
 //! not through the client's `fs/*` methods: an editor's unsaved buffer is not what dsh reads.
 
 mod commands;
+/// For the fuzz targets only (`fuzz/`): not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod history;
 mod live;
 mod mcp;

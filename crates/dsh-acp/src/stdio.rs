@@ -33,7 +33,7 @@ pub(crate) fn transport() -> Lines<
 
 /// One line's text without its line ending; bytes that are not UTF-8 make it a line no
 /// JSON parser accepts, saying why.
-fn line(mut bytes: Vec<u8>) -> String {
+pub(crate) fn line(mut bytes: Vec<u8>) -> String {
     while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
         bytes.pop();
     }

@@ -62,6 +62,20 @@ pub mod spend;
 pub mod subagent;
 
 pub use agent::{Agent, AgentError, AgentSpec, LoopConfig, Outcome, StopReason};
+
+/// For the fuzz targets only (`fuzz/`): not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// A tool call's argument text as the loop reads it before the pipeline sees it.
+    pub fn tool_args(raw: &str) -> serde_json::Value {
+        crate::agent::step::parse_args(raw)
+    }
+
+    /// The same arguments as compared for repetition.
+    pub fn repeated_args(raw: &str) -> String {
+        crate::agent::step::canonical_args(raw)
+    }
+}
 pub use always::{AlwaysAllow, AlwaysError};
 pub use assemble::{
     Approval, AssemblyError, Session, SessionSettings, UNAVAILABLE_HINT, YoloApprover,

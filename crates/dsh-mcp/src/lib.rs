@@ -21,6 +21,9 @@
 
 mod bound;
 mod content;
+/// For the fuzz targets only (`fuzz/`): not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod names;
 mod process;

@@ -20,6 +20,9 @@ mod select;
 mod types;
 
 pub use anthropic::AnthropicProvider;
+/// For the fuzz targets only (`fuzz/`): not an API.
+#[doc(hidden)]
+pub use http::fuzzing;
 pub use http::{ProviderConfig, ProviderOptions, is_loopback};
 pub use openai::OpenAiProvider;
 pub use select::{

@@ -662,3 +662,29 @@ fn unlisted_programs_ask_and_their_destinations_are_judged() {
     }
     assert_eq!(lifted.decide("cargo test").decision, Decision::Allow);
 }
+
+/// Found by `fuzz/` (`shell_policy`): a syntax error inside a part the walk reads as text (an
+/// assignment's value) hid from the walk, and the line was allowed by a rule matching its
+/// other command. bash runs none of such a line; the policy now refuses any line tree-sitter
+/// marks with a fault, wherever the fault is.
+#[test]
+fn a_syntax_error_anywhere_refuses_the_line() {
+    let (_d, ws) = workspace();
+    let p = policy_with(&ws, &[(Decision::Allow, "run_shell(echo *)", false)]);
+    for line in [
+        // The fuzzer's input, as found.
+        "x=))))))))))))))))))$((1+2)); echo d{x@P} eeeeeeeeeeeor x",
+        "x=)); echo hi",
+        "echo hi; y=a)b",
+    ] {
+        let d = p.decide(line);
+        assert_eq!(d.decision, Decision::Deny, "{}", show(line, &d));
+        assert_eq!(d.tier, Tier::Rule, "{}", show(line, &d));
+        assert!(
+            d.reason.contains("does not parse as shell"),
+            "{}",
+            show(line, &d)
+        );
+    }
+    assert_eq!(p.decide("x=1; echo hi").decision, Decision::Allow);
+}

@@ -34,7 +34,7 @@ mod family;
 mod hooked;
 mod room;
 mod spec;
-mod step;
+pub(crate) mod step;
 
 pub use crate::outcome::{AgentError, Outcome, StopReason};
 pub use config::LoopConfig;

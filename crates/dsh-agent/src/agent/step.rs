@@ -289,7 +289,7 @@ impl Agent {
 
 /// The model's argument text as JSON; text that is not JSON is passed on as a string, which
 /// the registry refuses as `invalid_args` with a message the model can act on.
-fn parse_args(raw: &str) -> Value {
+pub(crate) fn parse_args(raw: &str) -> Value {
     if raw.trim().is_empty() {
         return json!({});
     }
@@ -297,7 +297,7 @@ fn parse_args(raw: &str) -> Value {
 }
 
 /// Arguments compared for repetition: parsed and re-serialized when they are JSON.
-fn canonical_args(raw: &str) -> String {
+pub(crate) fn canonical_args(raw: &str) -> String {
     serde_json::from_str::<Value>(raw).map_or_else(|_| raw.to_owned(), |v| v.to_string())
 }
 

@@ -15,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::types::{Completion, ModelError, StreamEvent};
 
+#[doc(hidden)]
+pub mod fuzzing;
 mod models;
 mod options;
 mod wire;
@@ -233,7 +235,7 @@ impl Endpoint {
     async fn attempt<D: Decoder>(
         &self,
         body: &[u8],
-        mut decoder: D,
+        decoder: D,
         emit: &mut (dyn FnMut(StreamEvent) + Send),
         cancel: &CancellationToken,
     ) -> Result<Completion, Failure> {
@@ -276,7 +278,20 @@ impl Endpoint {
             return self.not_a_stream(&body, decoder, emit);
         }
 
-        let mut events = Box::pin(EventStream::new(byte_stream(response, idle)));
+        self.read_events(byte_stream(response, idle), decoder, emit, cancel)
+            .await
+    }
+
+    /// Reads a 200 answer's byte stream as server-sent events through `decoder` until the
+    /// turn is complete, the stream ends or breaks, or the server reports an error in it.
+    pub(crate) async fn read_events<D: Decoder>(
+        &self,
+        bytes: Bytes,
+        mut decoder: D,
+        emit: &mut (dyn FnMut(StreamEvent) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<Completion, Failure> {
+        let mut events = Box::pin(EventStream::new(bytes));
         loop {
             let next = cancel
                 .run_until_cancelled(events.next())
@@ -524,7 +539,7 @@ async fn read_limited(mut response: reqwest::Response, idle: Duration, max: usiz
 
 /// Why the byte stream stopped.
 #[derive(Debug)]
-enum Transport {
+pub(crate) enum Transport {
     Body(reqwest::Error),
     Idle(Duration),
 }
@@ -538,7 +553,7 @@ impl Transport {
     }
 }
 
-type Bytes = Pin<Box<dyn Stream<Item = Result<Vec<u8>, Transport>> + Send>>;
+pub(crate) type Bytes = Pin<Box<dyn Stream<Item = Result<Vec<u8>, Transport>> + Send>>;
 
 /// The response body as a stream of byte chunks, failing after `idle` of silence.
 fn byte_stream(response: reqwest::Response, idle: Duration) -> Bytes {

@@ -152,6 +152,12 @@ pub(crate) fn parse(
             .and_then(|p| p.parse(line, None))
             .ok_or_else(|| "the bash parser gave up on the line".to_owned())
     })?;
+    // A fault anywhere refuses the line, also inside a part the walk reads as text and never
+    // descends into (an assignment's value, a word): bash would not run such a line as the
+    // walk saw it.
+    if tree.root_node().has_error() {
+        return Err(does_not_parse(first_fault(tree.root_node())));
+    }
     let mut w = Walker {
         r: Reader {
             src: line.as_bytes(),
@@ -176,6 +182,33 @@ pub(crate) fn parse(
     Ok(w.out)
 }
 
+/// The first error or missing node under `node`, which has one (else `node` itself).
+fn first_fault(mut node: Node) -> Node {
+    'down: loop {
+        if node.is_error() || node.is_missing() {
+            return node;
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            if child.has_error() {
+                node = child;
+                continue 'down;
+            }
+        }
+        return node;
+    }
+}
+
+/// Why a line with a fault at `node` is refused.
+fn does_not_parse(node: Node) -> String {
+    let at = node.start_position();
+    format!(
+        "the line does not parse as shell (near line {}, column {})",
+        at.row + 1,
+        at.column + 1
+    )
+}
+
 struct Walker<'a> {
     r: Reader<'a>,
     cd: Cd<'a>,
@@ -197,12 +230,7 @@ impl Walker<'_> {
             return d;
         }
         if node.is_error() || node.is_missing() {
-            let at = node.start_position();
-            self.error = Some(format!(
-                "the line does not parse as shell (near line {}, column {})",
-                at.row + 1,
-                at.column + 1
-            ));
+            self.error = Some(does_not_parse(node));
             return d;
         }
         if self.depth >= MAX_NESTING {
