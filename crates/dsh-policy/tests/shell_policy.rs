@@ -688,3 +688,21 @@ fn a_syntax_error_anywhere_refuses_the_line() {
     }
     assert_eq!(p.decide("x=1; echo hi").decision, Decision::Allow);
 }
+
+/// Found by `fuzz/` (`shell_policy`): `sed`'s short options were cut after each as if it
+/// were one byte, so a flag holding a multi-byte character (`-֏`) panicked the policy.
+#[test]
+fn a_sed_flag_with_a_multibyte_character_is_judged() {
+    let (_d, ws) = workspace();
+    let p = default_policy(&ws);
+    for line in [
+        "sed -֏ p a",
+        "sed -n֏e p a",
+        // The fuzzer's input, as found.
+        "redir>bcp a F&\t\t\t\tc &&sed  spyth ls -\u{58f} . F\nx\nEOFgina",
+    ] {
+        // It panicked before; now it is judged, with a reason.
+        let d = p.decide(line);
+        assert!(!d.reason.is_empty(), "{}", show(line, &d));
+    }
+}

@@ -203,7 +203,7 @@ impl ShellPolicy {
                 }
             } else {
                 for (pos, c) in a.char_indices().skip(1) {
-                    let rest = &a[pos + 1..];
+                    let rest = &a[pos + c.len_utf8()..];
                     match c {
                         'i' => return Err(in_place()),
                         'f' => return Err(script_file()),
