@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use dsh_core::journal::{JournalError, Record, RequestedCall, Stored};
+use dsh_core::journal::{JournalError, Record, RequestedCall, Stored, sha256_hex};
 use dsh_core::{CallSource, CancellationToken, ToolCall};
 use dsh_model::{Message, ModelError, StreamEvent};
 use serde_json::{Value, json};
@@ -296,9 +296,14 @@ pub(crate) fn parse_args(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
 
-/// Arguments compared for repetition: parsed and re-serialized when they are JSON.
+/// Arguments compared for repetition: the digest of their text, parsed and re-serialized
+/// when they are JSON. A digest, not the text: the signature is kept for the next step, and
+/// a 10 MB argument would be held twice over.
 pub(crate) fn canonical_args(raw: &str) -> String {
-    serde_json::from_str::<Value>(raw).map_or_else(|_| raw.to_owned(), |v| v.to_string())
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v) => sha256_hex(v.to_string().as_bytes()),
+        Err(_) => sha256_hex(raw.as_bytes()),
+    }
 }
 
 /// Some servers omit or repeat call ids; the pipeline and the journal need them unique.

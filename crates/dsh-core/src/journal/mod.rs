@@ -14,6 +14,10 @@
 //! serialized once, borrowing what it records (a `tool_result` is the [`FrozenResult`] itself,
 //! not a copy).
 //!
+//! A call's arguments over 1 MiB are not written into `tool_call` and `assistant_message`:
+//! they go first to a content-addressed blob beside the journal, durable before the record
+//! that names it by digest ([`Stored`], `blob.rs`).
+//!
 //! The pipeline writes `tool_call` — flushed to the OS — before gate 1 (SPEC P1), so a crash
 //! mid-execution leaves the call on record; `tool_started` when execution begins;
 //! `tool_result` with the frozen result; `approval` and `context_attached` as they happen.
