@@ -17,8 +17,10 @@
 //! test process's ([`Run::floor_kib`], printed beside it). For the REPL, whose process the
 //! PTY harness waits for, it is the process's own `VmHWM` (`/proc/PID/status`) read at the
 //! prompt after the answer, before it leaves: the answer's whole cost is behind it by then.
-//! The cases run one at a time ([`SERIAL`]) so each figure is one case's. Every case prints
-//! its figures (`--nocapture`); BENCHMARKS.md keeps them.
+//! The cases run one at a time ([`SERIAL`]) so each figure is one case's; run together in one
+//! test process, a case after the 10 MB one may print that process's mark (the line says
+//! whose it is), so BENCHMARKS.md's figures come from one case per process
+//! (`-- --exact NAME --nocapture`).
 //!
 //! Time is never asserted: [`DEADLINE`] only ends a run that hangs.
 #![cfg(target_os = "linux")]
@@ -348,6 +350,9 @@ fn a_10_mb_argument_is_stored_beside_the_journal() {
     assert_eq!(stored, arguments.as_bytes());
     assert_eq!(dsh_core::journal::sha256_hex(&stored), digest);
     drop(stored);
+    println!(
+        "resource bound: 10 MB tool-call argument: a journal of {jlen} bytes and one blob of {bytes} bytes"
+    );
     let line_of = |v: &Value| v["seq"].as_u64().unwrap();
     let asked_line = line_of(asked);
 
