@@ -1087,12 +1087,7 @@ fn a_call_answered_by_an_endless_event_stream_is_bounded() {
     let started = Instant::now();
     let mut peak_kb = 0u64;
     while child.try_wait().unwrap().is_none() {
-        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            && let Some(kb) = status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        {
+        if let Some(kb) = common::vm_hwm_kib(&pid.to_string()) {
             peak_kb = peak_kb.max(kb);
         }
         assert!(started.elapsed() < DEADLINE, "the call never ended");

@@ -63,19 +63,6 @@ fn one_result<'a>(recs: &'a [Value], id: &str) -> &'a Value {
     found[0]
 }
 
-/// The highest `VmHWM` (peak resident set) of a running process, in KiB, if it can be read.
-fn peak_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
-}
-
 /// Runs `dsh batch -` on `calls` (exit 0 asserted), sampling dsh's own peak resident set
 /// while it runs: the results, and the last peak read before it exited (KiB). `VmHWM` only
 /// grows, so the last reading holds every peak before it.
@@ -113,7 +100,7 @@ fn batch_with_peak(d: &Dirs, calls: &[Value]) -> (Vec<Value>, u64) {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        if let Some(kib) = peak_rss_kib(pid) {
+        if let Some(kib) = common::vm_hwm_kib(&pid.to_string()) {
             peak = peak.max(kib);
         }
         assert!(

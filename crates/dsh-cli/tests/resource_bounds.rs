@@ -96,21 +96,11 @@ impl Run {
     }
 }
 
-/// `VmHWM` of process `pid` (`self` for this one), in KiB.
-fn vm_hwm_kib(pid: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 /// Runs `cmd` to its end, reaping it with `wait4(2)` for its peak RSS; kills it and fails
 /// at [`DEADLINE`].
 fn run(mut cmd: Command) -> Run {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let floor_kib = vm_hwm_kib("self");
+    let floor_kib = common::vm_hwm_kib("self").unwrap();
     let begun = Instant::now();
     let mut child = cmd.spawn().unwrap();
     let drain = |mut r: Box<dyn Read + Send>| {
@@ -531,7 +521,7 @@ fn a_5_mb_answer_is_shown_in_the_repl() {
     repl_kit::wait_at_prompt(&pty);
     let wall = begun.elapsed();
     let pid = pty.pid().unwrap().to_string();
-    let peak_kib = vm_hwm_kib(&pid);
+    let peak_kib = common::vm_hwm_kib(&pid).unwrap();
     repl_kit::leave_at_prompt(pty);
     let recs = repl_kit::journal(&d);
     let said = of_kind(&recs, "assistant_message");

@@ -280,3 +280,18 @@ pub fn batch_lines(d: &Dirs, extra: &[&str], lines: &[&str]) -> Vec<Value> {
     assert_eq!(results.len(), lines.len());
     results
 }
+
+/// The peak resident set (`VmHWM`) of process `pid` (`"self"` for this one), in KiB; `None`
+/// once it has exited or when the line cannot be read.
+#[allow(dead_code)]
+pub fn vm_hwm_kib(pid: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
